@@ -1,0 +1,77 @@
+package llm
+
+import (
+	"encoding/json"
+)
+
+// EventType names a streaming event.
+type EventType string
+
+// The streaming events of one assistant message, in the order a stream may
+// emit them: start once; then for each content block its _start, deltas and
+// _end; then done or error.
+const (
+	EventStart         EventType = "start"
+	EventTextStart     EventType = "text_start"
+	EventTextDelta     EventType = "text_delta"
+	EventTextEnd       EventType = "text_end"
+	EventThinkingStart EventType = "thinking_start"
+	EventThinkingDelta EventType = "thinking_delta"
+	EventThinkingEnd   EventType = "thinking_end"
+	EventToolCallStart EventType = "toolcall_start"
+	EventToolCallDelta EventType = "toolcall_delta"
+	EventToolCallEnd   EventType = "toolcall_end"
+	EventDone          EventType = "done"
+	EventError         EventType = "error"
+)
+
+// Terminal reports whether the event ends its stream.
+func (t EventType) Terminal() bool { return t == EventDone || t == EventError }
+
+// Event is one step of a streamed assistant message.
+//
+// Partial is the message as built so far (shared and mutated by the
+// producer: copy it to keep it past the next event). For toolcall events
+// Partial.Content[ContentIndex].Arguments holds the arguments parsed so far.
+// Done and error events carry the final Message; an error event's Err holds
+// the cause (a *ProviderError, or a context error on abort).
+type Event struct {
+	Type         EventType  `json:"type"`
+	ContentIndex int        `json:"contentIndex"`
+	Delta        string     `json:"delta,omitempty"`
+	Reason       StopReason `json:"reason,omitempty"`
+	// Block is the finished block on *_end events.
+	Block *Content `json:"block,omitempty"`
+	// Message is the final message on done and error events.
+	Message *Message `json:"message,omitempty"`
+	Err     error    `json:"-"`
+	Partial *Message `json:"-"`
+}
+
+// MarshalJSON writes the event as one protocol line: "v":1, the type, and
+// only what the event adds (deltas carry only the delta, never the partial
+// message, so a stream's encoding grows linearly).
+func (e Event) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		V            int        `json:"v"`
+		Type         EventType  `json:"type"`
+		ContentIndex *int       `json:"contentIndex,omitempty"`
+		Delta        string     `json:"delta,omitempty"`
+		Reason       StopReason `json:"reason,omitempty"`
+		Block        *Content   `json:"block,omitempty"`
+		Message      *Message   `json:"message,omitempty"`
+		Error        string     `json:"error,omitempty"`
+	}
+	w := wire{V: ProtocolVersion, Type: e.Type, Delta: e.Delta, Reason: e.Reason, Block: e.Block, Message: e.Message}
+	if e.Type != EventStart && !e.Type.Terminal() {
+		idx := e.ContentIndex
+		w.ContentIndex = &idx
+	}
+	if e.Err != nil {
+		w.Error = e.Err.Error()
+	}
+	return json.Marshal(w)
+}
+
+// ProtocolVersion is the "v" of every JSON line agentloop writes.
+const ProtocolVersion = 1

@@ -1,0 +1,225 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// Registry holds the tools of a run by name and carries out calls to them.
+// It is safe for concurrent use once built; Add must not race with calls.
+type Registry struct {
+	tools map[string]*entry
+	order []string
+}
+
+type entry struct {
+	tool   Tool
+	schema *schema // nil when the tool's schema could not be compiled
+}
+
+// NewRegistry returns a registry holding tools. Duplicate names are an
+// error.
+func NewRegistry(tools ...Tool) (*Registry, error) {
+	r := &Registry{tools: make(map[string]*entry)}
+	for _, t := range tools {
+		if err := r.Add(t); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Add registers t. Its schema is compiled once here.
+func (r *Registry) Add(t Tool) error {
+	if r.tools == nil {
+		r.tools = make(map[string]*entry)
+	}
+	name := t.Name()
+	if name == "" {
+		return errors.New("tool: a tool needs a name")
+	}
+	if _, dup := r.tools[name]; dup {
+		return fmt.Errorf("tool: %q is registered twice", name)
+	}
+	s, err := compileSchema(t.Schema())
+	if err != nil {
+		return fmt.Errorf("tool %s: %w", name, err)
+	}
+	r.tools[name] = &entry{tool: t, schema: s}
+	r.order = append(r.order, name)
+	return nil
+}
+
+// Get returns the tool called name.
+func (r *Registry) Get(name string) (Tool, bool) {
+	if r == nil {
+		return nil, false
+	}
+	e, ok := r.tools[name]
+	if !ok {
+		return nil, false
+	}
+	return e.tool, true
+}
+
+// Names returns the tool names in the order they were added.
+func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
+	return append([]string(nil), r.order...)
+}
+
+// Tools returns the tools in the order they were added.
+func (r *Registry) Tools() []Tool {
+	if r == nil {
+		return nil
+	}
+	out := make([]Tool, 0, len(r.order))
+	for _, n := range r.order {
+		out = append(out, r.tools[n].tool)
+	}
+	return out
+}
+
+// Len is the number of tools.
+func (r *Registry) Len() int {
+	if r == nil {
+		return 0
+	}
+	return len(r.order)
+}
+
+// Specs describes the tools to a model, in the order they were added.
+func (r *Registry) Specs() []llm.ToolSpec {
+	if r == nil {
+		return nil
+	}
+	specs := make([]llm.ToolSpec, 0, len(r.order))
+	for _, n := range r.order {
+		t := r.tools[n].tool
+		specs = append(specs, llm.ToolSpec{Name: n, Description: t.Description(), Parameters: t.Schema()})
+	}
+	return specs
+}
+
+// Prepare checks a tool-call block from the model: the tool exists and the
+// arguments validate (after coercion). It returns the call to run, or a
+// non-nil isError result that says what was wrong.
+func (r *Registry) Prepare(block llm.Content) (Call, *Result) {
+	call := Call{ID: block.ID, Name: block.Name, Args: block.Arguments}
+	if len(call.Args) == 0 {
+		call.Args = json.RawMessage("{}")
+	}
+	var e *entry
+	if r != nil {
+		e = r.tools[block.Name]
+	}
+	if e == nil {
+		res := ErrorResult(r.unknownToolText(block.Name))
+		return call, &res
+	}
+	args, err := e.schema.validate(call.Args)
+	if err != nil {
+		res := ErrorResult(fmt.Sprintf("Invalid arguments for tool %q: %v\n\nReceived arguments:\n%s\n\nFix the arguments to match the tool's schema and call it again.",
+			block.Name, err, prettyJSON(call.Args)))
+		return call, &res
+	}
+	call.Args = args
+	return call, nil
+}
+
+func (r *Registry) unknownToolText(name string) string {
+	names := r.Names()
+	sort.Strings(names)
+	if len(names) == 0 {
+		return fmt.Sprintf("Tool %q not found: no tools are available in this run.", name)
+	}
+	return fmt.Sprintf("Tool %q not found. Available tools: %s.", name, strings.Join(names, ", "))
+}
+
+// ConcurrencySafe reports whether call may run beside other calls. Unknown
+// tools and tools that do not classify their calls are exclusive.
+func (r *Registry) ConcurrencySafe(call Call) bool {
+	t, ok := r.Get(call.Name)
+	if !ok {
+		return false
+	}
+	c, ok := t.(ConcurrencyClassifier)
+	return ok && c.ConcurrencySafe(call)
+}
+
+// Run executes a prepared call. Nothing escapes as a panic or an error: a
+// returned error becomes an isError result with its text, a panic becomes
+// an isError result naming the tool, and a cancelled context becomes an
+// "aborted" result. update may be nil.
+func (r *Registry) Run(ctx context.Context, call Call, update func(Partial)) (res Result) {
+	t, ok := r.Get(call.Name)
+	if !ok {
+		return ErrorResult(r.unknownToolText(call.Name))
+	}
+	if update == nil {
+		update = func(Partial) {}
+	}
+	if err := ctx.Err(); err != nil {
+		return AbortedResult(err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			res = ErrorResult(fmt.Sprintf("Tool %q crashed: %v. This is a bug in the tool, not in your arguments; try another approach.", call.Name, p))
+			res.Details, _ = json.Marshal(map[string]string{"panic": fmt.Sprint(p), "stack": string(debug.Stack())})
+		}
+	}()
+	out, err := t.Execute(ctx, call, update)
+	switch {
+	case err != nil && (errors.Is(err, context.Canceled) || ctx.Err() != nil && errors.Is(err, ctx.Err())):
+		return AbortedResult(err)
+	case err != nil:
+		out.IsError = true
+		out.Content = append(out.Content, llm.Text(err.Error()))
+	}
+	if out.Content == nil {
+		out.Content = []llm.Content{}
+	}
+	return out
+}
+
+// Execute prepares and runs a tool-call block.
+func (r *Registry) Execute(ctx context.Context, block llm.Content, update func(Partial)) Result {
+	call, bad := r.Prepare(block)
+	if bad != nil {
+		return *bad
+	}
+	return r.Run(ctx, call, update)
+}
+
+// AbortedText is the text of the result of a call that was cancelled.
+const AbortedText = "aborted: the call was cancelled before it finished"
+
+// AbortedResult is the result of a call that was cancelled.
+func AbortedResult(cause error) Result {
+	res := ErrorResult(AbortedText)
+	if cause != nil && !errors.Is(cause, context.Canceled) {
+		res.Content[0].Text += " (" + cause.Error() + ")"
+	}
+	return res
+}
+
+func prettyJSON(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return string(raw)
+	}
+	return string(b)
+}

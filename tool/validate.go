@@ -1,0 +1,197 @@
+package tool
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// schema is a compiled tool schema.
+type schema struct {
+	root     *jsonschema.Schema
+	resolved *jsonschema.Resolved
+}
+
+func compileSchema(raw json.RawMessage) (*schema, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("parameters schema is not valid JSON schema: %w", err)
+	}
+	res, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("parameters schema: %w", err)
+	}
+	return &schema{root: &s, resolved: res}, nil
+}
+
+// validate parses args, coerces them toward the schema, validates them and
+// returns the coerced JSON. A nil schema accepts any JSON object.
+func (s *schema) validate(args json.RawMessage) (json.RawMessage, error) {
+	var v any
+	dec := json.NewDecoder(strings.NewReader(string(args)))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, errors.New("arguments must be a JSON object")
+	}
+	if s == nil {
+		return args, nil
+	}
+	v = coerce(v, s.root)
+	// The validator wants float64 numbers, not json.Number.
+	v = plainNumbers(v)
+	if err := s.resolved.Validate(v); err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// coerce converts values the way models need: a string where the schema
+// says integer, number or boolean; a JSON-encoded string where it says
+// object or array; a lone value where it says array. Values it cannot
+// convert are left for the validator to reject.
+func coerce(v any, s *jsonschema.Schema) any {
+	if s == nil {
+		return v
+	}
+	types := s.Types
+	if s.Type != "" {
+		types = []string{s.Type}
+	}
+	if str, ok := v.(string); ok && !hasType(types, "string") {
+		for _, t := range types {
+			if c, ok := coerceString(str, t); ok {
+				v = c
+				break
+			}
+		}
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if ps, ok := s.Properties[k]; ok {
+				x[k] = coerce(val, ps)
+			} else if s.AdditionalProperties != nil {
+				x[k] = coerce(val, s.AdditionalProperties)
+			}
+		}
+		return x
+	case []any:
+		if s.Items != nil {
+			for i := range x {
+				x[i] = coerce(x[i], s.Items)
+			}
+		}
+		return x
+	}
+	if hasType(types, "array") && !hasType(types, typeOf(v)) && v != nil {
+		arr := []any{v}
+		if s.Items != nil {
+			arr[0] = coerce(v, s.Items)
+		}
+		return arr
+	}
+	return v
+}
+
+func coerceString(str, typ string) (any, bool) {
+	t := strings.TrimSpace(str)
+	switch typ {
+	case "integer":
+		if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+			return json.Number(strconv.FormatInt(n, 10)), true
+		}
+		if f, err := strconv.ParseFloat(t, 64); err == nil && f == math.Trunc(f) && !math.IsInf(f, 0) {
+			return json.Number(strconv.FormatFloat(f, 'f', -1, 64)), true
+		}
+	case "number":
+		if f, err := strconv.ParseFloat(t, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return json.Number(t), true
+		}
+	case "boolean":
+		switch strings.ToLower(t) {
+		case "true":
+			return true, true
+		case "false":
+			return false, true
+		}
+	case "null":
+		if t == "null" || t == "" {
+			return nil, true
+		}
+	case "object", "array":
+		var x any
+		dec := json.NewDecoder(strings.NewReader(t))
+		dec.UseNumber()
+		if err := dec.Decode(&x); err == nil && typeOf(x) == typ {
+			return x, true
+		}
+	}
+	return nil, false
+}
+
+func hasType(types []string, t string) bool {
+	for _, x := range types {
+		if x == t || (t == "integer" && x == "number") {
+			return true
+		}
+	}
+	return false
+}
+
+func typeOf(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case json.Number:
+		if _, err := x.Int64(); err == nil {
+			return "integer"
+		}
+		return "number"
+	case float64:
+		return "number"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	}
+	return ""
+}
+
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return float64(i)
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, val := range x {
+			x[k] = plainNumbers(val)
+		}
+	case []any:
+		for i := range x {
+			x[i] = plainNumbers(x[i])
+		}
+	}
+	return v
+}
