@@ -1,0 +1,31 @@
+// Package builtin holds the coding tools an agent works with: read, write,
+// edit, grep, find and ls over files, and bash, all confined to a
+// [Workspace].
+//
+// A Workspace is a directory tree the tools may touch. Every path a model
+// passes is resolved inside it: "..", absolute paths elsewhere and symlinks
+// that lead out are refused with an error that says so. Reads outside can be
+// allowed (Options.AllowReadOutside), and extra directories (the session's
+// data directory, where bash spills long output) can be made readable. A
+// read-only workspace refuses every write, and [New] leaves write and edit
+// out of the tool set.
+//
+// Paths from the model are cleaned before they are resolved: a leading "@"
+// (models copy it from @-mentions) is dropped, Unicode spaces become plain
+// spaces, and "~" or "~/..." expands to the user's home directory (which is
+// then subject to confinement like any other absolute path: without
+// AllowReadOutside it is refused unless the home directory is inside the
+// workspace). Expanding "~" gives the model a clear "outside the workspace"
+// answer instead of a confusing "not found" for a directory literally named
+// "~".
+//
+// Confinement guards against a model's mistakes and path tricks, not
+// against a hostile process racing the tools inside the workspace (a path
+// is checked, then opened); bash's sandbox is the boundary for that.
+//
+// Each tool implements [tool.Tool], [tool.ConcurrencyClassifier] (read, grep,
+// find and ls run beside other calls; write and edit run alone) and a
+// ReadOnly method that approvals and tool policy use.
+//
+// The package imports llm and tool from agentloop, and nothing above them.
+package builtin

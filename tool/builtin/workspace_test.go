@@ -1,0 +1,205 @@
+package builtin
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// newTestWorkspace builds a workspace in a temp dir with a sibling
+// "outside" directory and symlinks that lead out of the workspace.
+//
+//	<tmp>/ws/a.txt
+//	<tmp>/ws/sub/b.txt
+//	<tmp>/ws/out      -> <tmp>/outside        (dir symlink out)
+//	<tmp>/ws/outfile  -> <tmp>/outside/secret (file symlink out)
+//	<tmp>/ws/dangle   -> <tmp>/outside/new    (dangling, out)
+//	<tmp>/ws/in       -> sub                  (symlink within)
+//	<tmp>/outside/secret
+func newTestWorkspace(t testing.TB, opts *WorkspaceOptions) (*Workspace, string) {
+	t.Helper()
+	tmp, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(tmp, "ws")
+	outside := filepath.Join(tmp, "outside")
+	for _, d := range []string{filepath.Join(ws, "sub"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		filepath.Join(ws, "a.txt"):          "alpha\n",
+		filepath.Join(ws, "sub", "b.txt"):   "beta\n",
+		filepath.Join(outside, "secret"):    "secret needle\n",
+		filepath.Join(outside, "other.txt"): "needle\n",
+	}
+	for p, c := range files {
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{
+		"out":     outside,
+		"outfile": filepath.Join(outside, "secret"),
+		"dangle":  filepath.Join(outside, "new"),
+		"in":      "sub",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := NewWorkspace(ws, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, tmp
+}
+
+func TestWorkspaceResolve(t *testing.T) {
+	w, tmp := newTestWorkspace(t, nil)
+	ws := filepath.Join(tmp, "ws")
+	home, _ := os.UserHomeDir()
+	tests := []struct {
+		path        string
+		want        string // real path; "" means an escape error
+		viaSymlink  bool
+		writeRefuse bool // refused for writing though readable
+	}{
+		{"a.txt", ws + "/a.txt", false, false},
+		{"@a.txt", ws + "/a.txt", false, false},
+		{"", ws, false, false},
+		{".", ws, false, false},
+		{"sub/../a.txt", ws + "/a.txt", false, false},
+		{"new/dir/file.txt", ws + "/new/dir/file.txt", false, false},
+		{ws + "/sub/b.txt", ws + "/sub/b.txt", false, false},
+		{"in/b.txt", ws + "/sub/b.txt", false, false},
+		{"sub\u00a0x", ws + "/sub x", false, false},
+		{"../outside/secret", "", false, false},
+		{"sub/../../outside", "", false, false},
+		{tmp + "/outside/secret", "", false, false},
+		{"/etc/passwd", "", false, false},
+		{"out/secret", "", true, false},
+		{"outfile", "", true, false},
+		{"dangle", "", true, false},
+		{"out/newfile", "", true, false},
+	}
+	if home != "" && !within(ws, home) {
+		tests = append(tests, struct {
+			path        string
+			want        string
+			viaSymlink  bool
+			writeRefuse bool
+		}{"~/x", "", false, false})
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			got, err := w.ResolveRead(tt.path)
+			if tt.want == "" {
+				var esc *EscapeError
+				if !errors.As(err, &esc) || !errors.Is(err, ErrOutsideWorkspace) {
+					t.Fatalf("ResolveRead(%q) = %q, %v; want an escape error", tt.path, got, err)
+				}
+				if esc.ViaSymlink != tt.viaSymlink {
+					t.Errorf("ViaSymlink = %v, want %v (%v)", esc.ViaSymlink, tt.viaSymlink, err)
+				}
+				if !strings.Contains(err.Error(), "outside the workspace "+ws) {
+					t.Errorf("error does not name the workspace: %v", err)
+				}
+				if _, werr := w.ResolveWrite(tt.path); !errors.Is(werr, ErrOutsideWorkspace) {
+					t.Errorf("ResolveWrite(%q) err = %v, want an escape error", tt.path, werr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ResolveRead(%q) = %q, %v; want %q", tt.path, got, err, tt.want)
+			}
+			if got, err := w.ResolveWrite(tt.path); err != nil || got != tt.want {
+				t.Fatalf("ResolveWrite(%q) = %q, %v; want %q", tt.path, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestWorkspaceOptions(t *testing.T) {
+	t.Run("read outside", func(t *testing.T) {
+		w, tmp := newTestWorkspace(t, &WorkspaceOptions{AllowReadOutside: true})
+		for _, p := range []string{"../outside/secret", "out/secret", tmp + "/outside/secret"} {
+			if got, err := w.ResolveRead(p); err != nil || got != tmp+"/outside/secret" {
+				t.Errorf("ResolveRead(%q) = %q, %v", p, got, err)
+			}
+			if _, err := w.ResolveWrite(p); !errors.Is(err, ErrOutsideWorkspace) {
+				t.Errorf("ResolveWrite(%q) err = %v, want escape", p, err)
+			}
+		}
+	})
+	t.Run("extra readable", func(t *testing.T) {
+		w, tmp := newTestWorkspace(t, nil)
+		if err := w.AddReadable(filepath.Join(tmp, "outside")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := w.ResolveRead(tmp + "/outside/secret"); err != nil || got != tmp+"/outside/secret" {
+			t.Errorf("ResolveRead in readable dir = %q, %v", got, err)
+		}
+		if _, err := w.ResolveWrite(tmp + "/outside/secret"); !errors.Is(err, ErrOutsideWorkspace) {
+			t.Errorf("write in readable dir err = %v, want escape", err)
+		}
+		if _, err := w.ResolveRead(tmp + "/outsider"); !errors.Is(err, ErrOutsideWorkspace) {
+			t.Errorf("sibling with a common prefix readable: %v", err)
+		}
+		if got := w.Readable(); len(got) != 1 || got[0] != tmp+"/outside" {
+			t.Errorf("Readable() = %v", got)
+		}
+	})
+	t.Run("read only", func(t *testing.T) {
+		w, _ := newTestWorkspace(t, &WorkspaceOptions{ReadOnly: true})
+		if _, err := w.ResolveWrite("a.txt"); !errors.Is(err, ErrReadOnly) {
+			t.Errorf("ResolveWrite in read-only workspace err = %v", err)
+		}
+		if _, err := w.ResolveRead("a.txt"); err != nil {
+			t.Errorf("ResolveRead in read-only workspace err = %v", err)
+		}
+	})
+	t.Run("root through a symlink", func(t *testing.T) {
+		_, tmp := newTestWorkspace(t, nil)
+		alias := filepath.Join(tmp, "alias")
+		if err := os.Symlink(filepath.Join(tmp, "ws"), alias); err != nil {
+			t.Fatal(err)
+		}
+		w, err := NewWorkspace(alias, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Root() != filepath.Join(tmp, "ws") {
+			t.Errorf("Root() = %q, want the real path", w.Root())
+		}
+		if got, err := w.ResolveRead(alias + "/a.txt"); err != nil || got != tmp+"/ws/a.txt" {
+			t.Errorf("path through the alias = %q, %v", got, err)
+		}
+		if w.Rel(tmp+"/ws/sub/b.txt") != "sub/b.txt" || w.Rel(w.Root()) != "." || w.Rel("/etc") != "/etc" {
+			t.Errorf("Rel gives %q %q %q", w.Rel(tmp+"/ws/sub/b.txt"), w.Rel(w.Root()), w.Rel("/etc"))
+		}
+	})
+	t.Run("not a directory", func(t *testing.T) {
+		_, tmp := newTestWorkspace(t, nil)
+		if _, err := NewWorkspace(tmp+"/ws/a.txt", nil); err == nil || !strings.Contains(err.Error(), "not a directory") {
+			t.Errorf("NewWorkspace(file) err = %v", err)
+		}
+		if _, err := NewWorkspace(tmp+"/missing", nil); err == nil {
+			t.Error("NewWorkspace(missing dir) succeeded")
+		}
+	})
+	t.Run("symlink loop", func(t *testing.T) {
+		w, tmp := newTestWorkspace(t, nil)
+		if err := os.Symlink("loop", filepath.Join(tmp, "ws", "loop")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.ResolveRead("loop"); err == nil || !strings.Contains(err.Error(), "too many levels") {
+			t.Errorf("symlink loop err = %v", err)
+		}
+	})
+}
