@@ -1,0 +1,93 @@
+package anthropic
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// DefaultBaseURL is where requests go when Config.BaseURL is empty.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// DefaultIdleTimeout is how long a stream may stay silent (no real event;
+// pings and SSE comments do not count) before it fails with a timeout.
+const DefaultIdleTimeout = 120 * time.Second
+
+// APIVersion is the anthropic-version header every request carries.
+const APIVersion = "2023-06-01"
+
+// Config describes one Anthropic model endpoint. The zero values of the
+// optional fields mean the defaults documented on each field.
+type Config struct {
+	// Info names the model and carries its limits and prices (ID, Provider,
+	// ContextWindow, MaxTokens, Cost, Reasoning, Input).
+	Info llm.ModelInfo
+	// APIKey is sent as x-api-key. It never appears in errors or logs.
+	APIKey string
+	// BaseURL is the API root; "" means DefaultBaseURL. /v1/messages is
+	// appended.
+	BaseURL string
+	// HTTPClient sends the requests; nil means a client without an overall
+	// timeout (streams are bounded by the idle timer and the context).
+	HTTPClient *http.Client
+	// IdleTimeout bounds the silence between real stream events; 0 means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// Headers are extra request headers, sent after the defaults (so they
+	// can override anthropic-version or add anthropic-beta).
+	Headers map[string]string
+}
+
+// Model streams replies from the Anthropic Messages API. It implements
+// llm.Model and is safe for concurrent use.
+type Model struct {
+	cfg      Config
+	endpoint string
+	client   *http.Client
+	idle     time.Duration
+	provider string
+}
+
+var _ llm.Model = (*Model)(nil)
+
+// New returns a Model for cfg. The config is copied; later changes to it do
+// not affect the model.
+func New(cfg Config) *Model {
+	m := &Model{cfg: cfg, client: cfg.HTTPClient, idle: cfg.IdleTimeout, provider: cfg.Info.Provider}
+	if cfg.Headers != nil {
+		m.cfg.Headers = make(map[string]string, len(cfg.Headers))
+		for k, v := range cfg.Headers {
+			m.cfg.Headers[k] = v
+		}
+	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	// Accept a base URL that already ends in /v1, as ANTHROPIC_BASE_URL
+	// values sometimes do.
+	base = strings.TrimSuffix(base, "/v1")
+	m.endpoint = base + "/v1/messages"
+	if m.client == nil {
+		m.client = &http.Client{}
+	}
+	if m.idle <= 0 {
+		m.idle = DefaultIdleTimeout
+	}
+	if m.provider == "" {
+		m.provider = "anthropic"
+	}
+	return m
+}
+
+// Info returns the model's description.
+func (m *Model) Info() llm.ModelInfo { return m.cfg.Info }
+
+// Stream sends req and streams the reply. See llm.Model for the contract.
+func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	return m.stream(ctx, req)
+}

@@ -1,0 +1,17 @@
+// Package openai speaks the OpenAI Chat Completions API (POST
+// /chat/completions with "stream": true) and every compatible server:
+// Ollama, vLLM, llama.cpp server, OpenRouter, Groq, DeepSeek, LM Studio.
+//
+// What each server accepts (developer or system role, max_tokens or
+// max_completion_tokens, the usage-only final chunk, strict tools, how to ask
+// for and replay reasoning) lives in one Compat record per provider, chosen
+// by CompatFor or given in Config.
+//
+// The stream decoder accumulates tool calls keyed by their index (a new id on
+// an index starts a new call), keeps reasoning_content-style thinking, reads
+// the usage-only final chunk, and turns every failure into an
+// *llm.ProviderError through llm.NewHTTPError and llm.NetworkError.
+//
+// This room may import llm, llm/sse and llm/jsonpartial, and the standard
+// library; nothing above llm.
+package openai

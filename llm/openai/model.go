@@ -1,0 +1,101 @@
+package openai
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// DefaultBaseURL is where requests go when Config.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// DefaultIdleTimeout is how long a stream may stay silent (no real event;
+// SSE comments do not count) before it fails with a timeout.
+const DefaultIdleTimeout = 120 * time.Second
+
+// Config describes one Chat Completions endpoint: OpenAI itself or any
+// compatible server. The zero values of the optional fields mean the
+// defaults documented on each field.
+type Config struct {
+	// Info names the model and carries its limits and prices.
+	Info llm.ModelInfo
+	// APIKey is sent as a bearer token when not empty. It never appears in
+	// errors or logs.
+	APIKey string
+	// BaseURL is the API root; "" means DefaultBaseURL. /chat/completions
+	// is appended.
+	BaseURL string
+	// HTTPClient sends the requests; nil means a client without an overall
+	// timeout (streams are bounded by the idle timer and the context).
+	HTTPClient *http.Client
+	// IdleTimeout bounds the silence between real stream events; 0 means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// Headers are extra request headers.
+	Headers map[string]string
+	// Compat says what the server accepts; nil means
+	// CompatFor(Info.Provider, BaseURL).
+	Compat *Compat
+}
+
+// Model streams replies from a Chat Completions endpoint. It implements
+// llm.Model and is safe for concurrent use.
+type Model struct {
+	cfg      Config
+	compat   Compat
+	endpoint string
+	client   *http.Client
+	idle     time.Duration
+	provider string
+}
+
+var _ llm.Model = (*Model)(nil)
+
+// New returns a Model for cfg. The config (and its Compat) is copied; later
+// changes to it do not affect the model.
+func New(cfg Config) *Model {
+	m := &Model{cfg: cfg, client: cfg.HTTPClient, idle: cfg.IdleTimeout, provider: cfg.Info.Provider}
+	if cfg.Headers != nil {
+		m.cfg.Headers = make(map[string]string, len(cfg.Headers))
+		for k, v := range cfg.Headers {
+			m.cfg.Headers[k] = v
+		}
+	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	base = strings.TrimSuffix(base, "/chat/completions")
+	m.endpoint = base + "/chat/completions"
+	if cfg.Compat != nil {
+		m.compat = cfg.Compat.clone()
+	} else {
+		m.compat = CompatFor(cfg.Info.Provider, cfg.BaseURL)
+	}
+	m.cfg.Compat = nil
+	if m.client == nil {
+		m.client = &http.Client{}
+	}
+	if m.idle <= 0 {
+		m.idle = DefaultIdleTimeout
+	}
+	if m.provider == "" {
+		m.provider = "openai"
+	}
+	return m
+}
+
+// Info returns the model's description.
+func (m *Model) Info() llm.ModelInfo { return m.cfg.Info }
+
+// Compat returns the compatibility record the model uses.
+func (m *Model) Compat() Compat { return m.compat.clone() }
+
+// Stream sends req and streams the reply. See llm.Model for the contract.
+func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	return m.stream(ctx, req)
+}
