@@ -1,0 +1,12 @@
+// Package proc starts and ends child process trees so that nothing a tool
+// starts outlives it. It is the engine room under tool/builtin's bash tool:
+// each command runs in its own process group and carries a tag in its
+// environment; when the command ends, times out or is aborted, every
+// process that belongs to it is found (descendants of the shell, members of
+// its process group, processes carrying its tag), stopped, killed and
+// reaped. On Linux the agentloop process makes itself a child subreaper, so
+// descendants that escape with setsid or a double fork are reparented to it
+// instead of to init and can still be found and reaped.
+//
+// It imports only the standard library and golang.org/x/sys.
+package proc

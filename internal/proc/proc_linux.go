@@ -1,0 +1,243 @@
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	subreaperOnce sync.Once
+	subreaperErr  error
+)
+
+// EnableSubreaper makes the calling process a child subreaper
+// (PR_SET_CHILD_SUBREAPER): orphaned descendants are reparented to it
+// rather than to init, so a process that escaped with setsid can still be
+// found under this process and reaped. It is process-wide and done once;
+// later calls return the first result.
+func EnableSubreaper() error {
+	subreaperOnce.Do(func() {
+		subreaperErr = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	})
+	return subreaperErr
+}
+
+func setGroup(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+}
+
+// info is what Kill needs from /proc/<pid>/stat.
+type info struct {
+	pid, ppid, pgrp int
+	state           byte
+	start           uint64
+}
+
+// readStat parses /proc/<pid>/stat. The command name may contain spaces
+// and parentheses, so fields are counted from the last ')'.
+func readStat(pid int) (info, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return info{}, false
+	}
+	return parseStat(pid, b)
+}
+
+func parseStat(pid int, b []byte) (info, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return info{}, false
+	}
+	f := strings.Fields(string(b[i+2:]))
+	// f[0] is field 3 (state); field 22 (starttime) is f[19].
+	if len(f) < 20 {
+		return info{}, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	pgrp, err2 := strconv.Atoi(f[2])
+	start, err3 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || len(f[0]) == 0 {
+		return info{}, false
+	}
+	return info{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0], start: start}, true
+}
+
+// scan reads every process's stat.
+func scan() map[int]info {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	all := make(map[int]info, len(names))
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		if in, ok := readStat(pid); ok {
+			all[pid] = in
+		}
+	}
+	return all
+}
+
+func hasTag(pid int, tag string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	want := []byte(TagEnv + "=" + tag)
+	for len(b) > 0 {
+		var kv []byte
+		kv, b, _ = bytes.Cut(b, []byte{0})
+		if bytes.Equal(kv, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// find returns the live processes t names.
+func find(t Target, all map[int]info) map[int]info {
+	children := make(map[int][]int, len(all))
+	for _, in := range all {
+		children[in.ppid] = append(children[in.ppid], in.pid)
+	}
+	out := make(map[int]info)
+	if t.Root > 0 {
+		if _, ok := all[t.Root]; ok {
+			walk(t.Root, children, func(pid int) { out[pid] = all[pid] })
+		}
+	}
+	if t.Group > 0 || t.Tag != "" {
+		self := os.Getpid()
+		walk(self, children, func(pid int) {
+			if pid == self {
+				return
+			}
+			in := all[pid]
+			if in.state == 'Z' {
+				return
+			}
+			if (t.Group > 0 && in.pgrp == t.Group) || (t.Tag != "" && hasTag(pid, t.Tag)) {
+				out[pid] = in
+			}
+		})
+	}
+	return out
+}
+
+func walk(pid int, children map[int][]int, visit func(int)) {
+	stack := []int{pid}
+	seen := map[int]bool{}
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		visit(p)
+		stack = append(stack, children[p]...)
+	}
+}
+
+// Kill ends every process t names: it stops them all with SIGSTOP, looking
+// again until no new one appears (so none can fork behind the sweep), then
+// kills them with SIGKILL. It returns what it killed, for Reap.
+func Kill(t Target) []Proc {
+	killed := make(map[int]info)
+	for round := 0; round < 64; round++ {
+		found := find(t, scan())
+		fresh := 0
+		for pid, in := range found {
+			if old, ok := killed[pid]; ok && old.start == in.start {
+				continue
+			}
+			killed[pid] = in
+			fresh++
+			_ = unix.Kill(pid, unix.SIGSTOP)
+		}
+		if fresh == 0 {
+			break
+		}
+	}
+	out := make([]Proc, 0, len(killed))
+	for pid, in := range killed {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		out = append(out, Proc{Pid: pid, Start: in.start})
+	}
+	return out
+}
+
+// Reap waits for the killed processes that were reparented to this process
+// (as a subreaper) to become zombies, and collects them, so none is left
+// behind. except is a pid someone else waits for (the exec.Cmd's own
+// process). It gives up after timeout and returns the processes still
+// pending.
+func Reap(killed []Proc, except int, timeout time.Duration) []Proc {
+	self := os.Getpid()
+	deadline := time.Now().Add(timeout)
+	pending := make([]Proc, 0, len(killed))
+	for _, p := range killed {
+		if p.Pid != except {
+			pending = append(pending, p)
+		}
+	}
+	delay := 100 * time.Microsecond
+	for {
+		rest := pending[:0]
+		for _, p := range pending {
+			in, ok := readStat(p.Pid)
+			if !ok || in.start != p.Start {
+				continue // gone: reaped by its own parent
+			}
+			if in.ppid == self && in.state == 'Z' {
+				var ws unix.WaitStatus
+				_, err := unix.Wait4(p.Pid, &ws, unix.WNOHANG, nil)
+				if err == nil || errors.Is(err, unix.ECHILD) {
+					continue
+				}
+			}
+			rest = append(rest, p)
+		}
+		pending = rest
+		if len(pending) == 0 || time.Now().After(deadline) {
+			return pending
+		}
+		time.Sleep(delay)
+		if delay < 10*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// Alive returns the live (not zombie) processes anywhere on the machine
+// whose TagEnv equals tag, and this process's zombie children; a clean
+// sweep leaves both empty. It is meant for tests and diagnostics.
+func Alive(tag string) (tagged, zombies []int) {
+	self := os.Getpid()
+	for pid, in := range scan() {
+		switch {
+		case in.state == 'Z' && in.ppid == self:
+			zombies = append(zombies, pid)
+		case in.state != 'Z' && tag != "" && hasTag(pid, tag):
+			tagged = append(tagged, pid)
+		}
+	}
+	return tagged, zombies
+}

@@ -1,0 +1,31 @@
+//go:build !unix
+
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"time"
+)
+
+// EnableSubreaper is a no-op on this system.
+func EnableSubreaper() error { return nil }
+
+func setGroup(cmd *exec.Cmd) {}
+
+// Kill ends t.Root only: this system has no process groups to sweep.
+func Kill(t Target) []Proc {
+	if t.Root > 0 {
+		if p, err := os.FindProcess(t.Root); err == nil {
+			_ = p.Kill()
+		}
+		return []Proc{{Pid: t.Root}}
+	}
+	return nil
+}
+
+// Reap does nothing on this system.
+func Reap(killed []Proc, except int, timeout time.Duration) []Proc { return nil }
+
+// Alive reports nothing on this system.
+func Alive(tag string) (tagged, zombies []int) { return nil, nil }

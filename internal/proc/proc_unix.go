@@ -1,0 +1,39 @@
+//go:build unix && !linux
+
+package proc
+
+import (
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// EnableSubreaper is a no-op outside Linux: there is no subreaper, so a
+// descendant that leaves the process group escapes Kill.
+func EnableSubreaper() error { return nil }
+
+func setGroup(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+}
+
+// Kill ends the process group of t (and t.Root). Outside Linux it cannot
+// find processes by tag.
+func Kill(t Target) []Proc {
+	if t.Group > 0 {
+		_ = syscall.Kill(-t.Group, syscall.SIGKILL)
+	}
+	if t.Root > 0 {
+		_ = syscall.Kill(t.Root, syscall.SIGKILL)
+		return []Proc{{Pid: t.Root}}
+	}
+	return nil
+}
+
+// Reap does nothing outside Linux.
+func Reap(killed []Proc, except int, timeout time.Duration) []Proc { return nil }
+
+// Alive reports nothing outside Linux.
+func Alive(tag string) (tagged, zombies []int) { return nil, nil }
