@@ -1,0 +1,166 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+type roTool struct {
+	Func
+	ro bool
+}
+
+func (t *roTool) ReadOnly() bool { return t.ro }
+
+func approvalRegistry(t *testing.T) *Registry {
+	t.Helper()
+	run := func(context.Context, Call, func(Partial)) (Result, error) { return TextResult("ok"), nil }
+	reg, err := NewRegistry(
+		&roTool{Func: Func{ToolName: "read", Run: run}, ro: true},
+		&roTool{Func: Func{ToolName: "write", Run: run}, ro: false},
+		&Func{ToolName: "bash", Run: run}, // exclusive, no ReadOnly
+		&Func{ToolName: "grep", Run: run, Concurrent: true},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func TestRegistryReadOnly(t *testing.T) {
+	reg := approvalRegistry(t)
+	for name, want := range map[string]bool{"read": true, "write": false, "bash": false, "grep": true, "nope": false} {
+		if got := reg.ReadOnly(Call{Name: name, Args: json.RawMessage(`{}`)}); got != want {
+			t.Errorf("ReadOnly(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestApproval(t *testing.T) {
+	reg := approvalRegistry(t)
+	yes := func(context.Context, Call, string) (Answer, error) { return AnswerYes, nil }
+	no := func(context.Context, Call, string) (Answer, error) { return AnswerNo, nil }
+	broken := func(context.Context, Call, string) (Answer, error) { return AnswerNo, errors.New("stdin closed") }
+	tests := []struct {
+		name      string
+		mode      string
+		ask       Asker
+		call      string
+		allow     bool
+		reasonHas string
+		wantAsked bool
+	}{
+		{"auto allows writes", "auto", nil, "write", true, "", false},
+		{"default is auto", "", nil, "bash", true, "", false},
+		{"never allows reads", "never", nil, "read", true, "", false},
+		{"never allows concurrency-safe", "never", nil, "grep", true, "", false},
+		{"never denies writes", "never", nil, "write", false, `approval mode "never"`, false},
+		{"never denies bash", "never", yes, "bash", false, "only allows calls that read", false},
+		{"ask allows reads without asking", "ask", yes, "read", true, "", false},
+		{"ask asks for writes: yes", "ask", yes, "write", true, "", true},
+		{"ask asks for writes: no", "ask", no, "write", false, "Denied by the user", true},
+		{"ask without a terminal denies", "ask", nil, "bash", false, "no one to ask", false},
+		{"asker failing denies", "ask", broken, "bash", false, "stdin closed", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			policy, err := ApprovalPolicyFor(tt.mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked := false
+			var ask Asker
+			if tt.ask != nil {
+				ask = func(ctx context.Context, c Call, r string) (Answer, error) {
+					asked = true
+					return tt.ask(ctx, c, r)
+				}
+			}
+			a := &Approval{Policy: policy, Ask: ask, ReadOnly: reg.ReadOnly}
+			allow, reason := a.Approve(context.Background(), Call{ID: "1", Name: tt.call, Args: json.RawMessage(`{}`)})
+			if allow != tt.allow {
+				t.Errorf("allow = %v, want %v (reason %q)", allow, tt.allow, reason)
+			}
+			if !strings.Contains(reason, tt.reasonHas) {
+				t.Errorf("reason %q does not contain %q", reason, tt.reasonHas)
+			}
+			if allow && reason != "" {
+				t.Errorf("an allowed call has reason %q", reason)
+			}
+			if asked != tt.wantAsked {
+				t.Errorf("asked = %v, want %v", asked, tt.wantAsked)
+			}
+		})
+	}
+}
+
+func TestApprovalModeUnknown(t *testing.T) {
+	if _, err := ApprovalPolicyFor("sometimes"); err == nil || !strings.Contains(err.Error(), "auto, ask or never") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestApprovalAlwaysIsRememberedPerTool(t *testing.T) {
+	var mu sync.Mutex
+	asked := map[string]int{}
+	a := &Approval{Policy: ApproveAsk, Ask: func(_ context.Context, c Call, _ string) (Answer, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked[c.Name]++
+		if c.Name == "bash" {
+			return AnswerAlways, nil
+		}
+		return AnswerYes, nil
+	}}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if ok, r := a.Approve(ctx, Call{ID: fmt.Sprint(i), Name: "bash"}); !ok {
+				t.Errorf("bash refused: %s", r)
+			}
+		}()
+	}
+	wg.Wait()
+	for range 2 {
+		if ok, _ := a.Approve(ctx, Call{Name: "write"}); !ok {
+			t.Error("write refused")
+		}
+	}
+	if asked["bash"] != 1 {
+		t.Errorf("bash asked %d times, want 1 (always remembered)", asked["bash"])
+	}
+	if asked["write"] != 2 {
+		t.Errorf("write asked %d times, want 2 (yes is not remembered)", asked["write"])
+	}
+	if d := a.Decide(ctx, Call{Name: "bash"}); d.Verdict != VerdictAllow {
+		t.Errorf("Decide after always = %v, want allow", d.Verdict)
+	}
+}
+
+func TestApprovalCustomPolicyReason(t *testing.T) {
+	a := &Approval{Policy: func(_ context.Context, c Call, _ bool) Decision {
+		if c.Name == "write" {
+			return Decision{Verdict: VerdictDeny}
+		}
+		return Decision{Verdict: VerdictAsk, Reason: "touches the network"}
+	}, Ask: func(_ context.Context, _ Call, reason string) (Answer, error) {
+		if reason != "touches the network" {
+			return AnswerNo, fmt.Errorf("reason %q not passed to the asker", reason)
+		}
+		return AnswerYes, nil
+	}}
+	if ok, r := a.Approve(context.Background(), Call{Name: "write"}); ok || !strings.Contains(r, "write call was not approved") {
+		t.Errorf("write: %v %q", ok, r)
+	}
+	if ok, r := a.Approve(context.Background(), Call{Name: "fetch"}); !ok {
+		t.Errorf("fetch: %v %q", ok, r)
+	}
+}
