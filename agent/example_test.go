@@ -1,0 +1,52 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// An agent with one custom tool, run on the scripted model: the model
+// calls the tool, reads its result and answers.
+func Example() {
+	greet := &tool.Func{
+		ToolName:        "greet",
+		ToolDescription: "Greets someone by name.",
+		Parameters:      []byte(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+		Concurrent:      true,
+		Run: func(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
+			return tool.TextResult("hello from the tool to " + string(call.Args)), nil
+		},
+	}
+	tools, _ := tool.NewRegistry(greet)
+	model := faux.New(
+		faux.Call("Let me greet them.", "greet", map[string]string{"name": "Ada"}),
+		faux.Say("Done: I greeted Ada."),
+	)
+	a := agent.New(agent.Config{Model: model, Tools: tools})
+	for ev, err := range a.Run(context.Background(), llm.UserText("greet Ada")) {
+		if err != nil {
+			fmt.Println("error:", err)
+			return
+		}
+		switch ev.Type {
+		case agent.EventToolExecutionEnd:
+			fmt.Printf("tool %s: %s\n", ev.ToolName, ev.Result.Text())
+		case agent.EventMessageEnd:
+			if ev.Message.Role == llm.RoleAssistant {
+				fmt.Println("assistant:", ev.Message.Text())
+			}
+		case agent.EventAgentEnd:
+			fmt.Println("end:", ev.Reason, ev.StopReason)
+		}
+	}
+	// Output:
+	// assistant: Let me greet them.
+	// tool greet: hello from the tool to {"name":"Ada"}
+	// assistant: Done: I greeted Ada.
+	// end: stop stop
+}
