@@ -1,0 +1,108 @@
+// Command agentloop runs LLM agents from the shell: `agentloop run "prompt"`
+// streams one agent run (model calls, tool calls, results) on a scripted
+// model offline or on a real provider, and the other subcommands inspect
+// what runs leave behind.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	os.Exit(mainExit())
+}
+
+func mainExit() int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The first Ctrl-C (or SIGTERM) aborts the run cleanly: tools are
+	// stopped, the transcript is written. A second one exits at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	interrupted := make(chan struct{})
+	go func() {
+		<-sigs
+		close(interrupted)
+		cancel()
+		<-sigs
+		fmt.Fprintln(os.Stderr, "agentloop: interrupted twice, exiting now")
+		os.Exit(exitInterrupted)
+	}()
+	env := &cliEnv{
+		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
+		getenv: os.Getenv, stdinIsPipe: !isTerminal(os.Stdin), stdinIsTerminal: isTerminal(os.Stdin),
+	}
+	code := execute(ctx, env, os.Args[1:])
+	select {
+	case <-interrupted:
+		return exitInterrupted
+	default:
+	}
+	return code
+}
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+// cliEnv is what a command may touch of the process, so tests can run
+// commands in-process.
+type cliEnv struct {
+	stdin           io.Reader
+	stdout, stderr  io.Writer
+	getenv          func(string) string
+	stdinIsPipe     bool
+	stdinIsTerminal bool
+}
+
+// execute runs the command line and returns the exit code.
+func execute(ctx context.Context, env *cliEnv, args []string) int {
+	root := newRootCmd(env)
+	root.SetArgs(args)
+	root.SetIn(env.stdin)
+	root.SetOut(env.stdout)
+	root.SetErr(env.stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(env.stderr, "agentloop:", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(env.stderr, "agentloop:", err)
+	var ue usageError
+	if errors.As(err, &ue) || isFlagError(err) {
+		return exitUsage
+	}
+	if ctx.Err() != nil {
+		return exitInterrupted
+	}
+	return exitFailed
+}
+
+// exitError ends a command with a chosen exit code and an optional message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d: %s", e.code, e.msg) }
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

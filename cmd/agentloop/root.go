@@ -1,0 +1,43 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func newRootCmd(env *cliEnv) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "agentloop",
+		Short: "An agent runtime: run LLM agents with tools, sessions and recovery",
+		Long: `agentloop runs LLM agents: it streams the model's reply, runs the tools it asks for,
+feeds the results back until the work is done, and keeps the transcript.
+
+Try it offline on the scripted model:
+  agentloop run --model faux/demo "what is in this folder?"`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{err: flagErr{err}}
+	})
+	root.AddCommand(newRunCmd(env))
+	for _, add := range extraCommands {
+		root.AddCommand(add(env))
+	}
+	return root
+}
+
+// extraCommands are the subcommands beyond run, each defined in its own file.
+var extraCommands []func(*cliEnv) *cobra.Command
+
+type flagErr struct{ error }
+
+func isFlagError(err error) bool {
+	if _, ok := err.(flagErr); ok {
+		return true
+	}
+	s := err.Error()
+	return strings.HasPrefix(s, "unknown command") || strings.HasPrefix(s, "unknown flag") ||
+		strings.HasPrefix(s, "unknown shorthand flag") || strings.Contains(s, "accepts ") && strings.Contains(s, " arg(s)")
+}
