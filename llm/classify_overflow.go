@@ -1,0 +1,80 @@
+package llm
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// overflowRe matches the providers' ways of saying the prompt does not fit
+// the context window.
+var overflowRe = regexp.MustCompile(strings.Join([]string{
+	`prompt is too long`,               // Anthropic
+	`request_too_large`,                // Anthropic, byte size (HTTP 413)
+	`request exceeds the maximum size`, // Anthropic 413 message
+	`input is too long`,                // Bedrock, Mistral, OpenAI Responses
+	`exceeds the context window`,       // OpenAI
+	`exceeds? (?:the )?(?:model(?:'s)? )?context (?:window|limit|length)`, // "Request size exceeds model context window", "exceed context limit"
+	`context window exceeded`,                             // generic
+	`context window exceeds limit`,                        // MiniMax
+	`input token count.*exceeds the maximum`,              // Gemini
+	`exceeds the maximum number of tokens`,                // Gemini INVALID_ARGUMENT
+	`maximum prompt length is \d+`,                        // xAI
+	`reduce the length of the messages`,                   // Groq
+	`maximum context length(?: is \d+)?`,                  // OpenAI, OpenRouter, vLLM, DeepSeek
+	`context[_ ]length[_ ]exceeded`,                       // OpenAI code, generic
+	`model_context_window_exceeded`,                       // Anthropic stop reason, z.ai
+	`exceeds the available context size`,                  // llama.cpp server
+	`greater than the context length`,                     // LM Studio
+	`exceeded model token limit`,                          // Kimi
+	`too large for model with \d+ maximum context length`, // Mistral
+	`prompt too long`,                                     // Ollama and others
+	`prompt too large`,                                    // generic, and our own precheck
+	`exceeds the limit of \d+`,                            // GitHub Copilot
+	`exceeds the model'?s maximum`,                        // "total tokens exceeds the model's maximum limit"
+	`too many tokens`,                                     // generic
+	`token limit exceeded`,                                // generic
+	`context window is \d+k? tokens.*requested`,           // "Model context window is 128k tokens, you requested 256k tokens"
+	`^context overflow:`,                                  // our own texts
+	`^4(?:00|13)\s*(?:status code)?\s*\(no body\)`,        // Cerebras
+	`上下文过长|上下文超出|上下文长度超|超出最大上下文|压缩上下文`, // Chinese proxies
+}, "|"))
+
+// notOverflowRe marks texts that mention tokens or limits but are rate
+// limits, quota or billing problems, or a model that needs reasoning on.
+var notOverflowRe = regexp.MustCompile(`rate[ _-]?limit|too many requests|tokens per (?:minute|day|hour)|\b(?:tpm|tpd|rpm)\b|exceeded your current quota|quota|per day|throttl|reasoning is mandatory|requires reasoning|context window too small|^(?:throttling error|service unavailable):`)
+
+// IsContextOverflow reports whether an error text says the request did not
+// fit the model's context window. It knows the wording of Anthropic,
+// OpenAI, Gemini, Bedrock, xAI, Groq, OpenRouter, Mistral, DeepSeek, Ollama,
+// llama.cpp, LM Studio, vLLM and several proxies, and rejects rate-limit,
+// quota and billing texts that merely mention tokens. Texts starting with
+// "Context overflow:" (the runner's own precheck errors) count.
+func IsContextOverflow(text string) bool {
+	t := strings.ToLower(strings.TrimSpace(text))
+	if t == "" || !overflowRe.MatchString(t) {
+		return false
+	}
+	if notOverflowRe.MatchString(t) {
+		return false
+	}
+	return !isBillingText("", t)
+}
+
+// overflowCountRe finds the observed prompt size in an overflow message.
+var overflowCountRe = regexp.MustCompile(`(?i)(?:prompt is too long:\s*|resulted in\s+|requested\s+(?:about\s+)?|request contains\s+|prompt contains\s+|input token count\s*(?:\(|of\s+)?|prompt \(|requested:\s*|prompt token count of\s+)([\d,]+)`)
+
+// OverflowTokens returns the prompt size an overflow message reports
+// ("prompt is too long: 277403 tokens > 200000 maximum" gives 277403), and
+// false when the text names none.
+func OverflowTokens(text string) (int, bool) {
+	m := overflowCountRe.FindStringSubmatch(text)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return n, true
+}
