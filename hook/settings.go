@@ -1,0 +1,267 @@
+package hook
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// SettingsFile is the name of a settings file, under the agentloop home
+// (user settings) and under <workspace>/.agentloop (project settings).
+const SettingsFile = "settings.json"
+
+// ProjectDir is the directory of a workspace that holds its settings.
+const ProjectDir = ".agentloop"
+
+// settingsJSON is the part of a Claude Code settings file agentloop reads.
+type settingsJSON struct {
+	Hooks           map[string][]matcherJSON `json:"hooks"`
+	DisableAllHooks bool                     `json:"disableAllHooks"`
+}
+
+type matcherJSON struct {
+	Matcher string        `json:"matcher"`
+	Hooks   []commandJSON `json:"hooks"`
+}
+
+type commandJSON struct {
+	Type    string  `json:"type"`
+	Command string  `json:"command"`
+	Timeout float64 `json:"timeout"` // seconds
+}
+
+// LoadOptions say where to find settings and how to treat them.
+type LoadOptions struct {
+	// Home is the agentloop home; "" means Home().
+	Home string
+	// Workspace is the directory the run works in; its hooks are in
+	// Workspace/.agentloop/settings.json. Hooks run there.
+	Workspace string
+	// Trust trusts the workspace for this run only (--trust).
+	Trust bool
+	// NoHooks loads no command hooks at all (--no-hooks).
+	NoHooks bool
+	// SessionID and TranscriptPath are passed to every hook.
+	SessionID      string
+	TranscriptPath string
+	// Bus receives the hooks; nil means New(BusOptions).
+	Bus        *Bus
+	BusOptions *Options
+}
+
+// settingsSet is what was read: every hook, active or not, and the
+// warnings to show.
+type settingsSet struct {
+	workspace string
+	hooks     []*ShellHook
+	warnings  []string
+}
+
+// List returns every command hook configured for the workspace, user hooks
+// first, each with its source file and whether it will run (and if not,
+// why). It is what `agentloop hooks list` shows.
+func List(opts LoadOptions) ([]ShellHook, error) {
+	s, err := readSettings(opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ShellHook, len(s.hooks))
+	for i, h := range s.hooks {
+		out[i] = *h
+		out[i].re = nil
+	}
+	return out, nil
+}
+
+// Load reads the user's and the workspace's settings and registers their
+// active command hooks on a bus. It returns the bus and warnings for the
+// user: at most one listing a project's hooks skipped because the
+// workspace is not trusted, and one listing hooks that cannot run here. A
+// settings file that is not valid JSON is an error: a guard the user
+// configured must not silently vanish.
+func Load(opts LoadOptions) (*Bus, []string, error) {
+	bus := opts.Bus
+	if bus == nil {
+		bus = New(opts.BusOptions)
+	}
+	if opts.NoHooks {
+		return bus, nil, nil
+	}
+	s, err := readSettings(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	env := newShellEnv(s.workspace, opts.SessionID, opts.TranscriptPath)
+	for _, event := range Events {
+		g := &shellGroup{bus: bus, env: env, event: event, point: eventPoints[event], name: "settings " + event}
+		var sources []string
+		for _, h := range s.hooks {
+			if h.Active && h.Event == event {
+				g.hooks = append(g.hooks, h)
+				if !slices.Contains(sources, h.Source) {
+					sources = append(sources, h.Source)
+				}
+			}
+		}
+		if len(g.hooks) > 0 {
+			g.register(sources)
+		}
+	}
+	return bus, s.warnings, nil
+}
+
+func readSettings(opts LoadOptions) (*settingsSet, error) {
+	home, err := homeOr(opts.Home)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Workspace == "" {
+		return nil, errors.New("load hooks: no workspace given")
+	}
+	ws, err := realDir(opts.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("load hooks: %w", err)
+	}
+	s := &settingsSet{workspace: ws}
+
+	userPath := filepath.Join(home, SettingsFile)
+	user, err := readSettingsFile(userPath)
+	if err != nil {
+		return nil, err
+	}
+	projPath := filepath.Join(ws, ProjectDir, SettingsFile)
+	var proj *settingsJSON
+	if !sameFile(userPath, projPath) {
+		if proj, err = readSettingsFile(projPath); err != nil {
+			return nil, err
+		}
+	}
+
+	trusted := opts.Trust
+	if !trusted && proj != nil && len(proj.Hooks) > 0 {
+		if trusted, err = Trusted(home, ws); err != nil {
+			return nil, err
+		}
+	}
+	disabled := ""
+	switch {
+	case opts.NoHooks:
+		disabled = "hooks are off for this run (--no-hooks)"
+	case user != nil && user.DisableAllHooks:
+		disabled = "disableAllHooks is set in " + userPath
+	case proj != nil && proj.DisableAllHooks && trusted:
+		disabled = "disableAllHooks is set in " + projPath
+	}
+
+	var untrusted, unusable []string
+	add := func(f *settingsJSON, path string, scope Scope) {
+		if f == nil {
+			return
+		}
+		for _, event := range sortedEvents(f.Hooks) {
+			for _, m := range f.Hooks[event] {
+				for _, c := range m.Hooks {
+					h := &ShellHook{Event: event, Matcher: m.Matcher, Command: c.Command, Source: path, Scope: scope,
+						Timeout: DefaultTimeout, Active: true}
+					if c.Timeout > 0 {
+						h.Timeout = time.Duration(c.Timeout * float64(time.Second))
+					}
+					re, rerr := compileMatcher(m.Matcher)
+					h.re = re
+					switch {
+					case disabled != "":
+						h.Active, h.Inactive = false, disabled
+					case eventPoints[event] == "":
+						h.Active, h.Inactive = false, "agentloop does not run "+event+" hooks"
+					case c.Type != "command":
+						h.Active, h.Inactive = false, fmt.Sprintf("hook type %q is not supported; only \"command\" is", c.Type)
+					case strings.TrimSpace(c.Command) == "":
+						h.Active, h.Inactive = false, "the command is empty"
+					case rerr != nil:
+						h.Active, h.Inactive = false, fmt.Sprintf("the matcher is not a valid regexp: %v", rerr)
+					case scope == ScopeProject && !trusted:
+						h.Active, h.Inactive = false, "the workspace is not trusted"
+					}
+					s.hooks = append(s.hooks, h)
+					if h.Active || disabled != "" {
+						continue
+					}
+					if h.Inactive == "the workspace is not trusted" {
+						untrusted = append(untrusted, describe(h))
+					} else {
+						unusable = append(unusable, describe(h)+": "+h.Inactive)
+					}
+				}
+			}
+		}
+	}
+	add(user, userPath, ScopeUser)
+	add(proj, projPath, ScopeProject)
+
+	if len(untrusted) > 0 {
+		s.warnings = append(s.warnings, fmt.Sprintf(
+			"Skipped %d hook(s) from %s because this workspace is not trusted: %s. If you trust this project, run `agentloop trust %s`, or pass --trust for this run.",
+			len(untrusted), projPath, strings.Join(untrusted, "; "), ws))
+	}
+	if len(unusable) > 0 {
+		s.warnings = append(s.warnings, fmt.Sprintf("Skipped %d hook(s) that cannot run: %s.",
+			len(unusable), strings.Join(unusable, "; ")))
+	}
+	return s, nil
+}
+
+func describe(h *ShellHook) string {
+	m := ""
+	if h.Matcher != "" {
+		m = "[" + h.Matcher + "]"
+	}
+	return fmt.Sprintf("%s%s `%s`", h.Event, m, h.Command)
+}
+
+// sortedEvents orders a file's events: the supported ones in Events
+// order, then the others by name.
+func sortedEvents(m map[string][]matcherJSON) []string {
+	var known, other []string
+	for _, e := range Events {
+		if _, ok := m[e]; ok {
+			known = append(known, e)
+		}
+	}
+	for e := range m {
+		if _, ok := eventPoints[e]; !ok {
+			other = append(other, e)
+		}
+	}
+	slices.Sort(other)
+	return append(known, other...)
+}
+
+func readSettingsFile(path string) (*settingsJSON, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read settings: %w", err)
+	}
+	var s settingsJSON
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("read hooks from %s: %w; fix the file (it uses Claude Code's settings format) or run with --no-hooks", path, err)
+	}
+	return &s, nil
+}
+
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
