@@ -131,6 +131,15 @@ func find(t Target, all map[int]info) map[int]info {
 			}
 			in := all[pid]
 			if in.state == 'Z' {
+				// A zombie carries no environment to match. One that is
+				// this process's child from a nested pid namespace is a
+				// sandbox's pid 1 that outlived its bwrap parent and was
+				// reparented here: no exec.Cmd waits for it, so it is
+				// collected (agentloop never starts a child in a new pid
+				// namespace itself).
+				if in.ppid == self && nestedPidNS(pid) {
+					out[pid] = in
+				}
 				return
 			}
 			if (t.Group > 0 && in.pgrp == t.Group) || (t.Tag != "" && hasTag(pid, t.Tag)) {
@@ -139,6 +148,27 @@ func find(t Target, all map[int]info) map[int]info {
 		})
 	}
 	return out
+}
+
+// nestedPidNS reports whether pid lives in a pid namespace below this
+// process's: its NSpid line in /proc/<pid>/status lists more pids than
+// this process's own.
+func nestedPidNS(pid int) bool {
+	n := nsDepth(pid)
+	return n > 0 && n > nsDepth(os.Getpid())
+}
+
+func nsDepth(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			return len(strings.Fields(rest))
+		}
+	}
+	return 0
 }
 
 func walk(pid int, children map[int][]int, visit func(int)) {
