@@ -1,0 +1,229 @@
+package session
+
+import "github.com/agentloop/agentloop/llm"
+
+// Path returns the entries from the root to leafID, in order. An unknown
+// leaf gives nil; a missing parent ends the walk there (the branch then
+// starts at the first entry whose parent is known to be missing).
+func (t *Transcript) Path(leafID string) []*Entry {
+	var rev []*Entry
+	seen := 0
+	for id := leafID; id != ""; {
+		i, ok := t.indexOf(id)
+		if !ok {
+			break
+		}
+		e := &t.Entries[i]
+		rev = append(rev, e)
+		id = e.ParentID
+		if seen++; seen > len(t.Entries) { // a cycle: only a hand-edited file has one
+			break
+		}
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev
+}
+
+// Children returns the ids of the entries whose parent is id ("" for the
+// roots), in file order.
+func (t *Transcript) Children(id string) []string {
+	var out []string
+	for i := range t.Entries {
+		if t.Entries[i].ParentID == id {
+			out = append(out, t.Entries[i].ID)
+		}
+	}
+	return out
+}
+
+// Labels returns the current label of each labelled entry.
+func (t *Transcript) Labels() map[string]string {
+	labels := map[string]string{}
+	for i := range t.Entries {
+		if e := &t.Entries[i]; e.Type == EntryLabel {
+			if e.Label == "" {
+				delete(labels, e.TargetID)
+			} else {
+				labels[e.TargetID] = e.Label
+			}
+		}
+	}
+	return labels
+}
+
+// Context is what a model sees of a session at one leaf.
+type Context struct {
+	// Messages is the conversation, with compaction and truncation applied.
+	Messages []llm.Message
+	// EntryIDs[i] is the id of the entry Messages[i] came from.
+	EntryIDs []string
+	// Provider and ModelID are the last model on the path: from a
+	// model_change entry or an assistant message, whichever came later.
+	Provider, ModelID string
+	// ThinkingLevel is the last thinking level set on the path.
+	ThinkingLevel llm.ThinkingLevel
+	// LeafID is the leaf the context was built at.
+	LeafID string
+}
+
+// summaryPrefix and summarySuffix wrap a compaction summary into the user
+// message that stands for the compacted part of the conversation.
+const (
+	summaryPrefix = "Earlier parts of this conversation were compacted into the summary below.\n\n<summary>\n"
+	summarySuffix = "\n</summary>"
+	branchPrefix  = "A branch of this conversation that was left was summarised as follows.\n\n<summary>\n"
+)
+
+// Context builds the model's context at leafID ("" means the current
+// leaf): the path from the root, through the latest compaction on it (its
+// summary as a user message, then the entries from its FirstKeptEntryID up
+// to it, then the entries after it), with every tool_result_truncation on
+// the path replacing the content of the result it names.
+func (t *Transcript) Context(leafID string) Context {
+	if leafID == "" {
+		leafID = t.Leaf
+	}
+	path := t.Path(leafID)
+	ctx := Context{LeafID: leafID}
+	compaction := -1
+	var truncated map[string][]llm.Content
+	for i, e := range path {
+		switch e.Type {
+		case EntryCompaction:
+			compaction = i
+		case EntryToolResultTruncate:
+			if truncated == nil {
+				truncated = map[string][]llm.Content{}
+			}
+			truncated[e.ToolCallID] = e.Content
+		case EntryModelChange:
+			ctx.Provider, ctx.ModelID = e.Provider, e.ModelID
+		case EntryThinkingLevelChange:
+			ctx.ThinkingLevel = e.ThinkingLevel
+		case EntryMessage:
+			if m := e.Message; m != nil && m.Role == llm.RoleAssistant && m.Model != "" {
+				ctx.Provider, ctx.ModelID = m.Provider, m.Model
+			}
+		}
+	}
+	ctx.Messages = make([]llm.Message, 0, len(path)-compaction)
+	ctx.EntryIDs = make([]string, 0, cap(ctx.Messages))
+	emit := func(e *Entry) {
+		if m, ok := entryMessage(e, truncated); ok {
+			ctx.Messages = append(ctx.Messages, m)
+			ctx.EntryIDs = append(ctx.EntryIDs, e.ID)
+		}
+	}
+	if compaction < 0 {
+		for _, e := range path {
+			emit(e)
+		}
+		return ctx
+	}
+	c := path[compaction]
+	ctx.Messages = append(ctx.Messages, llm.Message{
+		Role:      llm.RoleUser,
+		Content:   []llm.Content{llm.Text(summaryPrefix + c.Summary + summarySuffix)},
+		Timestamp: c.Time().UnixMilli(),
+	})
+	ctx.EntryIDs = append(ctx.EntryIDs, c.ID)
+	kept := false
+	for _, e := range path[:compaction] {
+		if e.ID == c.FirstKeptEntryID {
+			kept = true
+		}
+		if kept {
+			emit(e)
+		}
+	}
+	for _, e := range path[compaction+1:] {
+		emit(e)
+	}
+	return ctx
+}
+
+// entryMessage returns the message an entry contributes to the context.
+func entryMessage(e *Entry, truncated map[string][]llm.Content) (llm.Message, bool) {
+	switch e.Type {
+	case EntryMessage:
+		if e.Message == nil {
+			return llm.Message{}, false
+		}
+		m := *e.Message
+		switch m.Role {
+		case llm.RoleUser, llm.RoleAssistant:
+		case llm.RoleToolResult:
+			if c, ok := truncated[m.ToolCallID]; ok {
+				m.Content = c
+			}
+		default:
+			// pi's custom and hook messages reach the model as user text.
+			m = llm.Message{Role: llm.RoleUser, Content: m.Content, Timestamp: m.Timestamp}
+		}
+		return m, true
+	case EntryCustomMessage:
+		return llm.Message{Role: llm.RoleUser, Content: e.Content, Timestamp: e.Time().UnixMilli()}, true
+	case EntryBranchSummary:
+		return llm.Message{
+			Role:      llm.RoleUser,
+			Content:   []llm.Content{llm.Text(branchPrefix + e.Summary + summarySuffix)},
+			Timestamp: e.Time().UnixMilli(),
+		}, true
+	}
+	return llm.Message{}, false
+}
+
+// Stats are the totals of a transcript, over every branch.
+type Stats struct {
+	Messages int
+	// Tokens sums the total tokens of every assistant message's usage.
+	Tokens int
+	// Cost sums their cost in USD.
+	Cost float64
+	// Title is the start of the first user message, for listings.
+	Title string
+}
+
+// Stats counts the transcript's messages, tokens and cost.
+func (t *Transcript) Stats() Stats {
+	var s Stats
+	for i := range t.Entries {
+		m := t.Entries[i].Message
+		if t.Entries[i].Type != EntryMessage || m == nil {
+			continue
+		}
+		s.Messages++
+		if m.Role == llm.RoleAssistant && m.Usage != nil {
+			s.Tokens += m.Usage.Total
+			s.Cost += m.Usage.Cost.Total
+		}
+		if s.Title == "" && m.Role == llm.RoleUser {
+			s.Title = oneLine(m.Text(), 80)
+		}
+	}
+	return s
+}
+
+// oneLine flattens s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	out := make([]rune, 0, n)
+	space := false
+	for _, r := range s {
+		if r == '\n' || r == '\r' || r == '\t' || r == ' ' {
+			space = len(out) > 0
+			continue
+		}
+		if space {
+			out = append(out, ' ')
+			space = false
+		}
+		if len(out) >= n {
+			out = append(out[:n-1], '…')
+			break
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}

@@ -1,0 +1,209 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// ErrNotFound is returned for a session that does not exist (or has no
+// file yet: a file is created with the first user message).
+var ErrNotFound = errors.New("session not found")
+
+// CorruptLineError reports a line in the middle of a transcript that is not
+// a valid entry. Such a line cannot come from a crash (a torn line can only
+// be the last one), so it is refused rather than skipped; Repair drops it
+// after taking a backup.
+type CorruptLineError struct {
+	Path string
+	Line int // 1-based
+	Err  error
+}
+
+func (e *CorruptLineError) Error() string {
+	return fmt.Sprintf("session file %s: line %d is not a valid entry (%v); "+
+		"run `agentloop sessions repair` to drop it (the original is kept as a backup)", e.Path, e.Line, e.Err)
+}
+
+func (e *CorruptLineError) Unwrap() error { return e.Err }
+
+// Transcript is a session file in memory: the header and every entry, in
+// file order, across all branches.
+type Transcript struct {
+	Header  Header
+	Entries []Entry
+	// Leaf is the id of the current position: the last entry of the file
+	// unless a session moved it with Branch. "" for an empty transcript.
+	Leaf string
+	// Warnings says what loading tolerated: a dropped torn last line, a
+	// migration from an older version, entries whose parent is missing.
+	Warnings []string
+
+	index map[string]int
+}
+
+// Entry returns the entry with the given id.
+func (t *Transcript) Entry(id string) (*Entry, bool) {
+	i, ok := t.indexOf(id)
+	if !ok {
+		return nil, false
+	}
+	return &t.Entries[i], true
+}
+
+func (t *Transcript) indexOf(id string) (int, bool) {
+	if t.index == nil {
+		t.index = make(map[string]int, len(t.Entries))
+		for i := range t.Entries {
+			t.index[t.Entries[i].ID] = i
+		}
+	}
+	i, ok := t.index[id]
+	return i, ok
+}
+
+// add appends e and keeps the index current.
+func (t *Transcript) add(e Entry) {
+	t.Entries = append(t.Entries, e)
+	if t.index != nil {
+		t.index[e.ID] = len(t.Entries) - 1
+	}
+	t.Leaf = e.ID
+}
+
+// clone returns a copy that shares no mutable state with t.
+func (t *Transcript) clone() *Transcript {
+	c := &Transcript{Header: t.Header, Leaf: t.Leaf}
+	c.Entries = append([]Entry(nil), t.Entries...)
+	c.Warnings = append([]string(nil), t.Warnings...)
+	return c
+}
+
+// LoadFile reads a transcript file without locking it. A torn last line is
+// dropped with a warning; a corrupt line elsewhere is a *CorruptLineError.
+func LoadFile(path string) (*Transcript, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("load session %s: %w", path, ErrNotFound)
+		}
+		return nil, fmt.Errorf("load session: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes the bytes of a transcript file; path is used in messages.
+// It never panics on any input.
+func Parse(path string, data []byte) (*Transcript, error) {
+	t := &Transcript{}
+	complete, torn := splitTorn(data)
+	if len(torn) > 0 {
+		t.Warnings = append(t.Warnings, fmt.Sprintf(
+			"dropped an incomplete last line (%d bytes), left by a write that did not finish", len(torn)))
+	}
+	lineNo := 0
+	haveHeader := false
+	for len(complete) > 0 {
+		i := bytes.IndexByte(complete, '\n')
+		line := complete[:i]
+		complete = complete[i+1:]
+		lineNo++
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if !haveHeader {
+			if err := json.Unmarshal(line, &t.Header); err != nil || t.Header.Type != "session" {
+				if err == nil {
+					err = fmt.Errorf("type is %q, want \"session\"", t.Header.Type)
+				}
+				return nil, &CorruptLineError{Path: path, Line: lineNo, Err: fmt.Errorf("bad header: %w", err)}
+			}
+			haveHeader = true
+			t.Entries = make([]Entry, 0, bytes.Count(complete, []byte{'\n'}))
+			continue
+		}
+		var e Entry
+		if err := json.Unmarshal(line, &e); err != nil {
+			return nil, &CorruptLineError{Path: path, Line: lineNo, Err: err}
+		}
+		if e.Type == "" {
+			return nil, &CorruptLineError{Path: path, Line: lineNo, Err: errors.New("entry has no type")}
+		}
+		t.Entries = append(t.Entries, e)
+	}
+	if !haveHeader {
+		return nil, fmt.Errorf("load session %s: the file has no header line: %w", path, ErrNotFound)
+	}
+	if err := migrate(t); err != nil {
+		return nil, fmt.Errorf("load session %s: %w", path, err)
+	}
+	for i := range t.Entries {
+		if t.Entries[i].ID == "" {
+			return nil, &CorruptLineError{Path: path, Line: i + 2, Err: errors.New("entry has no id")}
+		}
+	}
+	if n := len(t.Entries); n > 0 {
+		t.Leaf = t.Entries[n-1].ID
+	}
+	missing := 0
+	for i := range t.Entries {
+		if p := t.Entries[i].ParentID; p != "" {
+			if _, ok := t.indexOf(p); !ok {
+				missing++
+			}
+		}
+	}
+	if missing > 0 {
+		t.Warnings = append(t.Warnings, fmt.Sprintf("%d entries name a parent that is not in the file; their branch starts there", missing))
+	}
+	return t, nil
+}
+
+// splitTorn splits data into its complete lines (ending in '\n') and a
+// trailing fragment without a newline.
+func splitTorn(data []byte) (complete, torn []byte) {
+	i := bytes.LastIndexByte(data, '\n')
+	return data[:i+1], data[i+1:]
+}
+
+// migrate brings an older transcript to CurrentVersion in memory.
+//
+//   - version 1 (or none): a linear list without ids; entries get ids and
+//     each one's parent is the entry before it;
+//   - version 2: pi's "hookMessage" role became "custom";
+//   - newer than CurrentVersion: refused, since we cannot know what we would
+//     lose by appending to it.
+func migrate(t *Transcript) error {
+	v := t.Header.Version
+	if v > CurrentVersion {
+		return fmt.Errorf("format version %d is newer than this build understands (%d); upgrade agentloop to open it", v, CurrentVersion)
+	}
+	if v == CurrentVersion {
+		return nil
+	}
+	if v <= 1 {
+		prev := ""
+		for i := range t.Entries {
+			e := &t.Entries[i]
+			if e.ID == "" {
+				e.ID = fmt.Sprintf("%08x", i+1)
+			}
+			e.ParentID = prev
+			prev = e.ID
+		}
+	}
+	if v <= 2 {
+		for i := range t.Entries {
+			if m := t.Entries[i].Message; m != nil && m.Role == "hookMessage" {
+				m.Role = "custom"
+			}
+		}
+	}
+	t.Warnings = append(t.Warnings, "migrated from format version "+strconv.Itoa(v)+" to "+strconv.Itoa(CurrentVersion)+" in memory")
+	t.Header.Version = CurrentVersion
+	return nil
+}

@@ -1,0 +1,70 @@
+package session
+
+import (
+	"context"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// RepairOptions configure Repair.
+type RepairOptions struct {
+	// API is the wire format the history is sent to; it selects the turn
+	// validation (Anthropic, Gemini) and the failed-turn policy.
+	API llm.API
+	// AllowedTools, when not nil, drops calls to tools not offered now.
+	AllowedTools []string
+	// PreserveSignedThinking keeps turns with signed thinking unchanged or
+	// drops them whole (see SanitizeOptions).
+	PreserveSignedThinking bool
+	// HistoryTurns keeps only the last n user turns; 0 keeps all.
+	HistoryTurns int
+	// FailedTurns is the policy for the results of failed turns;
+	// FailedTurnAuto uses placeholders for the OpenAI Responses API.
+	FailedTurns FailedTurnPolicy
+	// Now stamps synthetic results; nil means llm.NowMillis.
+	Now func() int64
+}
+
+// Repair runs the whole history repair pipeline, in this order:
+// SanitizeToolCalls, RepairPairing, LimitHistoryTurns and a second
+// RepairPairing (the cut may orphan results), StripToolResultDetails, then
+// ValidateGeminiTurns or ValidateAnthropicTurns for those APIs. It never
+// changes msgs' elements; the file is not touched.
+func Repair(msgs []llm.Message, opts RepairOptions) []llm.Message {
+	policy := opts.FailedTurns
+	if policy == FailedTurnAuto {
+		policy = FailedTurnKeep
+		if opts.API == llm.APIOpenAIResponses {
+			policy = FailedTurnPlaceholder
+		}
+	}
+	pairing := PairingOptions{FailedTurns: policy, Now: opts.Now}
+	msgs = SanitizeToolCalls(msgs, SanitizeOptions{
+		AllowedTools:           opts.AllowedTools,
+		PreserveSignedThinking: opts.PreserveSignedThinking,
+	})
+	msgs, _ = RepairPairing(msgs, pairing)
+	if opts.HistoryTurns > 0 {
+		msgs = LimitHistoryTurns(msgs, opts.HistoryTurns)
+		msgs, _ = RepairPairing(msgs, pairing)
+	}
+	msgs = StripToolResultDetails(msgs)
+	switch opts.API {
+	case llm.APIGoogleGenerativeAI:
+		msgs = ValidateGeminiTurns(msgs)
+	case llm.APIAnthropicMessages:
+		msgs = ValidateAnthropicTurns(msgs)
+	}
+	return msgs
+}
+
+// Transform returns Repair with fixed options in the shape of the agent's
+// TransformContext hook, which runs it before every model call.
+func Transform(opts RepairOptions) func(ctx context.Context, msgs []llm.Message) ([]llm.Message, error) {
+	return func(ctx context.Context, msgs []llm.Message) ([]llm.Message, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return Repair(msgs, opts), nil
+	}
+}
