@@ -200,7 +200,7 @@ func (a *Agent) Run(ctx context.Context, prompts ...llm.Message) iter.Seq2[Event
 		}
 		defer a.finish()
 		r := newRun(a, ctx, yield)
-		r.loop(prompts)
+		r.loop(prompts, false)
 	}
 }
 
@@ -226,7 +226,7 @@ func (a *Agent) Continue(ctx context.Context) iter.Seq2[Event, error] {
 		}
 		a.mu.Unlock()
 		r := newRun(a, ctx, yield)
-		r.loop(prompts)
+		r.loop(prompts, true)
 	}
 }
 

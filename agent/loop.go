@@ -63,7 +63,8 @@ func (r *run) addMessage(m llm.Message) {
 
 // loop is the outer loop: turns while the model calls tools or messages
 // are queued; then follow-ups and the stop hook decide whether to go on.
-func (r *run) loop(prompts []llm.Message) {
+// cont makes the first turn happen without prompts (Continue).
+func (r *run) loop(prompts []llm.Message, cont bool) {
 	defer r.cancel()
 	r.emit(Event{Type: EventAgentStart})
 	if r.ctx.Err() != nil {
@@ -71,7 +72,7 @@ func (r *run) loop(prompts []llm.Message) {
 		return
 	}
 	pending := append(append([]llm.Message(nil), prompts...), r.a.drain(&r.a.steer)...)
-	wantTools := false
+	wantTools := cont
 	for {
 		for wantTools || len(pending) > 0 {
 			if err := r.ctx.Err(); err != nil {
