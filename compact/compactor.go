@@ -1,0 +1,577 @@
+package compact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// Trigger says why a compaction ran.
+type Trigger string
+
+// The compaction triggers.
+const (
+	// TriggerThreshold: the precheck found the prompt over its budget.
+	TriggerThreshold Trigger = "threshold"
+	// TriggerOverflow: the provider refused the prompt as too long.
+	TriggerOverflow Trigger = "overflow"
+	// TriggerManual: the user or the caller asked.
+	TriggerManual Trigger = "manual"
+)
+
+// CompactionRecord is one compaction, as the session stores it: the
+// summary that replaces history before FirstKeptIndex.
+type CompactionRecord struct {
+	// Summary is the text of the summary message (file lists included).
+	Summary string
+	// FirstKeptIndex is the index, in the messages given to the
+	// Compactor, of the first message kept verbatim; everything before it
+	// is replaced by the summary.
+	FirstKeptIndex int
+	// TokensBefore and TokensAfter are the prompt estimates around it.
+	TokensBefore int
+	TokensAfter  int
+	Trigger      Trigger
+	// Files are the files the summarised history read and modified.
+	Files FileLists
+	// Fallback is true when summarisation failed and old history was
+	// dropped without a summary; FallbackErr says why.
+	Fallback    bool
+	FallbackErr error
+	// DroppedMessages counts the messages the summary replaces.
+	DroppedMessages int
+}
+
+// Recorder persists what the Compactor decided, so a reloaded session
+// shows the model the same context. The session store implements it; the
+// caller binds it. Errors are reported as events, never fatal to the run.
+type Recorder interface {
+	// RecordCompaction stores a compaction entry.
+	RecordCompaction(ctx context.Context, rec CompactionRecord) error
+	// RecordTruncations stores tool_result_truncation entries. Each
+	// record's Index is an index in the messages given to the Compactor.
+	RecordTruncations(ctx context.Context, recs []Truncation) error
+}
+
+// EventType names a Compactor event.
+type EventType string
+
+// The Compactor's events.
+const (
+	EventCompactionStart EventType = "auto_compaction_start"
+	EventCompactionEnd   EventType = "auto_compaction_end"
+	// EventFallback: summarisation failed; history was pruned instead.
+	EventFallback EventType = "compaction_fallback"
+	// EventTruncation: tool results were shortened or cleared.
+	EventTruncation EventType = "tool_result_truncation"
+	// EventWindowWarning: the model's window is small.
+	EventWindowWarning EventType = "context_window_warning"
+	// EventOverBudget: nothing more could be removed and the prompt is
+	// still over its budget; the call goes ahead and the provider decides.
+	EventOverBudget EventType = "context_over_budget"
+	// EventRecordError: the Recorder failed.
+	EventRecordError EventType = "compaction_record_error"
+)
+
+// Event reports what the Compactor did. Fields beyond Type are set where
+// they apply.
+type Event struct {
+	Type    EventType
+	Trigger Trigger
+	Route   Route
+	// TokensBefore and TokensAfter are prompt estimates.
+	TokensBefore int
+	TokensAfter  int
+	// Truncated counts the tool results shortened or cleared.
+	Truncated int
+	// Record is the compaction, on a successful end.
+	Record *CompactionRecord
+	// Err is the failure, on a fallback, an aborted end or a record error.
+	Err error
+	// Message is a sentence for people.
+	Message string
+}
+
+// CompactionStart is what BeforeCompaction hooks are told.
+type CompactionStart struct {
+	Trigger      Trigger
+	Messages     int
+	TokensBefore int
+}
+
+// Config configures a Compactor. Window is required; zero values
+// elsewhere mean the defaults.
+type Config struct {
+	// Window is the model's context window in tokens.
+	Window int
+	// ReserveTokens is the reserve setting (see NewBudget).
+	ReserveTokens int
+	// KeepRecentTokens overrides the recent history kept verbatim.
+	KeepRecentTokens int
+	// SystemPrompt and Tools are what every request carries besides the
+	// messages; they count against the budget.
+	SystemPrompt string
+	Tools        []llm.ToolSpec
+	// Summarizer writes summaries. Nil means no summaries: compaction
+	// prunes old history instead (and reports the fallback). A zero
+	// Summarizer.Window means Window.
+	Summarizer *Summarizer
+	// HistoryShare is the share of the window pruning leaves (default
+	// DefaultHistoryShare).
+	HistoryShare float64
+	// Microcompact tunes the clearing of old tool results tried before a
+	// summary; DisableMicrocompact turns it off.
+	Microcompact        MicrocompactOptions
+	DisableMicrocompact bool
+	// Recorder persists compactions and truncations; nil keeps them in
+	// memory only.
+	Recorder Recorder
+	// OnEvent receives events synchronously, in order; it must not block.
+	OnEvent func(Event)
+	// BeforeCompaction and AfterCompaction are hooks around every
+	// compaction (the caller binds before_compaction, after_compaction,
+	// PreCompact). They observe; they cannot cancel.
+	BeforeCompaction func(ctx context.Context, start CompactionStart)
+	AfterCompaction  func(ctx context.Context, rec CompactionRecord)
+	// Now returns the time in Unix milliseconds, for the summary
+	// message's timestamp; nil means llm.NowMillis.
+	Now func() int64
+}
+
+// Compactor keeps one agent's context under budget. It remembers its
+// decisions (the summary, where kept history starts, which tool results
+// were shortened) and applies them to the full history the agent passes on
+// every call, because the agent keeps the untouched history.
+//
+// A Compactor serves one conversation; its methods are safe for
+// concurrent use but calls are serialised.
+type Compactor struct {
+	cfg     Config
+	budget  Budget
+	warning string
+
+	mu     sync.Mutex
+	warned bool
+	st     state
+}
+
+type state struct {
+	summary   string
+	summaryTS int64
+	files     FileLists
+	// firstKept indexes the full history; keptKey identifies the message
+	// there, to notice a history that was replaced.
+	firstKept int
+	keptKey   msgKey
+	// usageFrom is the first full-history index whose reported usage
+	// describes the context as it now is.
+	usageFrom int
+	// truncs maps a tool call id to the content the model sees instead.
+	truncs map[string][]llm.Content
+}
+
+type msgKey struct {
+	role  llm.Role
+	ts    int64
+	id    string
+	chars int
+}
+
+func keyOf(m *llm.Message) msgKey {
+	return msgKey{m.Role, m.Timestamp, m.ToolCallID, MessageChars(m)}
+}
+
+// New returns a Compactor. It refuses a window under MinContextWindow with
+// a *WindowError; a window under WarnContextWindow is reported once, as an
+// EventWindowWarning on the first call, and by Warning.
+func New(cfg Config) (*Compactor, error) {
+	warning, err := CheckWindow(cfg.Window)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Summarizer != nil {
+		s := *cfg.Summarizer
+		if s.Window == 0 {
+			s.Window = cfg.Window
+		}
+		b := NewBudget(cfg.Window, cfg.ReserveTokens)
+		if s.Options.MaxTokens == 0 {
+			s.Options.MaxTokens = b.Reserve * 4 / 5
+		}
+		cfg.Summarizer = &s
+	}
+	if cfg.HistoryShare <= 0 || cfg.HistoryShare > 1 {
+		cfg.HistoryShare = DefaultHistoryShare
+	}
+	c := &Compactor{cfg: cfg, budget: NewBudget(cfg.Window, cfg.ReserveTokens), warning: warning}
+	if cfg.KeepRecentTokens > 0 {
+		c.budget.KeepRecent = cfg.KeepRecentTokens
+	}
+	c.st.truncs = map[string][]llm.Content{}
+	return c, nil
+}
+
+// Budget returns the budget the Compactor works to.
+func (c *Compactor) Budget() Budget { return c.budget }
+
+// Window returns the context window the Compactor works to.
+func (c *Compactor) Window() int { return c.cfg.Window }
+
+// Warning returns the small-window warning, or "".
+func (c *Compactor) Warning() string { return c.warning }
+
+// SummaryPrefix starts the text of a summary message.
+const SummaryPrefix = "[agentloop] Earlier conversation was compacted to save context. Summary of it:\n\n"
+
+// SummaryMessage is the user message that stands for compacted history.
+func SummaryMessage(summary string, ts int64) llm.Message {
+	return llm.Message{Role: llm.RoleUser, Content: []llm.Content{llm.Text(SummaryPrefix + summary)}, Timestamp: ts}
+}
+
+func (c *Compactor) emit(e Event) {
+	if c.cfg.OnEvent != nil {
+		c.cfg.OnEvent(e)
+	}
+}
+
+func (c *Compactor) now() int64 {
+	if c.cfg.Now != nil {
+		return c.cfg.Now()
+	}
+	return llm.NowMillis()
+}
+
+// view is the context the model sees: msgs with the compaction and the
+// truncations applied. off maps a view index v ≥ lead to the full index
+// v - lead + off.
+type view struct {
+	msgs []llm.Message
+	lead int // 1 when a summary message leads the view
+	off  int
+}
+
+func (v view) full(i int) int { return i - v.lead + v.off }
+
+func (c *Compactor) view(msgs []llm.Message) view {
+	st := &c.st
+	if st.summary != "" && (st.firstKept > len(msgs) ||
+		(st.firstKept < len(msgs) && keyOf(&msgs[st.firstKept]) != st.keptKey)) {
+		// The history was replaced (a new run from a stored session whose
+		// context already holds the summary): start afresh.
+		c.st = state{truncs: map[string][]llm.Content{}}
+	}
+	v := view{msgs: msgs}
+	if st.summary != "" {
+		out := make([]llm.Message, 0, len(msgs)-st.firstKept+1)
+		out = append(out, SummaryMessage(st.summary, st.summaryTS))
+		out = append(out, msgs[st.firstKept:]...)
+		v = view{msgs: out, lead: 1, off: st.firstKept}
+	}
+	if len(st.truncs) == 0 {
+		return v
+	}
+	copied := v.lead == 1
+	for i := range v.msgs {
+		m := &v.msgs[i]
+		if m.Role != llm.RoleToolResult {
+			continue
+		}
+		if content, ok := st.truncs[m.ToolCallID]; ok {
+			if !copied {
+				v.msgs = append([]llm.Message(nil), v.msgs...)
+				m = &v.msgs[i]
+				copied = true
+			}
+			m.Content = content
+		}
+	}
+	return v
+}
+
+func (c *Compactor) prompt(v view) Prompt {
+	from := c.st.usageFrom
+	if v.lead == 1 {
+		from = max(1, from-v.off+1)
+	}
+	return Prompt{System: c.cfg.SystemPrompt, Tools: c.cfg.Tools, Messages: v.msgs, UsageFrom: from}
+}
+
+// keepTruncations stores truncations made on v and records them, with
+// their indices mapped to the full history. reset says whether usage
+// reported before now no longer describes the context.
+func (c *Compactor) keepTruncations(ctx context.Context, v view, recs []Truncation, fullLen int, reset bool) {
+	if len(recs) == 0 {
+		return
+	}
+	for i := range recs {
+		c.st.truncs[recs[i].ToolCallID] = recs[i].Content
+		recs[i].Index = v.full(recs[i].Index)
+	}
+	if reset {
+		c.st.usageFrom = fullLen
+	}
+	c.emit(Event{Type: EventTruncation, Truncated: len(recs), Route: RouteTruncate,
+		Message: fmt.Sprintf("shortened %d tool result(s) to fit the context window", len(recs))})
+	if c.cfg.Recorder != nil {
+		if err := c.cfg.Recorder.RecordTruncations(ctx, recs); err != nil {
+			c.emit(Event{Type: EventRecordError, Err: err, Message: "could not store the tool-result truncation: " + err.Error()})
+		}
+	}
+}
+
+// TransformContext is the hook the agent loop calls before every model
+// request. It caps oversized tool results, runs the precheck and takes its
+// route: shorten tool results, clear old ones, summarise old history, and
+// as a last resort prune it, until the prompt fits its budget. It returns
+// the messages to send; msgs is not modified. It fails only when ctx ends
+// or the window is refused.
+func (c *Compactor) TransformContext(ctx context.Context, msgs []llm.Message) ([]llm.Message, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.warned && c.warning != "" {
+		c.warned = true
+		c.emit(Event{Type: EventWindowWarning, Message: c.warning})
+	}
+	return c.fit(ctx, msgs, TriggerThreshold, false, "")
+}
+
+// Compact summarises the older history now, whatever the budget, with
+// instructions as extra focus for the summary, and returns the new
+// context. It returns ErrNothingToCompact when all of the history is
+// recent.
+func (c *Compactor) Compact(ctx context.Context, msgs []llm.Message, instructions string) ([]llm.Message, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := c.view(msgs)
+	if _, err := c.compact(ctx, msgs, v, TriggerManual, instructions); err != nil {
+		return nil, err
+	}
+	return c.fit(ctx, msgs, TriggerManual, true, instructions)
+}
+
+// Recover compacts after a provider refused the prompt as too long (a
+// context-overflow error), then fits the context to its budget as
+// TransformContext does. The runner calls it before retrying.
+func (c *Compactor) Recover(ctx context.Context, msgs []llm.Message) ([]llm.Message, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := c.view(msgs)
+	if _, err := c.compact(ctx, msgs, v, TriggerOverflow, ""); err != nil && !errors.Is(err, ErrNothingToCompact) {
+		return nil, err
+	}
+	return c.fit(ctx, msgs, TriggerOverflow, true, "")
+}
+
+// fit applies the precheck's routes until the prompt fits or nothing more
+// can be removed.
+func (c *Compactor) fit(ctx context.Context, msgs []llm.Message, trigger Trigger, compacted bool, instructions string) ([]llm.Message, error) {
+	v := c.view(msgs)
+	if capped, recs := CapToolResults(v.msgs, MaxToolResultChars(c.cfg.Window)); len(recs) > 0 {
+		v.msgs = capped
+		c.keepTruncations(ctx, v, recs, len(msgs), false)
+	}
+	microDone, pruned := c.cfg.DisableMicrocompact, false
+	for {
+		d := Precheck(c.prompt(v), c.budget)
+		if d.Route == RouteFits {
+			return v.msgs, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if d.Route == RouteTruncate || (compacted && d.Route == RouteCompactThenTruncate) {
+			if out, recs, ok := ShrinkToolResults(v.msgs, d.NeedChars, 0); ok && len(recs) > 0 {
+				v.msgs = out
+				c.keepTruncations(ctx, v, recs, len(msgs), true)
+				continue
+			}
+		}
+		if !microDone {
+			microDone = true
+			opts := c.cfg.Microcompact
+			if out, recs := Microcompact(v.msgs, opts); len(recs) > 0 {
+				v.msgs = out
+				c.keepTruncations(ctx, v, recs, len(msgs), true)
+				continue
+			}
+		}
+		if !compacted {
+			compacted = true
+			if _, err := c.compact(ctx, msgs, v, trigger, instructions); err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				if !errors.Is(err, ErrNothingToCompact) {
+					return nil, err
+				}
+			}
+			v = c.view(msgs)
+			continue
+		}
+		if !pruned {
+			pruned = true
+			if c.prune(ctx, msgs, v, trigger, nil) {
+				v = c.view(msgs)
+				continue
+			}
+		}
+		c.emit(Event{Type: EventOverBudget, TokensBefore: d.Estimated.Tokens, Route: d.Route,
+			Message: fmt.Sprintf("the prompt (about %d tokens) is still over its budget of %d tokens; sending it anyway",
+				d.Estimated.Tokens, d.PromptBudget)})
+		return v.msgs, nil
+	}
+}
+
+// compact summarises the view's history before the cut point and moves
+// the state past it. A failed summary falls back to pruning, reported.
+func (c *Compactor) compact(ctx context.Context, msgs []llm.Message, v view, trigger Trigger, instructions string) (*CompactionRecord, error) {
+	body := v.msgs[v.lead:]
+	cut := FindCutPoint(body, c.budget.KeepRecent)
+	if cut == 0 {
+		return nil, ErrNothingToCompact
+	}
+	before := Estimate(c.prompt(v)).Tokens
+	c.emit(Event{Type: EventCompactionStart, Trigger: trigger, TokensBefore: before})
+	if c.cfg.BeforeCompaction != nil {
+		c.cfg.BeforeCompaction(ctx, CompactionStart{Trigger: trigger, Messages: len(v.msgs), TokensBefore: before})
+	}
+	var summary string
+	var err error
+	if c.cfg.Summarizer == nil {
+		err = errors.New("no summariser is configured")
+	} else {
+		s := *c.cfg.Summarizer
+		if instructions != "" {
+			s.Instructions.Focus = joinNonEmpty(s.Instructions.Focus, instructions)
+		}
+		summary, err = s.Summarize(ctx, body[:cut], stripFiles(c.st.summary))
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			c.emit(Event{Type: EventCompactionEnd, Trigger: trigger, TokensBefore: before, Err: ctx.Err(),
+				Message: "compaction aborted"})
+			return nil, ctx.Err()
+		}
+		if c.prune(ctx, msgs, v, trigger, err) {
+			return nil, nil
+		}
+		c.emit(Event{Type: EventCompactionEnd, Trigger: trigger, TokensBefore: before, Err: err,
+			Message: "compaction failed and nothing could be pruned: " + err.Error()})
+		return nil, nil
+	}
+	files := FileOps(body[:cut], c.st.files)
+	rec := c.commit(msgs, v, cut, withFiles(summary, files), files)
+	rec.Trigger, rec.TokensBefore = trigger, before
+	c.finish(ctx, rec)
+	return rec, nil
+}
+
+// commit moves the state so that view index lead+cut is the first kept
+// message, with summary standing for everything before.
+func (c *Compactor) commit(msgs []llm.Message, v view, cut int, summary string, files FileLists) *CompactionRecord {
+	first := v.full(v.lead + cut)
+	dropped := first - c.st.firstKept
+	c.st.summary = summary
+	c.st.summaryTS = c.now()
+	c.st.files = files
+	c.st.firstKept = first
+	c.st.keptKey = keyOf(&msgs[first])
+	c.st.usageFrom = len(msgs)
+	// Truncations of results now behind the summary are no longer needed.
+	kept := map[string]bool{}
+	for i := first; i < len(msgs); i++ {
+		if msgs[i].Role == llm.RoleToolResult {
+			kept[msgs[i].ToolCallID] = true
+		}
+	}
+	for id := range c.st.truncs {
+		if !kept[id] {
+			delete(c.st.truncs, id)
+		}
+	}
+	after := Estimate(c.prompt(c.view(msgs))).Tokens
+	return &CompactionRecord{Summary: summary, FirstKeptIndex: first, TokensAfter: after, Files: files, DroppedMessages: dropped}
+}
+
+func (c *Compactor) finish(ctx context.Context, rec *CompactionRecord) {
+	if c.cfg.Recorder != nil {
+		if err := c.cfg.Recorder.RecordCompaction(ctx, *rec); err != nil {
+			c.emit(Event{Type: EventRecordError, Err: err, Message: "could not store the compaction: " + err.Error()})
+		}
+	}
+	c.emit(Event{Type: EventCompactionEnd, Trigger: rec.Trigger, TokensBefore: rec.TokensBefore,
+		TokensAfter: rec.TokensAfter, Record: rec, Err: rec.FallbackErr,
+		Message: fmt.Sprintf("compacted %d messages: about %d tokens before, %d after", rec.DroppedMessages,
+			rec.TokensBefore, rec.TokensAfter)})
+	if c.cfg.AfterCompaction != nil {
+		c.cfg.AfterCompaction(ctx, *rec)
+	}
+}
+
+// prune drops the oldest history of the view to fit the history share,
+// without a summary: the fallback when summarisation fails (cause) or
+// when compaction was not enough (cause nil). It reports whether anything
+// was dropped.
+func (c *Compactor) prune(ctx context.Context, msgs []llm.Message, v view, trigger Trigger, cause error) bool {
+	body := v.msgs[v.lead:]
+	r := Prune(body, c.cfg.Window, c.cfg.HistoryShare, DefaultParts)
+	cut := len(r.Dropped)
+	if cut == 0 || cut >= len(body) {
+		return false
+	}
+	before := Estimate(c.prompt(v)).Tokens
+	note := fmt.Sprintf("[agentloop] %d older messages (about %d tokens) were dropped without a summary to fit the context window.",
+		cut, r.DroppedTokens)
+	if cause != nil {
+		note = fmt.Sprintf("[agentloop] Summarising older history failed (%v), so %d older messages (about %d tokens) were dropped to fit the context window.",
+			cause, cut, r.DroppedTokens)
+	}
+	files := FileOps(body[:cut], c.st.files)
+	summary := withFiles(joinNonEmpty(stripFiles(c.st.summary), note), files)
+	rec := c.commit(msgs, v, cut, summary, files)
+	rec.Trigger, rec.TokensBefore, rec.Fallback, rec.FallbackErr = trigger, before, true, cause
+	msg := fmt.Sprintf("pruned %d older messages without a summary", cut)
+	if cause != nil {
+		msg = "summarisation failed (" + cause.Error() + "); " + msg
+	}
+	c.emit(Event{Type: EventFallback, Trigger: trigger, TokensBefore: before, TokensAfter: rec.TokensAfter, Err: cause, Message: msg})
+	c.finish(ctx, rec)
+	return true
+}
+
+func joinNonEmpty(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n\n" + b
+}
+
+// stripFiles removes the file lists withFiles appended, so they are not
+// repeated when a summary is carried into the next one.
+func stripFiles(summary string) string {
+	for _, tag := range []string{"\n\n<read-files>", "\n\n<modified-files>"} {
+		if i := strings.Index(summary, tag); i >= 0 {
+			summary = summary[:i]
+		}
+	}
+	return summary
+}
+
+// PersistToolResult caps a tool result before it is stored, with the
+// signature of the agent's ToolResultPersist hook: a result over
+// MaxToolResultChars keeps its head and tail and a notice.
+func (c *Compactor) PersistToolResult(_ context.Context, _ tool.Call, res tool.Result) tool.Result {
+	content, removed := TruncateContent(res.Content, MaxToolResultChars(c.cfg.Window), TruncateOptions{})
+	if removed > 0 {
+		res.Content = content
+	}
+	return res
+}
