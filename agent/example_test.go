@@ -17,7 +17,6 @@ func Example() {
 		ToolName:        "greet",
 		ToolDescription: "Greets someone by name.",
 		Parameters:      []byte(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
-		Concurrent:      true,
 		Run: func(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
 			return tool.TextResult("hello from the tool to " + string(call.Args)), nil
 		},

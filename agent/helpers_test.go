@@ -100,10 +100,10 @@ func checkPairing(t *testing.T, msgs []llm.Message) {
 }
 
 // results returns the tool results of msgs by call id.
-func results(msgs []llm.Message) map[string]llm.Message {
-	out := map[string]llm.Message{}
-	for _, m := range msgs {
-		if m.Role == llm.RoleToolResult {
+func results(msgs []llm.Message) map[string]*llm.Message {
+	out := map[string]*llm.Message{}
+	for i := range msgs {
+		if m := &msgs[i]; m.Role == llm.RoleToolResult {
 			out[m.ToolCallID] = m
 		}
 	}

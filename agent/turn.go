@@ -539,6 +539,8 @@ func (s *scheduler) collect(assistant llm.Message) turnOut {
 			c = &call{index: i, block: b, prepared: tool.Call{ID: b.ID, Name: b.Name, Args: b.Arguments}}
 			s.calls = append(s.calls, c)
 			switch {
+			case r.ctx.Err() != nil || assistant.StopReason == llm.StopReasonAborted:
+				s.settle(c, tool.AbortedResult(nil))
 			case !isObject(b.Arguments):
 				s.settle(c, incompleteResult(b))
 			case s.skip != nil:
