@@ -1,0 +1,125 @@
+package builtin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/agentloop/agentloop/tool"
+)
+
+// Limits shared by the file tools.
+const (
+	// ReadMaxLines is the most lines one read returns.
+	ReadMaxLines = 2000
+	// ReadMaxBytes is the most bytes of text one read, grep or find
+	// returns, 50 KiB.
+	ReadMaxBytes = 51200
+	// ReadMaxLineChars is where read cuts a long line, in characters.
+	ReadMaxLineChars = 2000
+	// ReadMaxImageBytes is the largest image read sends to a model.
+	ReadMaxImageBytes = 5 << 20
+	// GrepMaxLineChars is where grep cuts a long line, in characters.
+	GrepMaxLineChars = 500
+	// GrepDefaultLimit, FindDefaultLimit and LsDefaultLimit are the default
+	// result limits of grep, find and ls.
+	GrepDefaultLimit = 100
+	FindDefaultLimit = 1000
+	LsDefaultLimit   = 500
+)
+
+// New returns the file tools over ws, in the order read, write, edit, grep,
+// find, ls. A read-only workspace gets no write or edit. bash has its own
+// constructor.
+func New(ws *Workspace) []tool.Tool {
+	tools := []tool.Tool{NewRead(ws)}
+	if !ws.ReadOnly() {
+		tools = append(tools, NewWrite(ws), NewEdit(ws))
+	}
+	return append(tools, NewGrep(ws), NewFind(ws), NewLs(ws))
+}
+
+// decodeToolArgs unmarshals validated arguments into v.
+func decodeToolArgs(call tool.Call, v any) error {
+	if len(call.Args) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(call.Args, v); err != nil {
+		return fmt.Errorf("arguments of %s: %v", call.Name, err)
+	}
+	return nil
+}
+
+// detailsJSON marshals tool details; they are informational, so a failure
+// yields none rather than an error.
+func detailsJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// pathError turns an error about path p into text for the model.
+func pathError(p string, err error) error {
+	var esc *EscapeError
+	switch {
+	case errors.As(err, &esc), errors.Is(err, ErrReadOnly):
+		return err
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s does not exist; check the path (find or ls can locate files)", p)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s: permission denied", p)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", p, pe.Err)
+	}
+	return err
+}
+
+// writeFileAtomic replaces the file at path with data through a temporary
+// file in the same directory, so a crash leaves the old or the new content,
+// never a torn one. An existing file keeps its permission bits.
+func writeFileAtomic(path string, data []byte) error {
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return fmt.Errorf("%s is a directory", path)
+		}
+		mode = fi.Mode().Perm()
+	}
+	dir, base := filepath.Split(path)
+	f, err := os.CreateTemp(dir, "."+base+".agentloop-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// objectSchema is the JSON schema of an arguments object.
+func objectSchema(properties string, required ...string) json.RawMessage {
+	req, _ := json.Marshal(required)
+	if required == nil {
+		req = []byte("[]")
+	}
+	return json.RawMessage(`{"type":"object","properties":{` + properties + `},"required":` + string(req) + `}`)
+}

@@ -1,0 +1,324 @@
+package builtin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/agentloop/agentloop/tool"
+)
+
+// GrepTool is the grep tool: a regular-expression search over the files
+// of a directory tree (or one file), honouring .gitignore and skipping
+// binary files. Results are "path:line: text" lines, context lines
+// "path-line- text", with paths relative to the workspace root.
+type GrepTool struct{ ws *Workspace }
+
+// NewGrep returns the grep tool over ws.
+func NewGrep(ws *Workspace) *GrepTool { return &GrepTool{ws: ws} }
+
+// Name returns "grep".
+func (*GrepTool) Name() string { return "grep" }
+
+// Description tells the model how to use grep.
+func (*GrepTool) Description() string {
+	return fmt.Sprintf("Search file contents with a regular expression (Go RE2 syntax) under a directory of the workspace (default: its root) or in one file. "+
+		"Respects .gitignore and skips binary files. Each match is printed as path:line: text, context lines as path-line- text. "+
+		"At most %d matches unless limit says otherwise; lines are cut at %d characters.", GrepDefaultLimit, GrepMaxLineChars)
+}
+
+var grepSchema = objectSchema(`
+	"pattern":{"type":"string","description":"Regular expression to search for (or plain text with literal=true)"},
+	"path":{"type":"string","description":"Directory or file to search, relative to the workspace root or absolute (default: the root)"},
+	"glob":{"type":"string","description":"Only search files matching this glob, e.g. *.go or src/**/*.ts; without / it matches file names at any depth"},
+	"ignoreCase":{"type":"boolean","description":"Match case-insensitively"},
+	"literal":{"type":"boolean","description":"Treat pattern as plain text, not a regular expression"},
+	"context":{"type":"integer","minimum":0,"description":"Lines of context to show before and after each match"},
+	"limit":{"type":"integer","minimum":1,"description":"Most matches to return"}`, "pattern")
+
+// Schema returns the arguments schema.
+func (*GrepTool) Schema() json.RawMessage { return grepSchema }
+
+// ConcurrencySafe reports true.
+func (*GrepTool) ConcurrencySafe(tool.Call) bool { return true }
+
+// ReadOnly reports true.
+func (*GrepTool) ReadOnly() bool { return true }
+
+type grepArgs struct {
+	Pattern    string `json:"pattern"`
+	Path       string `json:"path"`
+	Glob       string `json:"glob"`
+	IgnoreCase bool   `json:"ignoreCase"`
+	Literal    bool   `json:"literal"`
+	Context    int    `json:"context"`
+	Limit      int    `json:"limit"`
+}
+
+// GrepDetails is the Details of a grep result.
+type GrepDetails struct {
+	Matches      int `json:"matches"`
+	FilesMatched int `json:"filesMatched"`
+	FilesScanned int `json:"filesScanned"`
+	// TruncatedBy is "limit" or "bytes" when the search stopped early.
+	TruncatedBy string `json:"truncatedBy,omitempty"`
+}
+
+// grepWholeFileMax is the largest file grep reads whole (and can skip with
+// one search); larger files are streamed line by line.
+const grepWholeFileMax = 4 << 20
+
+// grepMaxMatchBytes is how much of one line grep matches against; the rest
+// of a longer line is not searched.
+const grepMaxMatchBytes = 1 << 20
+
+// Execute runs the search.
+func (t *GrepTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
+	var a grepArgs
+	if err := decodeToolArgs(call, &a); err != nil {
+		return tool.Result{}, err
+	}
+	if a.Path == "" {
+		a.Path = "."
+	}
+	s, err := newGrepSearch(t.ws, a)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	start, err := t.ws.ResolveRead(a.Path)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	fi, err := os.Stat(start)
+	if err != nil {
+		return tool.Result{}, pathError(a.Path, err)
+	}
+	if !fi.IsDir() {
+		if err := s.file(start); err != nil && err != errStopWalk {
+			return tool.Result{}, err
+		}
+	} else {
+		err = walkFiles(ctx, start, ancestorIgnores(t.ws.Root(), start), func(abs, rel string, d fs.DirEntry) error {
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			if s.glob != nil && !s.glob.match(rel) {
+				return nil
+			}
+			return s.file(abs)
+		})
+		if err != nil {
+			return tool.Result{}, err
+		}
+	}
+	res := tool.TextResult(s.finish(a))
+	res.Details = detailsJSON(s.d)
+	return res, nil
+}
+
+// grepSearch is the state of one grep call.
+type grepSearch struct {
+	ws  *Workspace
+	re  *regexp.Regexp
+	pre *regexp.Regexp // whole-file filter; nil when it could miss matches
+	// preDollar is set when the pattern may use $.
+	preDollar bool
+	glob      *pathGlob
+	context   int
+	limit     int
+	out       bytes.Buffer
+	d         GrepDetails
+	// lastFile and lastLine say where the last printed line was, for the
+	// "--" separators between groups in context mode.
+	lastFile string
+	lastLine int
+	lr       fileLineReader
+	br       *bufio.Reader
+}
+
+func newGrepSearch(ws *Workspace, a grepArgs) (*grepSearch, error) {
+	expr := a.Pattern
+	if a.Literal {
+		expr = regexp.QuoteMeta(expr)
+	}
+	flags := ""
+	if a.IgnoreCase {
+		flags = "(?i)"
+	}
+	re, err := regexp.Compile(flags + expr)
+	if err != nil {
+		return nil, fmt.Errorf("pattern %q is not a valid regular expression: %v; fix it, or set literal=true to search for the text as written", a.Pattern, err)
+	}
+	s := &grepSearch{ws: ws, re: re, context: max(a.Context, 0), limit: a.Limit}
+	if s.limit <= 0 {
+		s.limit = GrepDefaultLimit
+	}
+	// A per-line match is also a match of the whole file in multi-line
+	// mode, unless the pattern anchors at the text's own ends.
+	if !strings.Contains(expr, `\A`) && !strings.Contains(expr, `\z`) {
+		s.pre, _ = regexp.Compile("(?m)" + flags + expr)
+		s.preDollar = strings.Contains(expr, "$")
+	}
+	if a.Glob != "" {
+		if s.glob, err = newPathGlob(a.Glob); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// file searches one file. It returns errStopWalk when a limit is reached.
+func (s *grepSearch) file(abs string) error {
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil // unreadable files are skipped, as ripgrep does
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	s.d.FilesScanned++
+	name := s.ws.Rel(abs)
+	if fi.Size() <= grepWholeFileMax {
+		data, err := io.ReadAll(f)
+		if err != nil || bytes.IndexByte(data[:min(len(data), readSniffBytes)], 0) >= 0 {
+			return nil
+		}
+		// In multi-line mode $ matches before "\n" only, so a file with
+		// "\r\n" lines cannot be filtered by a pattern using $.
+		if s.pre != nil && !(s.preDollar && bytes.IndexByte(data, '\r') >= 0) && !s.pre.Match(data) {
+			return nil
+		}
+		return s.lines(name, func() ([]byte, bool) {
+			if len(data) == 0 {
+				return nil, false
+			}
+			i := bytes.IndexByte(data, '\n')
+			var line []byte
+			if i < 0 {
+				line, data = data, nil
+			} else {
+				line, data = data[:i], data[i+1:]
+			}
+			return bytes.TrimSuffix(line, []byte("\r")), true
+		})
+	}
+	if s.br == nil {
+		s.br = bufio.NewReaderSize(f, 64<<10)
+	} else {
+		s.br.Reset(f)
+	}
+	if head, _ := s.br.Peek(readSniffBytes); bytes.IndexByte(head, 0) >= 0 {
+		return nil
+	}
+	s.lr = fileLineReader{r: s.br, buf: s.lr.buf}
+	return s.lines(name, func() ([]byte, bool) {
+		line, _, ok, err := s.lr.next(grepMaxMatchBytes)
+		return line, ok && err == nil
+	})
+}
+
+// lines searches the lines next yields and prints matches with context.
+func (s *grepSearch) lines(name string, next func() ([]byte, bool)) error {
+	type held struct {
+		n    int
+		text string
+	}
+	var before []held // the last s.context unprinted lines
+	after := 0
+	matched := false
+	for n := 1; ; n++ {
+		line, ok := next()
+		if !ok {
+			return nil
+		}
+		if s.re.Match(line) {
+			if s.d.Matches == s.limit {
+				s.d.TruncatedBy = "limit"
+				return errStopWalk
+			}
+			if !matched {
+				matched = true
+				s.d.FilesMatched++
+			}
+			for _, h := range before {
+				if !s.print(name, h.n, '-', h.text) {
+					return errStopWalk
+				}
+			}
+			before = before[:0]
+			if !s.print(name, n, ':', grepCut(line)) {
+				return errStopWalk
+			}
+			s.d.Matches++
+			after = s.context
+			continue
+		}
+		if after > 0 {
+			after--
+			if !s.print(name, n, '-', grepCut(line)) {
+				return errStopWalk
+			}
+			continue
+		}
+		if s.context > 0 {
+			if len(before) == s.context {
+				copy(before, before[1:])
+				before = before[:len(before)-1]
+			}
+			before = append(before, held{n, grepCut(line)})
+		}
+	}
+}
+
+// print writes one output line, with a "--" between separate groups in
+// context mode. It returns false when the output is full.
+func (s *grepSearch) print(name string, n int, sep byte, text string) bool {
+	var extra int
+	group := s.context > 0 && s.lastFile != "" && (s.lastFile != name || s.lastLine != n-1)
+	if group {
+		extra = 3
+	}
+	line := fmt.Sprintf("%s%c%d%c %s\n", name, sep, n, sep, text)
+	if s.out.Len()+extra+len(line) > ReadMaxBytes {
+		s.d.TruncatedBy = "bytes"
+		return false
+	}
+	if group {
+		s.out.WriteString("--\n")
+	}
+	s.out.WriteString(line)
+	s.lastFile, s.lastLine = name, n
+	return true
+}
+
+// grepCut returns line as text cut at GrepMaxLineChars characters.
+func grepCut(line []byte) string {
+	s, cut := cutLine(line, len(line), GrepMaxLineChars)
+	if cut {
+		s += " [… line cut]"
+	}
+	return s
+}
+
+func (s *grepSearch) finish(a grepArgs) string {
+	if s.d.Matches == 0 {
+		return fmt.Sprintf("No matches for %q in %s.", a.Pattern, a.Path)
+	}
+	out := strings.TrimSuffix(s.out.String(), "\n")
+	switch s.d.TruncatedBy {
+	case "limit":
+		out += fmt.Sprintf("\n\n[Stopped at %d matches. Use limit=%d for more, or narrow the pattern.]", s.limit, s.limit*2)
+	case "bytes":
+		out += fmt.Sprintf("\n\n[Output stopped at %d KB after %d matches. Narrow the pattern, path or glob.]", ReadMaxBytes/1024, s.d.Matches)
+	}
+	return out
+}

@@ -1,0 +1,379 @@
+package builtin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// ReadTool is the read tool: it returns a text file's lines, or an image as
+// an image block. Text is cut at ReadMaxLines lines or ReadMaxBytes bytes,
+// whichever comes first, with a closing notice that says which offset to
+// read on from. The file is streamed, so reading the head of a huge file
+// costs what reading the head of a small one does.
+type ReadTool struct{ ws *Workspace }
+
+// NewRead returns the read tool over ws.
+func NewRead(ws *Workspace) *ReadTool { return &ReadTool{ws: ws} }
+
+// Name returns "read".
+func (*ReadTool) Name() string { return "read" }
+
+// Description tells the model how to use read.
+func (*ReadTool) Description() string {
+	return fmt.Sprintf("Read a file in the workspace. Text comes back as its lines, at most %d lines or %d KB per call; "+
+		"a notice at the end says which offset to continue from. Use offset (1-based line) and limit to read a part of a large file. "+
+		"Lines longer than %d characters are cut. PNG, JPEG, GIF and WebP files come back as images; other binary files are refused.",
+		ReadMaxLines, ReadMaxBytes/1024, ReadMaxLineChars)
+}
+
+var readSchema = objectSchema(`
+	"path":{"type":"string","description":"Path of the file, relative to the workspace root or absolute"},
+	"offset":{"type":"integer","description":"Line to start at, 1-based (default 1)"},
+	"limit":{"type":"integer","minimum":1,"description":"Most lines to return"}`, "path")
+
+// Schema returns the arguments schema: path, offset, limit.
+func (*ReadTool) Schema() json.RawMessage { return readSchema }
+
+// ConcurrencySafe reports true: reads run beside other calls.
+func (*ReadTool) ConcurrencySafe(tool.Call) bool { return true }
+
+// ReadOnly reports true.
+func (*ReadTool) ReadOnly() bool { return true }
+
+type readArgs struct {
+	Path   string `json:"path"`
+	Offset int    `json:"offset"`
+	Limit  int    `json:"limit"`
+}
+
+// ReadDetails is the Details of a read result.
+type ReadDetails struct {
+	Path string `json:"path"`
+	// FirstLine and LastLine are the lines shown (1-based), 0 for an image.
+	FirstLine int `json:"firstLine,omitempty"`
+	LastLine  int `json:"lastLine,omitempty"`
+	// TotalLines is the file's line count when it was counted.
+	TotalLines int `json:"totalLines,omitempty"`
+	// TruncatedBy is "lines", "bytes" or "limit" when more of the file
+	// follows, else empty.
+	TruncatedBy string `json:"truncatedBy,omitempty"`
+	// CutLines counts lines cut at ReadMaxLineChars.
+	CutLines int    `json:"cutLines,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
+}
+
+// readCountBudget bounds how many more bytes read scans after the lines it
+// shows to count the file's lines; past it the total is left out, so the
+// cost of a read does not grow with the file.
+const readCountBudget = 1 << 20
+
+// readSniffBytes is how much of a file is examined for image magic and NUL
+// bytes.
+const readSniffBytes = 8192
+
+// Execute reads the file.
+func (t *ReadTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
+	var a readArgs
+	if err := decodeToolArgs(call, &a); err != nil {
+		return tool.Result{}, err
+	}
+	real, err := t.ws.ResolveRead(a.Path)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		return tool.Result{}, pathError(a.Path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return tool.Result{}, pathError(a.Path, err)
+	}
+	if fi.IsDir() {
+		return tool.Result{}, fmt.Errorf("%s is a directory; use ls to list it", a.Path)
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	head, err := br.Peek(readSniffBytes)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return tool.Result{}, pathError(a.Path, err)
+	}
+	if mime := imageType(head); mime != "" {
+		return readImage(a.Path, br, fi.Size(), mime)
+	}
+	if bytes.IndexByte(head, 0) >= 0 {
+		return tool.Result{}, fmt.Errorf("%s is a binary file (%s); read returns text, and PNG, JPEG, GIF or WebP images",
+			a.Path, strings.SplitN(http.DetectContentType(head), ";", 2)[0])
+	}
+	return readText(ctx, a, br)
+}
+
+func readImage(p string, r io.Reader, size int64, mime string) (tool.Result, error) {
+	if size > ReadMaxImageBytes {
+		return tool.Result{}, fmt.Errorf("%s is a %s image of %d bytes, over the %d MB a model accepts; shrink it first (for example with bash)",
+			p, mime, size, ReadMaxImageBytes>>20)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, ReadMaxImageBytes+1))
+	if err != nil {
+		return tool.Result{}, pathError(p, err)
+	}
+	return tool.Result{
+		Content: []llm.Content{
+			llm.Text(fmt.Sprintf("Image %s (%s, %d bytes)", p, mime, len(data))),
+			llm.Image(base64.StdEncoding.EncodeToString(data), mime),
+		},
+		Details: detailsJSON(ReadDetails{Path: p, MimeType: mime}),
+	}, nil
+}
+
+// imageType returns the MIME type of the image formats models accept,
+// from magic bytes, or "".
+func imageType(head []byte) string {
+	switch {
+	case bytes.HasPrefix(head, []byte("\x89PNG\r\n\x1a\n")):
+		return "image/png"
+	case bytes.HasPrefix(head, []byte("\xff\xd8\xff")):
+		return "image/jpeg"
+	case bytes.HasPrefix(head, []byte("GIF87a")), bytes.HasPrefix(head, []byte("GIF89a")):
+		return "image/gif"
+	case len(head) >= 12 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WEBP":
+		return "image/webp"
+	}
+	return ""
+}
+
+func readText(ctx context.Context, a readArgs, br *bufio.Reader) (tool.Result, error) {
+	lr := fileLineReader{r: br}
+	start := max(a.Offset, 1)
+	// Skip to the first line wanted, keeping nothing.
+	line := 0
+	for line < start-1 {
+		if line%4096 == 0 && ctx.Err() != nil {
+			return tool.Result{}, ctx.Err()
+		}
+		if _, _, ok, err := lr.next(0); err != nil {
+			return tool.Result{}, pathError(a.Path, err)
+		} else if !ok {
+			break
+		}
+		line++
+	}
+
+	var out strings.Builder
+	d := ReadDetails{Path: a.Path}
+	shown, used := 0, 0
+	for {
+		if a.Limit > 0 && shown == a.Limit {
+			d.TruncatedBy = "limit"
+			break
+		}
+		if shown == ReadMaxLines {
+			d.TruncatedBy = "lines"
+			break
+		}
+		if d.TruncatedBy == "" && shown%4096 == 0 && ctx.Err() != nil {
+			return tool.Result{}, ctx.Err()
+		}
+		text, full, ok, err := lr.next(4 * ReadMaxLineChars)
+		if err != nil {
+			return tool.Result{}, pathError(a.Path, err)
+		}
+		if !ok {
+			break
+		}
+		s, cut := cutLine(text, full, ReadMaxLineChars)
+		if cut {
+			s += fmt.Sprintf(" [… line cut at %d characters]", ReadMaxLineChars)
+		}
+		if used+len(s)+1 > ReadMaxBytes {
+			d.TruncatedBy = "bytes"
+			lr.unread(text, full)
+			break
+		}
+		if cut {
+			d.CutLines++
+		}
+		if shown > 0 {
+			out.WriteByte('\n')
+		}
+		out.WriteString(s)
+		used += len(s) + 1
+		shown++
+	}
+	if shown == 0 && d.TruncatedBy == "" {
+		if start == 1 {
+			return tool.Result{Content: []llm.Content{llm.Text(fmt.Sprintf("[%s is empty]", a.Path))},
+				Details: detailsJSON(d)}, nil
+		}
+		return tool.Result{}, fmt.Errorf("offset %d is past the end of %s, which has %d lines", a.Offset, a.Path, line)
+	}
+	d.FirstLine, d.LastLine = start, start+shown-1
+	more := false
+	if d.TruncatedBy != "" {
+		rest, exact, err := lr.countRest(readCountBudget)
+		if err != nil {
+			return tool.Result{}, pathError(a.Path, err)
+		}
+		more = rest > 0 || !exact
+		if exact {
+			d.TotalLines = d.LastLine + rest
+		}
+		if !more {
+			d.TruncatedBy = ""
+		}
+	} else {
+		d.TotalLines = d.LastLine
+	}
+	if more {
+		out.WriteString("\n\n")
+		next := d.LastLine + 1
+		switch {
+		case d.TruncatedBy == "limit" && d.TotalLines > 0:
+			n := d.TotalLines - d.LastLine
+			fmt.Fprintf(&out, "[%d more %s in the file. Continue with offset=%d.]", n, plural(n, "line", "lines"), next)
+		case d.TruncatedBy == "limit":
+			fmt.Fprintf(&out, "[The file goes on. Continue with offset=%d.]", next)
+		default:
+			why := fmt.Sprintf("%d-line limit", ReadMaxLines)
+			if d.TruncatedBy == "bytes" {
+				why = fmt.Sprintf("%d KB limit", ReadMaxBytes/1024)
+			}
+			if d.TotalLines > 0 {
+				fmt.Fprintf(&out, "[Showing lines %d-%d of %d (%s). Continue with offset=%d.]", d.FirstLine, d.LastLine, d.TotalLines, why, next)
+			} else {
+				fmt.Fprintf(&out, "[Showing lines %d-%d (%s); the file goes on. Continue with offset=%d.]", d.FirstLine, d.LastLine, why, next)
+			}
+		}
+	}
+	return tool.Result{Content: []llm.Content{llm.Text(out.String())}, Details: detailsJSON(d)}, nil
+}
+
+// cutLine returns line as valid UTF-8 text, cut to maxChars characters.
+// full is the line's length in the file; line may hold only its start.
+func cutLine(line []byte, full, maxChars int) (string, bool) {
+	n, i := 0, 0
+	for i < len(line) && n < maxChars {
+		_, size := utf8.DecodeRune(line[i:])
+		i += size
+		n++
+	}
+	cut := i < len(line) || full > len(line)
+	s := line[:i]
+	if utf8.Valid(s) {
+		return string(s), cut
+	}
+	return strings.ToValidUTF8(string(s), "\uFFFD"), cut
+}
+
+// fileLineReader yields the lines of a stream without holding more than a
+// bounded prefix of any one line, so a file that is one 50 MB line costs no
+// more memory than a short one.
+type fileLineReader struct {
+	r   *bufio.Reader
+	buf []byte
+	// pending is a line handed back by unread.
+	pending     []byte
+	pendingFull int
+	hasPending  bool
+}
+
+// next returns the next line without its "\n" or "\r\n", at most keep bytes
+// of it, and the line's full length. ok is false at the end of the stream.
+func (lr *fileLineReader) next(keep int) (line []byte, full int, ok bool, err error) {
+	if lr.hasPending {
+		lr.hasPending = false
+		return lr.pending, lr.pendingFull, true, nil
+	}
+	lr.buf = lr.buf[:0]
+	started := false
+	var prev byte // the byte before the current chunk
+	for {
+		chunk, err := lr.r.ReadSlice('\n')
+		if len(chunk) > 0 {
+			started = true
+		}
+		full += len(chunk)
+		if room := keep - len(lr.buf); room > 0 {
+			lr.buf = append(lr.buf, chunk[:min(room, len(chunk))]...)
+		}
+		switch {
+		case err == nil:
+			// The line ends in "\n", perhaps "\r\n".
+			term := 1
+			if len(chunk) >= 2 && chunk[len(chunk)-2] == '\r' || len(chunk) == 1 && prev == '\r' {
+				term = 2
+			}
+			full -= term
+			return lr.buf[:min(len(lr.buf), full)], full, true, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			prev = chunk[len(chunk)-1]
+			continue
+		case errors.Is(err, io.EOF):
+			if !started {
+				return nil, 0, false, nil
+			}
+			return lr.buf, full, true, nil
+		default:
+			return nil, 0, false, err
+		}
+	}
+}
+
+// unread hands line back to the next call of next.
+func (lr *fileLineReader) unread(line []byte, full int) {
+	lr.pending = append(lr.pending[:0], line...)
+	lr.pendingFull = full
+	lr.hasPending = true
+}
+
+// countRest counts the lines left, reading at most budget bytes. exact is
+// false when the budget ran out first.
+func (lr *fileLineReader) countRest(budget int) (n int, exact bool, err error) {
+	if lr.hasPending {
+		lr.hasPending = false
+		n++
+	}
+	read := 0
+	last := byte('\n')
+	for read < budget {
+		chunk, err := lr.r.ReadSlice('\n')
+		read += len(chunk)
+		if len(chunk) > 0 {
+			if last == '\n' {
+				n++
+			}
+			last = chunk[len(chunk)-1]
+		}
+		switch {
+		case err == nil, errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF):
+			return n, true, nil
+		default:
+			return 0, false, err
+		}
+	}
+	if _, err := lr.r.Peek(1); errors.Is(err, io.EOF) {
+		return n, true, nil
+	}
+	return n, false, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,175 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// run calls t with args through a registry, as the agent loop does, so the
+// schema validation and error-to-result conversion are exercised too.
+func run(t testing.TB, tl tool.Tool, args string) tool.Result {
+	t.Helper()
+	reg, err := tool.NewRegistry(tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg.Execute(context.Background(), llm.ToolCall("call-1", tl.Name(), json.RawMessage(args)), nil)
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// numbered returns n lines "line 1" ... "line n", each ending in "\n".
+func numbered(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	return b.String()
+}
+
+func TestRead(t *testing.T) {
+	w, tmp := newTestWorkspace(t, nil)
+	ws := filepath.Join(tmp, "ws")
+	// exactly ReadMaxBytes: 1024 lines of 49 bytes + "\n".
+	line50 := strings.Repeat("x", 49) + "\n"
+	writeFile(t, ws+"/exact-bytes.txt", strings.Repeat(line50, ReadMaxBytes/50))
+	writeFile(t, ws+"/over-bytes.txt", strings.Repeat(line50, ReadMaxBytes/50)+"y\n")
+	writeFile(t, ws+"/2000.txt", numbered(2000))
+	writeFile(t, ws+"/2001.txt", numbered(2001))
+	writeFile(t, ws+"/small.txt", "one\ntwo\r\nthree")
+	writeFile(t, ws+"/empty.txt", "")
+	writeFile(t, ws+"/long.txt", strings.Repeat("é", 2500)+"\nshort\n")
+	writeFile(t, ws+"/bin.dat", "ELF\x00\x01\x02")
+	writeFile(t, ws+"/pic.png", "\x89PNG\r\n\x1a\n\x00\x00rest")
+	writeFile(t, ws+"/pic.webp", "RIFF\x10\x00\x00\x00WEBPVP8 ")
+
+	tests := []struct {
+		name, args string
+		want       []string // substrings of the text
+		notWant    []string
+		wantErr    string
+	}{
+		{name: "small file", args: `{"path":"small.txt"}`, want: []string{"one\ntwo\nthree"}, notWant: []string{"offset=", "\r"}},
+		{name: "offset and limit", args: `{"path":"2001.txt","offset":10,"limit":3}`,
+			want: []string{"line 10\nline 11\nline 12\n\n[1989 more lines in the file. Continue with offset=13.]"}, notWant: []string{"line 9\n", "line 13"}},
+		{name: "limit to the end", args: `{"path":"small.txt","offset":2,"limit":2}`, want: []string{"two\nthree"}, notWant: []string{"offset="}},
+		{name: "exactly 2000 lines", args: `{"path":"2000.txt"}`, want: []string{"line 1\n", "line 2000"}, notWant: []string{"offset="}},
+		{name: "2001 lines", args: `{"path":"2001.txt"}`,
+			want: []string{"line 2000\n\n[Showing lines 1-2000 of 2001 (2000-line limit). Continue with offset=2001.]"}, notWant: []string{"line 2001"}},
+		{name: "read on", args: `{"path":"2001.txt","offset":2001}`, want: []string{"line 2001"}, notWant: []string{"offset="}},
+		{name: "exactly 51200 bytes", args: `{"path":"exact-bytes.txt"}`, notWant: []string{"offset=", "limit"}},
+		{name: "over 51200 bytes", args: `{"path":"over-bytes.txt"}`,
+			want: []string{"[Showing lines 1-1024 of 1025 (50 KB limit). Continue with offset=1025.]"}, notWant: []string{"y"}},
+		{name: "long line cut", args: `{"path":"long.txt"}`,
+			want: []string{strings.Repeat("é", 2000) + " [… line cut at 2000 characters]\nshort"}, notWant: []string{strings.Repeat("é", 2001)}},
+		{name: "empty", args: `{"path":"empty.txt"}`, want: []string{"[empty.txt is empty]"}},
+		{name: "offset past end", args: `{"path":"small.txt","offset":9}`, wantErr: "offset 9 is past the end of small.txt, which has 3 lines"},
+		{name: "binary", args: `{"path":"bin.dat"}`, wantErr: "bin.dat is a binary file (application/octet-stream); read returns text, and PNG, JPEG, GIF or WebP images"},
+		{name: "directory", args: `{"path":"sub"}`, wantErr: "sub is a directory; use ls to list it"},
+		{name: "missing", args: `{"path":"nope.txt"}`, wantErr: "nope.txt does not exist"},
+		{name: "dotdot escape", args: `{"path":"../outside/secret"}`, wantErr: "outside the workspace"},
+		{name: "absolute escape", args: `{"path":"` + tmp + `/outside/secret"}`, wantErr: "outside the workspace"},
+		{name: "symlink escape", args: `{"path":"outfile"}`, wantErr: "leads through a symlink"},
+		{name: "symlinked dir escape", args: `{"path":"out/secret"}`, wantErr: "leads through a symlink"},
+		{name: "no path", args: `{}`, wantErr: "Invalid arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := run(t, NewRead(w), tt.args)
+			text := res.Text()
+			if tt.wantErr != "" {
+				if !res.IsError || !strings.Contains(text, tt.wantErr) {
+					t.Fatalf("got %q (isError %v), want error containing %q", text, res.IsError, tt.wantErr)
+				}
+				return
+			}
+			if res.IsError {
+				t.Fatalf("unexpected error: %s", text)
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(text, s) {
+					t.Errorf("text lacks %q:\n%s", s, tail(text))
+				}
+			}
+			for _, s := range tt.notWant {
+				if strings.Contains(text, s) {
+					t.Errorf("text has %q:\n%s", s, tail(text))
+				}
+			}
+		})
+	}
+
+	t.Run("exactly 51200 bytes returns all", func(t *testing.T) {
+		res := run(t, NewRead(w), `{"path":"exact-bytes.txt"}`)
+		if got := len(res.Text()) + 1; got != ReadMaxBytes {
+			t.Errorf("returned %d bytes (+1 for the final newline), want %d", got, ReadMaxBytes)
+		}
+	})
+	t.Run("images", func(t *testing.T) {
+		for name, mime := range map[string]string{"pic.png": "image/png", "pic.webp": "image/webp"} {
+			res := run(t, NewRead(w), `{"path":"`+name+`"}`)
+			if res.IsError || len(res.Content) != 2 || res.Content[1].Type != llm.ContentImage || res.Content[1].MimeType != mime {
+				t.Errorf("%s: got %+v", name, res)
+			}
+		}
+	})
+	t.Run("details", func(t *testing.T) {
+		res := run(t, NewRead(w), `{"path":"2001.txt"}`)
+		var d ReadDetails
+		if err := json.Unmarshal(res.Details, &d); err != nil {
+			t.Fatal(err)
+		}
+		want := ReadDetails{Path: "2001.txt", FirstLine: 1, LastLine: 2000, TotalLines: 2001, TruncatedBy: "lines"}
+		if d != want {
+			t.Errorf("details = %+v, want %+v", d, want)
+		}
+	})
+}
+
+func TestReadHugeLine(t *testing.T) {
+	w, tmp := newTestWorkspace(t, nil)
+	// A short line, then a 3 MB one: the total lies beyond the counting
+	// budget, so it is left out.
+	writeFile(t, tmp+"/ws/huge.txt", "first\n"+strings.Repeat("a", 3<<20)+"\nnext\n")
+	res := run(t, NewRead(w), `{"path":"huge.txt","limit":1}`)
+	if res.IsError || res.Text() != "first\n\n[The file goes on. Continue with offset=2.]" {
+		t.Errorf("got %q", tail(res.Text()))
+	}
+	res = run(t, NewRead(w), `{"path":"huge.txt","offset":2}`)
+	want := strings.Repeat("a", ReadMaxLineChars) + " [… line cut at 2000 characters]\nnext"
+	if res.IsError || res.Text() != want {
+		t.Errorf("the huge line: %q", tail(res.Text()))
+	}
+	res = run(t, NewRead(w), `{"path":"huge.txt","offset":3}`)
+	if res.IsError || res.Text() != "next" {
+		t.Errorf("offset past the huge line: %q", tail(res.Text()))
+	}
+	writeFile(t, tmp+"/ws/three.txt", "a\nb\nc\n")
+	res = run(t, NewRead(w), `{"path":"three.txt","limit":2}`)
+	if res.Text() != "a\nb\n\n[1 more line in the file. Continue with offset=3.]" {
+		t.Errorf("one more line: %q", res.Text())
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 300 {
+		return "…" + s[len(s)-300:]
+	}
+	return s
+}
