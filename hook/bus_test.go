@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -502,9 +503,16 @@ func TestCancelledRunIsNotReported(t *testing.T) {
 }
 
 func TestNoticeDefaultsToSlog(t *testing.T) {
+	var buf strings.Builder
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(old)
 	b := New(nil)
-	b.OnSessionEnd(Spec{}, func(context.Context, SessionEndEvent) error { return errors.New("x") })
-	b.SessionEnd(ctx, SessionEndEvent{}) // must not panic without a Report
+	b.OnSessionEnd(Spec{Name: "bye"}, func(context.Context, SessionEndEvent) error { return errors.New("disk full") })
+	b.SessionEnd(ctx, SessionEndEvent{})
+	if out := buf.String(); !strings.Contains(out, "hook=bye") || !strings.Contains(out, "disk full") {
+		t.Errorf("slog got %q", out)
+	}
 }
 
 func TestUnknownPointPanics(t *testing.T) {

@@ -100,8 +100,12 @@ func (r *run) beforeToolCall(ctx context.Context, call tool.Call) (tool.Call, *t
 			d = tool.Decision{Verdict: tool.VerdictAllow}
 		}
 	case PermissionAsk:
-		if d.Verdict == tool.VerdictAllow {
-			d = tool.Decision{Verdict: tool.VerdictAsk, Reason: out.Reason}
+		if d.Verdict != tool.VerdictDeny { // the hook forces the question
+			reason := out.Reason
+			if reason == "" {
+				reason = d.Reason
+			}
+			d = tool.Decision{Verdict: tool.VerdictAsk, Reason: reason}
 		}
 	}
 	if ok, reason := a.Resolve(ctx, call, d); !ok {
