@@ -84,7 +84,6 @@ type Event struct {
 type wireResult struct {
 	Content []llm.Content   `json:"content"`
 	Details json.RawMessage `json:"details,omitempty"`
-	IsError bool            `json:"isError"`
 }
 
 type wirePartial struct {
@@ -139,6 +138,10 @@ func (e Event) MarshalJSON() ([]byte, error) {
 				w.Index = &idx
 			}
 			w.Delta = ev.Delta
+			if ev.Type == llm.EventToolCallStart && ev.Partial != nil && ev.ContentIndex < len(ev.Partial.Content) {
+				b := &ev.Partial.Content[ev.ContentIndex]
+				w.ToolCallID, w.ToolName = b.ID, b.Name
+			}
 			if ev.Type == llm.EventToolCallEnd {
 				w.Block = ev.Block
 			}
@@ -155,15 +158,17 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			if content == nil {
 				content = []llm.Content{}
 			}
-			w.Result = &wireResult{Content: content, Details: r.Details, IsError: r.IsError}
+			w.Result = &wireResult{Content: content, Details: r.Details}
 			isErr := r.IsError
 			w.IsError = &isErr
 		}
 	default:
 		w.Message = e.Message
 		w.Args = e.Args
-		if e.Result != nil {
-			w.Result = &wireResult{Content: e.Result.Content, Details: e.Result.Details, IsError: e.Result.IsError}
+		if r := e.Result; r != nil {
+			w.Result = &wireResult{Content: r.Content, Details: r.Details}
+			isErr := r.IsError
+			w.IsError = &isErr
 		}
 	}
 	if e.Type == EventTurnEnd || e.Type == EventAgentEnd {
