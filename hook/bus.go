@@ -77,10 +77,11 @@ type Spec struct {
 
 // Options configure a Bus. The zero value is usable.
 type Options struct {
-	// Report receives every notice. It may be called from several
-	// goroutines at once and must not block. nil logs notices with
-	// slog.Default().
-	Report func(Notice)
+	// Report receives every notice, with the context of the fire call
+	// that led to it (so a caller can route it to its run, e.g. with
+	// agent.ReportHookError). It may be called from several goroutines at
+	// once and must not block. nil logs notices with slog.Default().
+	Report func(ctx context.Context, n Notice)
 	// Timeout bounds one hook call whose Spec sets none; 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
@@ -213,9 +214,9 @@ func (b *Bus) entries(p Point) []*entry {
 	return nil
 }
 
-func (b *Bus) report(n Notice) {
+func (b *Bus) report(ctx context.Context, n Notice) {
 	if b.opts.Report != nil {
-		b.opts.Report(n)
+		b.opts.Report(ctx, n)
 		return
 	}
 	slog.Default().Warn("hook", "point", string(n.Point), "hook", n.Hook, "source", n.Source,
@@ -291,7 +292,7 @@ func (b *Bus) fail(ctx context.Context, e *entry, err error) {
 		n.Kind = NoticeTimeout
 	}
 	n.Text = fmt.Sprintf("hook %s at %s failed: %v; the run goes on without it", e.spec.Name, e.point, err)
-	b.report(n)
+	b.report(ctx, n)
 }
 
 // callOne runs one hook of a modifying point and waits for it.

@@ -28,7 +28,7 @@ type recorder struct {
 	notices []Notice
 }
 
-func (r *recorder) report(n Notice) {
+func (r *recorder) report(_ context.Context, n Notice) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.notices = append(r.notices, n)
@@ -539,5 +539,104 @@ func TestPoints(t *testing.T) {
 	}
 	if voids != 7 || Point("x").Valid() {
 		t.Errorf("voids %d", voids)
+	}
+}
+
+type runKey struct{}
+
+func TestReportGetsTheFireContext(t *testing.T) {
+	var got any
+	b := New(&Options{Report: func(ctx context.Context, _ Notice) { got = ctx.Value(runKey{}) }})
+	b.OnBeforePromptBuild(Spec{}, func(context.Context, BeforePromptBuildInput) (PromptEdit, error) {
+		return PromptEdit{}, errors.New("x")
+	})
+	b.BeforePromptBuild(context.WithValue(ctx, runKey{}, "run-7"), BeforePromptBuildInput{})
+	if got != "run-7" {
+		t.Errorf("Report saw context value %v, want the fire call's", got)
+	}
+}
+
+func TestSeamsApprovalWithGoHooks(t *testing.T) {
+	tests := []struct {
+		name       string
+		perm       Permission
+		policy     tool.ApprovalPolicy
+		wantAsked  bool
+		wantAllow  bool
+		wantReason string
+	}{
+		{"allow answers ask mode", PermissionAllow, tool.ApproveAsk, false, true, ""},
+		{"no opinion in ask mode asks", PermissionNone, tool.ApproveAsk, true, true, ""},
+		{"ask in auto mode asks with the hook's reason", PermissionAsk, tool.ApproveAuto, true, true, "hook says check"},
+		{"allow cannot beat never", PermissionAllow, tool.ApproveNever, false, false, "only allows calls that read"},
+		{"ask cannot beat never", PermissionAsk, tool.ApproveNever, false, false, "only allows calls that read"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, _ := newBus(t)
+			b.OnBeforeToolCall(Spec{}, func(context.Context, BeforeToolCallInput) (BeforeToolCallOutput, error) {
+				return BeforeToolCallOutput{Permission: tt.perm, Reason: "hook says check"}, nil
+			})
+			asked, askedReason := false, ""
+			a := &tool.Approval{Policy: tt.policy, Ask: func(_ context.Context, _ tool.Call, reason string) (tool.Answer, error) {
+				asked, askedReason = true, reason
+				return tool.AnswerYes, nil
+			}}
+			_, res := b.Seams(SeamsOptions{Approval: a}).BeforeToolCall(ctx, callOf(`{"command":"x"}`))
+			if asked != tt.wantAsked || (res == nil) != tt.wantAllow {
+				t.Fatalf("asked %v, result %+v", asked, res)
+			}
+			if tt.wantAsked && tt.perm == PermissionAsk && askedReason != tt.wantReason {
+				t.Errorf("asked with reason %q, want %q", askedReason, tt.wantReason)
+			}
+			if !tt.wantAllow && !strings.Contains(res.Text(), tt.wantReason) {
+				t.Errorf("refusal %q lacks %q", res.Text(), tt.wantReason)
+			}
+		})
+	}
+}
+
+func TestSeamsStop(t *testing.T) {
+	b, _ := newBus(t)
+	var actives []bool
+	b.OnStop(Spec{}, func(_ context.Context, in StopInput) (StopOutput, error) {
+		actives = append(actives, in.Active)
+		if in.Active {
+			return StopOutput{}, nil
+		}
+		return StopOutput{Continue: true}, nil // no reason: a default nudge
+	})
+	seams := b.Seams(SeamsOptions{})
+	last := llm.Message{Role: llm.RoleAssistant}
+	cont, inject := seams.Stop(ctx, last)
+	if !cont || len(inject) != 1 || !strings.HasPrefix(inject[0].Text(), StopFeedbackPrefix) {
+		t.Fatalf("first: %v %+v", cont, inject)
+	}
+	if cont, _ := seams.Stop(ctx, last); cont {
+		t.Error("second stop continued")
+	}
+	if diff := cmp.Diff([]bool{false, true}, actives); diff != "" {
+		t.Errorf("Active (-want +got):\n%s", diff)
+	}
+
+	// before_agent_finalize can keep the run going through the same seam.
+	b2, _ := newBus(t)
+	b2.OnBeforeAgentFinalize(Spec{}, func(context.Context, BeforeAgentFinalizeInput) (BeforeAgentFinalizeOutput, error) {
+		return BeforeAgentFinalizeOutput{Action: FinalizeRevise, Reason: "cite the file"}, nil
+	})
+	cont, inject = b2.Seams(SeamsOptions{}).Stop(ctx, last)
+	if !cont || inject[len(inject)-1].Text() != StopFeedbackPrefix+"cite the file" {
+		t.Errorf("finalize revise: %v %+v", cont, inject)
+	}
+
+	// A halt ends the run and calls Halt.
+	b3, rec := newBus(t)
+	b3.OnStop(Spec{}, func(context.Context, StopInput) (StopOutput, error) { return StopOutput{Halt: "quota"}, nil })
+	var halted string
+	if cont, _ := b3.Seams(SeamsOptions{Halt: func(r string) { halted = r }}).Stop(ctx, last); cont || halted != "quota" {
+		t.Errorf("halt: cont %v halted %q", cont, halted)
+	}
+	if k := rec.kinds(); len(k) != 1 || k[0] != NoticeMessage {
+		t.Errorf("notices %v", k)
 	}
 }

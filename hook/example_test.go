@@ -14,7 +14,7 @@ import (
 // rewrites arguments, the other refuses recursive deletes. The seams bind
 // the bus to the agent loop.
 func ExampleBus() {
-	bus := hook.New(&hook.Options{Report: func(n hook.Notice) { fmt.Println("notice:", n.Text) }})
+	bus := hook.New(&hook.Options{Report: func(_ context.Context, n hook.Notice) { fmt.Println("notice:", n.Text) }})
 
 	bus.OnBeforeToolCall(hook.Spec{Name: "quiet-ls", Priority: 10},
 		func(_ context.Context, in hook.BeforeToolCallInput) (hook.BeforeToolCallOutput, error) {

@@ -65,11 +65,11 @@ type run struct {
 	stopActive atomic.Bool
 }
 
-func (r *run) halt(p Point, reason string) {
+func (r *run) halt(ctx context.Context, p Point, reason string) {
 	if reason == "" {
 		return
 	}
-	r.bus.report(Notice{Point: p, Kind: NoticeMessage, Text: reason})
+	r.bus.report(ctx, Notice{Point: p, Kind: NoticeMessage, Text: reason})
 	if r.opts.Halt != nil {
 		r.opts.Halt(reason)
 	}
@@ -77,7 +77,7 @@ func (r *run) halt(p Point, reason string) {
 
 func (r *run) beforeToolCall(ctx context.Context, call tool.Call) (tool.Call, *tool.Result) {
 	out := r.bus.BeforeToolCall(ctx, BeforeToolCallInput{Call: call})
-	r.halt(BeforeToolCall, out.Halt)
+	r.halt(ctx, BeforeToolCall, out.Halt)
 	if out.Block {
 		res := tool.ErrorResult(out.Reason)
 		return call, &res
@@ -121,7 +121,7 @@ func (r *run) afterToolCall(ctx context.Context, call tool.Call, res tool.Result
 
 func (r *run) toolResultPersist(ctx context.Context, call tool.Call, res tool.Result) tool.Result {
 	out := r.bus.ToolResultPersist(ctx, ToolResultPersistInput{Call: call, Result: res})
-	r.halt(ToolResultPersist, out.Halt)
+	r.halt(ctx, ToolResultPersist, out.Halt)
 	if out.Result != nil {
 		return *out.Result
 	}
@@ -135,7 +135,7 @@ const StopFeedbackPrefix = "Stop hook feedback:\n"
 func (r *run) stop(ctx context.Context, last llm.Message) (bool, []llm.Message) {
 	out := r.bus.Stop(ctx, StopInput{SessionID: r.opts.SessionID, Last: last, Active: r.stopActive.Load()})
 	if out.Halt != "" {
-		r.halt(Stop, out.Halt)
+		r.halt(ctx, Stop, out.Halt)
 		return false, nil
 	}
 	if !out.Continue {

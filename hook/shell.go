@@ -180,7 +180,7 @@ func (g *shellGroup) runAll(ctx context.Context, hooks []*ShellHook, input ccInp
 	input.HookEventName = g.event
 	stdin, err := json.Marshal(input)
 	if err != nil {
-		g.bus.report(Notice{Point: g.point, Hook: g.name, Kind: NoticeError, Err: err,
+		g.bus.report(ctx, Notice{Point: g.point, Hook: g.name, Kind: NoticeError, Err: err,
 			Text: fmt.Sprintf("%s hooks skipped: cannot encode their input: %v", g.event, err)})
 		return nil
 	}
@@ -211,13 +211,13 @@ func (g *shellGroup) runAll(ctx context.Context, hooks []*ShellHook, input ccInp
 			n.Kind, n.Err = NoticeTimeout, fmt.Errorf("%w after %v", ErrTimeout, h.Timeout)
 			n.Text = fmt.Sprintf("%s hook `%s` (%s) ran past its %v timeout and was killed; the run goes on without it.",
 				g.event, h.Command, h.Source, h.Timeout)
-			g.bus.report(n)
+			g.bus.report(ctx, n)
 			verdicts[i] = verdict{failed: true}
 			continue
 		case r.err != nil:
 			n.Kind, n.Err = NoticeError, r.err
 			n.Text = fmt.Sprintf("%s hook `%s` (%s) could not run: %v; ignored.", g.event, h.Command, h.Source, r.err)
-			g.bus.report(n)
+			g.bus.report(ctx, n)
 			verdicts[i] = verdict{failed: true}
 			continue
 		}
@@ -228,10 +228,10 @@ func (g *shellGroup) runAll(ctx context.Context, hooks []*ShellHook, input ccInp
 			if s := strings.TrimSpace(r.stderr); s != "" {
 				n.Text += " stderr: " + s
 			}
-			g.bus.report(n)
+			g.bus.report(ctx, n)
 		}
 		if v.user != "" {
-			g.bus.report(Notice{Point: g.point, Hook: g.name, Source: h.Source, Kind: NoticeMessage, Text: v.user})
+			g.bus.report(ctx, Notice{Point: g.point, Hook: g.name, Source: h.Source, Kind: NoticeMessage, Text: v.user})
 		}
 		verdicts[i] = v
 	}
@@ -399,7 +399,7 @@ func (g *shellGroup) observe(ctx context.Context, input ccInput, names ...string
 	}
 	for _, v := range g.runAll(ctx, hooks, input) {
 		if v.halt != "" {
-			g.bus.report(Notice{Point: g.point, Hook: g.name, Kind: NoticeMessage, Text: v.halt})
+			g.bus.report(ctx, Notice{Point: g.point, Hook: g.name, Kind: NoticeMessage, Text: v.halt})
 		}
 	}
 }

@@ -106,9 +106,10 @@ type Asker func(ctx context.Context, call Call, reason string) (Answer, error)
 // concurrent use; questions are asked one at a time.
 //
 // Read-only-ness comes from ReadOnly, normally Registry.ReadOnly: a call
-// is read-only when its tool classes it as safe to run beside others
-// (ConcurrencyClassifier, which is per call, so a bash call of `ls` can
-// count) or when the tool declares itself read-only (ReadOnlyTool).
+// is read-only when the tool declares itself read-only (ReadOnlyTool),
+// classes the call as read-only (ReadOnlyCallClassifier, so a bash call of
+// `ls` counts), or classes it as safe to run beside others
+// (ConcurrencyClassifier).
 type Approval struct {
 	// Policy decides first; nil is ApproveAuto.
 	Policy ApprovalPolicy
@@ -197,21 +198,31 @@ func (a *Approval) remembered(name string) bool {
 }
 
 // ReadOnlyTool is implemented by tools that say whether they only read.
-// read, grep, find and ls do; a tool whose calls differ (bash) says so per
-// call through ConcurrencyClassifier instead.
+// read, grep, find and ls do.
 type ReadOnlyTool interface {
 	ReadOnly() bool
 }
 
-// ReadOnly reports whether call only reads: its tool classes the call as
-// safe to run beside others, or declares itself read-only. Unknown tools
-// are not read-only.
+// ReadOnlyCallClassifier is implemented by tools whose calls differ: bash
+// is read-only for `ls` and not for `rm`.
+type ReadOnlyCallClassifier interface {
+	ReadOnlyCall(call Call) bool
+}
+
+// ReadOnly reports whether call only reads: its tool declares itself
+// read-only (ReadOnlyTool), classes this call as read-only
+// (ReadOnlyCallClassifier), or classes it as safe to run beside other calls
+// (ConcurrencyClassifier: a call that may overlap others changes nothing
+// they could see). Unknown tools are not read-only.
 func (r *Registry) ReadOnly(call Call) bool {
 	t, ok := r.Get(call.Name)
 	if !ok {
 		return false
 	}
 	if ro, ok := t.(ReadOnlyTool); ok && ro.ReadOnly() {
+		return true
+	}
+	if ro, ok := t.(ReadOnlyCallClassifier); ok && ro.ReadOnlyCall(call) {
 		return true
 	}
 	c, ok := t.(ConcurrencyClassifier)

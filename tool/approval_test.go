@@ -17,6 +17,11 @@ type roTool struct {
 
 func (t *roTool) ReadOnly() bool { return t.ro }
 
+// shell is read-only per call, like bash.
+type shell struct{ Func }
+
+func (*shell) ReadOnlyCall(c Call) bool { return string(c.Args) == `{"command":"ls"}` }
+
 func approvalRegistry(t *testing.T) *Registry {
 	t.Helper()
 	run := func(context.Context, Call, func(Partial)) (Result, error) { return TextResult("ok"), nil }
@@ -25,6 +30,7 @@ func approvalRegistry(t *testing.T) *Registry {
 		&roTool{Func: Func{ToolName: "write", Run: run}, ro: false},
 		&Func{ToolName: "bash", Run: run}, // exclusive, no ReadOnly
 		&Func{ToolName: "grep", Run: run, Concurrent: true},
+		&shell{Func{ToolName: "sh", Run: run}},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -34,9 +40,15 @@ func approvalRegistry(t *testing.T) *Registry {
 
 func TestRegistryReadOnly(t *testing.T) {
 	reg := approvalRegistry(t)
-	for name, want := range map[string]bool{"read": true, "write": false, "bash": false, "grep": true, "nope": false} {
-		if got := reg.ReadOnly(Call{Name: name, Args: json.RawMessage(`{}`)}); got != want {
-			t.Errorf("ReadOnly(%s) = %v, want %v", name, got, want)
+	for _, tt := range []struct {
+		name, args string
+		want       bool
+	}{
+		{"read", `{}`, true}, {"write", `{}`, false}, {"bash", `{}`, false}, {"grep", `{}`, true}, {"nope", `{}`, false},
+		{"sh", `{"command":"ls"}`, true}, {"sh", `{"command":"rm x"}`, false},
+	} {
+		if got := reg.ReadOnly(Call{Name: tt.name, Args: json.RawMessage(tt.args)}); got != tt.want {
+			t.Errorf("ReadOnly(%s %s) = %v, want %v", tt.name, tt.args, got, tt.want)
 		}
 	}
 }
