@@ -1,0 +1,387 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentloop/agentloop/internal/proc"
+	"github.com/agentloop/agentloop/tool"
+)
+
+const (
+	// DefaultCallTimeout is how long a tool call may take before it gets
+	// an error result.
+	DefaultCallTimeout = 60 * time.Second
+	// DefaultStartTimeout is how long a server may take to start and list
+	// its tools.
+	DefaultStartTimeout = 30 * time.Second
+
+	stopTimeout = 2 * time.Second
+)
+
+// Options tunes Start. Nil means the defaults.
+type Options struct {
+	// CallTimeout bounds each tool call; zero means DefaultCallTimeout.
+	CallTimeout time.Duration
+	// StartTimeout bounds starting one server and listing its tools; zero
+	// means DefaultStartTimeout.
+	StartTimeout time.Duration
+	// HTTPClient is used for HTTP and SSE servers; nil means a client
+	// without a timeout (calls are bounded by CallTimeout).
+	HTTPClient *http.Client
+	// Stderr also receives what stdio servers write to their stderr. The
+	// last lines are kept either way, for Status.
+	Stderr io.Writer
+	// Logger receives start-up failures and servers that exit; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// TrustAnnotations lets a tool's readOnlyHint make its calls
+	// concurrency-safe and read-only. Off by default: hints come from the
+	// server and are not verified.
+	TrustAnnotations bool
+	// ClientName and ClientVersion introduce agentloop to servers.
+	ClientName, ClientVersion string
+}
+
+// State is where a server is in its life.
+type State string
+
+// The states of a server.
+const (
+	StateReady  State = "ready"  // started, tools listed
+	StateFailed State = "failed" // could not start or list its tools
+	StateExited State = "exited" // was ready, then its connection ended
+	StateClosed State = "closed" // stopped by Close
+)
+
+// ServerStatus describes one server.
+type ServerStatus struct {
+	Name      string
+	Transport string
+	State     State
+	// Err says why the server is failed or exited.
+	Err error
+	// Tools are the names of its tools as the model sees them.
+	Tools []string
+	// Source is the configuration file that defined the server.
+	Source string
+}
+
+// Manager holds the running MCP servers of a run and their tools.
+type Manager struct {
+	opts    Options
+	servers []*server
+	closed  sync.Once
+}
+
+type server struct {
+	name string
+	cfg  ServerConfig
+	m    *Manager
+
+	mu      sync.Mutex
+	state   State
+	err     error
+	session *sdk.ClientSession
+	tools   []*Tool
+	tag     string // process tag of a stdio server
+	stderr  *tailWriter
+	watched chan struct{} // closed when the watcher has seen the connection end
+}
+
+// Start starts every server in cfg concurrently and lists their tools;
+// it returns when all of them are ready or have failed, so the tools are
+// complete before the first model call. A server that fails is reported
+// by Status, not returned as an error: the error is only ctx's, when it
+// ends before start-up does (everything started is then stopped).
+func Start(ctx context.Context, cfg Config, opts *Options) (*Manager, error) {
+	m := &Manager{}
+	if opts != nil {
+		m.opts = *opts
+	}
+	if m.opts.CallTimeout <= 0 {
+		m.opts.CallTimeout = DefaultCallTimeout
+	}
+	if m.opts.StartTimeout <= 0 {
+		m.opts.StartTimeout = DefaultStartTimeout
+	}
+	if m.opts.Logger == nil {
+		m.opts.Logger = slog.Default()
+	}
+	if m.opts.ClientName == "" {
+		m.opts.ClientName = "agentloop"
+	}
+	if m.opts.ClientVersion == "" {
+		m.opts.ClientVersion = "dev"
+	}
+	for _, sc := range cfg.Servers {
+		if sc.Transport() == TransportStdio {
+			// Descendants of a server that outlive it must be found and
+			// ended by Close, not reparented to init.
+			_ = proc.EnableSubreaper()
+			break
+		}
+	}
+	var wg sync.WaitGroup
+	for _, name := range cfg.Names() {
+		s := &server{name: name, cfg: cfg.Servers[name], m: m, stderr: &tailWriter{max: 4096}}
+		m.servers = append(m.servers, s)
+		wg.Go(func() { s.start(ctx) })
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (s *server) start(ctx context.Context) {
+	fail := func(err error) {
+		s.mu.Lock()
+		s.state, s.err = StateFailed, err
+		s.mu.Unlock()
+		s.m.opts.Logger.Warn("mcp server did not start; its tools are unavailable", "server", s.name, "err", err)
+	}
+	if err := s.cfg.validate(); err != nil {
+		fail(err)
+		return
+	}
+	transport, err := s.transport()
+	if err != nil {
+		fail(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.m.opts.StartTimeout)
+	defer cancel()
+	client := sdk.NewClient(&sdk.Implementation{Name: s.m.opts.ClientName, Version: s.m.opts.ClientVersion},
+		&sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}})
+	cs, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		s.sweep()
+		fail(s.explain("start", ctx, err))
+		return
+	}
+	var tools []*Tool
+	seen := map[string]bool{}
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			_ = cs.Close()
+			s.sweep()
+			fail(s.explain("list tools", ctx, err))
+			return
+		}
+		if seen[t.Name] {
+			continue
+		}
+		seen[t.Name] = true
+		tools = append(tools, newTool(s, t))
+	}
+	s.mu.Lock()
+	s.state, s.session, s.tools = StateReady, cs, tools
+	s.watched = make(chan struct{})
+	s.mu.Unlock()
+	go s.watch(cs)
+}
+
+// explain turns a start-up error into one that says what happened,
+// with the end of the server's stderr when there is any.
+func (s *server) explain(step string, ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within %s", s.m.opts.StartTimeout)
+	}
+	err = fmt.Errorf("%s: %w", step, err)
+	if tail := s.stderr.String(); tail != "" {
+		err = fmt.Errorf("%w; its stderr ends with: %s", err, tail)
+	}
+	return err
+}
+
+func (s *server) transport() (sdk.Transport, error) {
+	switch s.cfg.Transport() {
+	case TransportStdio:
+		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
+		if len(s.cfg.Env) > 0 {
+			cmd.Env = os.Environ()
+			for k, v := range s.cfg.Env {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+		}
+		var stderr io.Writer = s.stderr
+		if s.m.opts.Stderr != nil {
+			stderr = io.MultiWriter(s.stderr, s.m.opts.Stderr)
+		}
+		cmd.Stderr = stderr
+		// Its own process group and a tag, so that Close can end what the
+		// server started (npx starts node, which may start more).
+		s.tag = proc.NewTag()
+		proc.Prepare(cmd, s.tag)
+		return &sdk.CommandTransport{Command: cmd, TerminateDuration: stopTimeout}, nil
+	case TransportHTTP:
+		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient(), DisableStandaloneSSE: true}, nil
+	case TransportSSE:
+		return &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient()}, nil
+	}
+	return nil, fmt.Errorf("unknown transport %q", s.cfg.Type)
+}
+
+func (s *server) httpClient() *http.Client {
+	base := s.m.opts.HTTPClient
+	if base == nil {
+		base = &http.Client{}
+	}
+	if len(s.cfg.Headers) == 0 {
+		return base
+	}
+	c := *base
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	c.Transport = headerTransport{base: rt, headers: s.cfg.Headers}
+	return &c
+}
+
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return h.base.RoundTrip(r)
+}
+
+// watch notices a connection that ends without Close: the server exited.
+func (s *server) watch(cs *sdk.ClientSession) {
+	err := cs.Wait()
+	s.mu.Lock()
+	defer close(s.watched)
+	if s.state != StateReady {
+		s.mu.Unlock()
+		return
+	}
+	if err == nil {
+		err = errors.New("the connection ended")
+	}
+	s.state, s.err = StateExited, s.explain("server exited", context.Background(), err)
+	s.mu.Unlock()
+	s.m.opts.Logger.Warn("mcp server exited; its tools are dropped", "server", s.name, "err", s.err)
+	s.sweep()
+}
+
+// markExited records that a call found the connection closed.
+func (s *server) markExited(err error) {
+	s.mu.Lock()
+	if s.state == StateReady {
+		s.state, s.err = StateExited, s.explain("server exited", context.Background(), err)
+	}
+	s.mu.Unlock()
+}
+
+// sweep ends whatever a stdio server left running.
+func (s *server) sweep() {
+	if s.tag == "" {
+		return
+	}
+	proc.Reap(proc.Kill(proc.Target{Tag: s.tag}), 0, stopTimeout)
+}
+
+func (s *server) close() {
+	s.mu.Lock()
+	cs, watched := s.session, s.watched
+	if s.state == StateReady {
+		s.state = StateClosed
+	}
+	s.mu.Unlock()
+	if cs != nil {
+		_ = cs.Close()
+		<-watched
+	}
+	s.sweep()
+}
+
+// Tools returns the tools of the servers that are ready, by server name
+// and then in the order each server listed them. Tools of servers that
+// failed or exited are left out.
+func (m *Manager) Tools() []tool.Tool {
+	var out []tool.Tool
+	for _, s := range m.servers {
+		s.mu.Lock()
+		if s.state == StateReady {
+			for _, t := range s.tools {
+				out = append(out, t)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// Status describes every configured server, sorted by name.
+func (m *Manager) Status() []ServerStatus {
+	out := make([]ServerStatus, 0, len(m.servers))
+	for _, s := range m.servers {
+		s.mu.Lock()
+		st := ServerStatus{Name: s.name, Transport: s.cfg.Transport(), State: s.state, Err: s.err, Source: s.cfg.Source}
+		for _, t := range s.tools {
+			st.Tools = append(st.Tools, t.name)
+		}
+		s.mu.Unlock()
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Close stops every server: stdio servers get their stdin closed, then
+// SIGTERM, then are killed with everything they started; HTTP sessions
+// are ended. It waits for all of them and is safe to call more than once.
+func (m *Manager) Close() error {
+	m.closed.Do(func() {
+		var wg sync.WaitGroup
+		for _, s := range m.servers {
+			wg.Go(s.close)
+		}
+		wg.Wait()
+	})
+	return nil
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > w.max {
+		w.buf = append(w.buf[:0], w.buf[len(w.buf)-w.max:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.TrimSpace(string(w.buf))
+}
