@@ -394,6 +394,11 @@ func (c *Compactor) fit(ctx context.Context, msgs []llm.Message, trigger Trigger
 		if !microDone {
 			microDone = true
 			opts := c.cfg.Microcompact
+			if opts.KeepTokens == 0 {
+				// Bulky recent results would otherwise fill the budget and
+				// force a summary on nearly every call of a small window.
+				opts.KeepTokens = c.budget.KeepRecent
+			}
 			if out, recs := Microcompact(v.msgs, opts); len(recs) > 0 {
 				v.msgs = out
 				c.keepTruncations(ctx, v, recs, len(msgs), true)

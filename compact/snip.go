@@ -81,6 +81,10 @@ const (
 type MicrocompactOptions struct {
 	// Keep is how many of the newest tool results stay whole.
 	Keep int
+	// KeepTokens, when positive, also bounds the newest results kept
+	// whole by their estimated tokens together; the newest one is always
+	// kept.
+	KeepTokens int
 	// MinChars is the least text (or an image) a result must hold to be
 	// cleared.
 	MinChars int
@@ -94,7 +98,7 @@ func Tombstone(callID, toolName string, chars int) string {
 
 // Microcompact replaces the content of old, bulky tool results with a
 // tombstone naming the tool call, keeping the newest opts.Keep results
-// whole. Every result keeps its place, so pairing holds. It returns msgs
+// (within opts.KeepTokens) whole. Every result keeps its place, so pairing holds. It returns msgs
 // itself when nothing was cleared, else a copy and one Truncation per
 // cleared result (Reason "microcompact").
 func Microcompact(msgs []llm.Message, opts MicrocompactOptions) ([]llm.Message, []Truncation) {
@@ -104,15 +108,21 @@ func Microcompact(msgs []llm.Message, opts MicrocompactOptions) ([]llm.Message, 
 	if opts.MinChars <= 0 {
 		opts.MinChars = DefaultMicrocompactMinChars
 	}
-	seen := 0
+	// last is the oldest result kept whole; results before it may go.
+	seen, tokens := 0, 0
 	last := len(msgs)
 	for i := len(msgs) - 1; i >= 0 && seen < opts.Keep; i-- {
-		if msgs[i].Role == llm.RoleToolResult {
-			seen++
-			last = i
+		if msgs[i].Role != llm.RoleToolResult {
+			continue
 		}
+		tokens += MessageTokens(&msgs[i])
+		if seen > 0 && opts.KeepTokens > 0 && tokens > opts.KeepTokens {
+			break
+		}
+		seen++
+		last = i
 	}
-	if seen < opts.Keep {
+	if last == len(msgs) {
 		return msgs, nil
 	}
 	var out []llm.Message

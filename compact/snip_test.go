@@ -69,6 +69,8 @@ func TestMicrocompact(t *testing.T) {
 		{"small ones too when the bar is low", MicrocompactOptions{Keep: 1, MinChars: 1}, []string{"a", "b", "c"}},
 		{"default keeps three", MicrocompactOptions{}, []string{"a"}},
 		{"fewer results than keep", MicrocompactOptions{Keep: 10}, nil},
+		{"token bound", MicrocompactOptions{Keep: 3, KeepTokens: 1_500}, []string{"a", "c"}},
+		{"the newest is kept whatever its size", MicrocompactOptions{Keep: 3, KeepTokens: 1}, []string{"a", "c"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
