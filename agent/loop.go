@@ -26,6 +26,7 @@ type run struct {
 	stopConts int
 
 	reporter *hookReporter
+	specs    []llm.ToolSpec // the tools as offered to the model, built once per run
 }
 
 func newRun(a *Agent, ctx context.Context, yield func(Event, error) bool) *run {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -410,5 +411,38 @@ func TestStreamFailureBeforeStartIsAnErrorTurn(t *testing.T) {
 	}
 	if got := typesOf(evs); !slices.Contains(got, "message_start:assistant") || !slices.Contains(got, "message_end:assistant") {
 		t.Errorf("events %v", got)
+	}
+}
+
+func TestBrokenModels(t *testing.T) {
+	tests := []struct {
+		name  string
+		model llm.ModelFunc
+		want  string
+	}{
+		{"panics", func(context.Context, *llm.Request) iter.Seq2[llm.Event, error] {
+			return func(yield func(llm.Event, error) bool) {
+				yield(llm.Event{Type: llm.EventStart}, nil)
+				panic("bad provider")
+			}
+		}, "panicked: bad provider"},
+		{"ends without a final event", func(context.Context, *llm.Request) iter.Seq2[llm.Event, error] {
+			return func(yield func(llm.Event, error) bool) {
+				yield(llm.Event{Type: llm.EventTextStart}, nil)
+			}
+		}, "without a final event"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := New(Config{Model: tt.model})
+			evs := runAll(t, a, context.Background(), llm.UserText("go"))
+			if end := last(evs); end.Reason != ReasonError || !strings.Contains(end.Err.Error(), tt.want) {
+				t.Errorf("end %+v", end)
+			}
+			msgs := a.Messages()
+			if len(msgs) != 2 || msgs[1].StopReason != llm.StopReasonError {
+				t.Errorf("messages %+v", msgs)
+			}
+		})
 	}
 }

@@ -43,10 +43,10 @@ func (r *run) runTurn() turnOut {
 		}
 		msgs = out
 	}
-	req := &llm.Request{SystemPrompt: r.cfg.SystemPrompt, Messages: msgs, Options: r.cfg.Options}
-	if r.cfg.Tools != nil {
-		req.Tools = r.cfg.Tools.Specs()
+	if r.specs == nil && r.cfg.Tools != nil {
+		r.specs = r.cfg.Tools.Specs()
 	}
+	req := &llm.Request{SystemPrompt: r.cfg.SystemPrompt, Messages: msgs, Tools: r.specs, Options: r.cfg.Options}
 	if h := r.cfg.Hooks.LLMInput; h != nil {
 		r.callHook("llm_input", func() { h(r.hookCtx, req) })
 	}
@@ -174,13 +174,13 @@ func (s *scheduler) run(req *llm.Request) turnOut {
 				switch ev := it.ev; ev.Type {
 				case llm.EventStart:
 					started = true
-					r.emit(Event{Type: EventMessageStart, Turn: r.turn, Message: ev.Partial})
+					r.emit(Event{Type: EventMessageStart, Turn: r.turn, Message: startMessage(ev)})
 				case llm.EventDone, llm.EventError:
 					assistant, final = s.finish(ev.Message, ev.Err, started), true
 				default:
 					if !started { // a stream that skipped start
 						started = true
-						r.emit(Event{Type: EventMessageStart, Turn: r.turn, Message: ev.Partial})
+						r.emit(Event{Type: EventMessageStart, Turn: r.turn, Message: startMessage(ev)})
 					}
 					r.emit(Event{Type: EventMessageUpdate, Turn: r.turn, LLM: &ev})
 					if ev.Type == llm.EventToolCallEnd && s.streaming() && ev.Block != nil {
@@ -205,6 +205,12 @@ func (s *scheduler) run(req *llm.Request) turnOut {
 // message is never read and written at once.
 func pump(ctx context.Context, m llm.Model, req *llm.Request, evc chan<- streamItem, ack <-chan struct{}) {
 	defer close(evc)
+	defer func() {
+		if p := recover(); p != nil { // a broken model fails its turn, not the process
+			evc <- streamItem{err: fmt.Errorf("the model's stream panicked: %v", p)}
+			<-ack
+		}
+	}()
 	for ev, err := range m.Stream(ctx, req) {
 		evc <- streamItem{ev, err}
 		<-ack
@@ -212,6 +218,16 @@ func pump(ctx context.Context, m llm.Model, req *llm.Request, evc chan<- streamI
 			return
 		}
 	}
+}
+
+// startMessage is the assistant message of message_start: a copy of the
+// producer's partial, so handlers may keep it.
+func startMessage(ev llm.Event) *llm.Message {
+	if ev.Partial != nil {
+		m := ev.Partial.Clone()
+		return &m
+	}
+	return &llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{}}
 }
 
 // finish records the final assistant message (or builds one for a call
