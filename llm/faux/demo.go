@@ -116,7 +116,7 @@ func summary(files, dirs []string) string {
 	if len(files)+len(dirs) == 0 {
 		return "This folder is empty."
 	}
-	all := append(append([]string(nil), dirs...), files...)
+	all := append(append([]string(nil), files...), dirs...)
 	shown := all
 	more := ""
 	if len(shown) > 8 {
