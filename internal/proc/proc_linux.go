@@ -111,8 +111,10 @@ func hasTag(pid int, tag string) bool {
 	return false
 }
 
-// find returns the live processes t names.
-func find(t Target, all map[int]info) map[int]info {
+// find returns the processes t names, from this process's subtree.
+func find(t Target) map[int]info {
+	self := os.Getpid()
+	all := subtree(self)
 	children := make(map[int][]int, len(all))
 	for _, in := range all {
 		children[in.ppid] = append(children[in.ppid], in.pid)
@@ -124,7 +126,6 @@ func find(t Target, all map[int]info) map[int]info {
 		}
 	}
 	if t.Group > 0 || t.Tag != "" {
-		self := os.Getpid()
 		walk(self, children, func(pid int) {
 			if pid == self {
 				return
@@ -148,6 +149,62 @@ func find(t Target, all map[int]info) map[int]info {
 		})
 	}
 	return out
+}
+
+// subtree returns root and its descendants. It follows
+// /proc/<pid>/task/<tid>/children, which costs a few reads per process of
+// the subtree; where the kernel lacks those files it scans all of /proc.
+func subtree(root int) map[int]info {
+	out := make(map[int]info)
+	stack := []int{root}
+	for len(stack) > 0 {
+		pid := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if _, seen := out[pid]; seen {
+			continue
+		}
+		in, ok := readStat(pid)
+		if !ok {
+			continue
+		}
+		out[pid] = in
+		kids, ok := childrenOf(pid)
+		if !ok {
+			return scan()
+		}
+		stack = append(stack, kids...)
+	}
+	return out
+}
+
+// childrenOf lists pid's children from the children files of its
+// threads. It reports false when those files do not exist.
+func childrenOf(pid int) ([]int, bool) {
+	base := "/proc/" + strconv.Itoa(pid) + "/task"
+	d, err := os.Open(base)
+	if err != nil {
+		return nil, true // the process is gone
+	}
+	tids, _ := d.Readdirnames(-1)
+	d.Close()
+	var kids []int
+	for _, tid := range tids {
+		b, err := os.ReadFile(base + "/" + tid + "/children")
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				if _, serr := os.Stat(base + "/" + tid); serr == nil {
+					return nil, false // no CONFIG_PROC_CHILDREN
+				}
+			}
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, c)
+			}
+		}
+	}
+	return kids, true
 }
 
 // nestedPidNS reports whether pid lives in a pid namespace below this
@@ -192,7 +249,7 @@ func walk(pid int, children map[int][]int, visit func(int)) {
 func Kill(t Target) []Proc {
 	killed := make(map[int]info)
 	for round := 0; round < 64; round++ {
-		found := find(t, scan())
+		found := find(t)
 		fresh := 0
 		for pid, in := range found {
 			if old, ok := killed[pid]; ok && old.start == in.start {
