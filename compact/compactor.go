@@ -89,8 +89,10 @@ type Event struct {
 	TokensAfter  int
 	// Truncated counts the tool results shortened or cleared.
 	Truncated int
-	// Record is the compaction, on a successful end.
+	// Record is the compaction, on an end or a fallback.
 	Record *CompactionRecord
+	// Records are the truncations, on EventTruncation.
+	Records []Truncation
 	// Err is the failure, on a fallback, an aborted end or a record error.
 	Err error
 	// Message is a sentence for people.
@@ -315,8 +317,12 @@ func (c *Compactor) keepTruncations(ctx context.Context, v view, recs []Truncati
 	if reset {
 		c.st.usageFrom = fullLen
 	}
-	c.emit(Event{Type: EventTruncation, Truncated: len(recs), Route: RouteTruncate,
-		Message: fmt.Sprintf("shortened %d tool result(s) to fit the context window", len(recs))})
+	verb := "shortened"
+	if recs[0].Reason == "microcompact" {
+		verb = "cleared"
+	}
+	c.emit(Event{Type: EventTruncation, Truncated: len(recs), Records: recs,
+		Message: fmt.Sprintf("%s %d tool result(s) to fit the context window", verb, len(recs))})
 	if c.cfg.Recorder != nil {
 		if err := c.cfg.Recorder.RecordTruncations(ctx, recs); err != nil {
 			c.emit(Event{Type: EventRecordError, Err: err, Message: "could not store the tool-result truncation: " + err.Error()})
@@ -530,6 +536,13 @@ func (c *Compactor) prune(ctx context.Context, msgs []llm.Message, v view, trigg
 		return false
 	}
 	before := Estimate(c.prompt(v)).Tokens
+	if cause == nil {
+		// Not a fallback inside compact, which has announced itself.
+		c.emit(Event{Type: EventCompactionStart, Trigger: trigger, TokensBefore: before})
+		if c.cfg.BeforeCompaction != nil {
+			c.cfg.BeforeCompaction(ctx, CompactionStart{Trigger: trigger, Messages: len(v.msgs), TokensBefore: before})
+		}
+	}
 	note := fmt.Sprintf("[agentloop] %d older messages (about %d tokens) were dropped without a summary to fit the context window.",
 		cut, r.DroppedTokens)
 	if cause != nil {
@@ -544,7 +557,8 @@ func (c *Compactor) prune(ctx context.Context, msgs []llm.Message, v view, trigg
 	if cause != nil {
 		msg = "summarisation failed (" + cause.Error() + "); " + msg
 	}
-	c.emit(Event{Type: EventFallback, Trigger: trigger, TokensBefore: before, TokensAfter: rec.TokensAfter, Err: cause, Message: msg})
+	c.emit(Event{Type: EventFallback, Trigger: trigger, TokensBefore: before, TokensAfter: rec.TokensAfter, Err: cause,
+		Record: rec, Message: msg})
 	c.finish(ctx, rec)
 	return true
 }
