@@ -44,8 +44,8 @@ const (
 //
 //   - message_start, message_end: Message (the whole message; on
 //     message_start of an assistant message, the empty partial);
-//   - message_update: LLM, the streaming event (its Partial is the message
-//     so far, valid only during the handler: copy it to keep it);
+//   - message_update: LLM, the streaming event; it and its Partial (the
+//     message so far) are valid only during the handler: copy what you keep;
 //   - tool_execution_start: ToolCallID, ToolName, Args;
 //   - tool_execution_update: ToolCallID, ToolName, Partial;
 //   - tool_execution_end: ToolCallID, ToolName, Result;

@@ -129,6 +129,7 @@ type scheduler struct {
 	done  chan struct{}
 	ctx   context.Context // parent of the calls' contexts
 	stop  context.CancelFunc
+	cur   llm.Event // the stream event being reported
 }
 
 func newScheduler(r *run) *scheduler {
@@ -182,7 +183,8 @@ func (s *scheduler) run(req *llm.Request) turnOut {
 						started = true
 						r.emit(Event{Type: EventMessageStart, Turn: r.turn, Message: startMessage(ev)})
 					}
-					r.emit(Event{Type: EventMessageUpdate, Turn: r.turn, LLM: &ev})
+					s.cur = ev // reused: an update's LLM event is valid during the handler only
+					r.emit(Event{Type: EventMessageUpdate, Turn: r.turn, LLM: &s.cur})
 					if ev.Type == llm.EventToolCallEnd && s.streaming() && ev.Block != nil {
 						s.arrive(ev.ContentIndex, *ev.Block)
 						s.schedule()
