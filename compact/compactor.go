@@ -218,6 +218,14 @@ func New(cfg Config) (*Compactor, error) {
 	return c, nil
 }
 
+// SetRequest changes the system prompt and tool definitions counted
+// against the budget, for a caller whose requests change between calls.
+func (c *Compactor) SetRequest(system string, tools []llm.ToolSpec) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cfg.SystemPrompt, c.cfg.Tools = system, tools
+}
+
 // Budget returns the budget the Compactor works to.
 func (c *Compactor) Budget() Budget { return c.budget }
 

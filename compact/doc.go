@@ -8,15 +8,41 @@
 // and pruning.
 //
 // Most of it is pure functions over []llm.Message, so the agent loop, the
-// runner and tests can call each step on its own. The [Compactor] ties them
-// together: its [Compactor.TransformContext] method has the shape the agent
-// loop calls before every model request, and [Compactor.Compact] is the
-// manual entry point. What a session must persist (compaction summaries,
-// truncated tool results) leaves through the [Recorder] interface; events
-// and hooks are function fields the caller binds.
+// runner and tests can call each step on its own: [Estimate], [NewBudget],
+// [Precheck] and [DecideRoute], [TruncateText] and [ShrinkToolResults],
+// [Snip], [Microcompact], [SplitByTokenShare], [ChunkByMaxTokens],
+// [FindCutPoint] and [Prune].
 //
-// compact imports llm and tool only. It never rewrites a transcript: the
-// Compactor keeps what it decided (the summary, where the kept history
-// starts, which results were shortened) and applies it to the full history
-// on every call, and the session store replays the same records on load.
+// The [Compactor] ties them together. Bind it to an agent like this:
+//
+//	c, err := compact.New(compact.Config{Window: info.ContextWindow, SystemPrompt: sys,
+//		Tools: reg.Specs(), Summarizer: &compact.Summarizer{Model: cheap}, Recorder: store})
+//	a := agent.New(agent.Config{..., TransformContext: c.TransformContext,
+//		Hooks: agent.Hooks{ToolResultPersist: c.PersistToolResult}})
+//
+// Before each model call [Compactor.TransformContext] caps oversized tool
+// results, then, while the prompt is over its budget: shortens tool results
+// when that alone frees enough, clears old bulky results (microcompact),
+// summarises history older than the keep-recent tokens, and as a last
+// resort prunes the oldest history. Summarisation that keeps failing falls
+// back to pruning, and says so in an event. [Compactor.Compact] is the
+// manual entry point and [Compactor.Recover] the one for a provider's
+// context-overflow error.
+//
+// The agent keeps its full, untouched history and passes it on every call,
+// so the Compactor remembers its decisions (the summary, where the kept
+// history starts, which results were shortened) and applies them each time.
+// It never rewrites a transcript: what a session must persist leaves through
+// the [Recorder] interface (a compaction entry, tool_result_truncation
+// entries), and the session store replays the same records on load. Events
+// and the before/after compaction hooks are function fields the caller
+// binds.
+//
+// Where this package departs from OpenClaw on purpose: estimates count the
+// system prompt and the tool schemas, and images in user messages; the
+// precheck's truncation shortens the largest results first rather than the
+// newest; a summary that fails falls back to pruning rather than to a
+// placeholder summary.
+//
+// compact imports llm and tool only.
 package compact

@@ -16,10 +16,6 @@ const (
 	RouteCompact Route = "compact_only"
 )
 
-// PrecheckOverflowText is the error text of a prompt the precheck found too
-// large when nothing could make it fit.
-const PrecheckOverflowText = "Context overflow: prompt too large for the model (precheck)."
-
 // Decision is the precheck's finding.
 type Decision struct {
 	Route Route
