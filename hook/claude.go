@@ -109,6 +109,9 @@ var fieldMaps = map[string][][2]string{ // ours → theirs
 func twin(call tool.Call, workspace string) (string, json.RawMessage) {
 	ccName, ok := twinNames[call.Name]
 	if !ok {
+		if !json.Valid(call.Args) {
+			return call.Name, json.RawMessage("{}")
+		}
 		return call.Name, call.Args
 	}
 	var ours map[string]json.RawMessage
@@ -176,12 +179,12 @@ func absPathJSON(v json.RawMessage, workspace string) json.RawMessage {
 // arguments. Fields the twin does not know are kept; for tools without a
 // twin the updated input replaces the arguments.
 func untwin(call tool.Call, updated json.RawMessage, workspace string) json.RawMessage {
-	if _, ok := twinNames[call.Name]; !ok {
-		return updated
-	}
 	var theirs, ours map[string]json.RawMessage
 	if json.Unmarshal(updated, &theirs) != nil || theirs == nil {
-		return nil
+		return nil // not an object: no rewrite
+	}
+	if _, ok := twinNames[call.Name]; !ok {
+		return updated
 	}
 	if json.Unmarshal(call.Args, &ours) != nil || ours == nil {
 		ours = make(map[string]json.RawMessage)

@@ -429,8 +429,10 @@ func (g *shellGroup) register(sources []string) {
 		longest = max(longest, h.Timeout)
 	}
 	spec := Spec{
-		Name:     g.name,
-		Timeout:  longest + killGrace + time.Second,
+		Name: g.name,
+		// The commands time out on their own; the bus's bound is only a
+		// backstop, with room for a loaded machine to reap them.
+		Timeout:  longest + killGrace + 10*time.Second,
 		Source:   strings.Join(sources, ", "),
 		FailOpen: true, // like Claude Code: a hook that fails does not block
 	}

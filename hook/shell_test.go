@@ -548,3 +548,46 @@ func TestCancelledRunKillsHook(t *testing.T) {
 		t.Errorf("notices for a cancelled run: %+v", ns)
 	}
 }
+
+// A settings file as a Claude Code project carries it, copied unchanged
+// into .agentloop: the guard and the stop hook work; untrusted, both are
+// skipped with one warning.
+func TestClaudeCodeSettingsFileUnchanged(t *testing.T) {
+	needJQ(t)
+	f := newFixture(t)
+	raw, err := os.ReadFile(filepath.Join("testdata", "claude-settings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(f.ws, ProjectDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.ws, ProjectDir, SettingsFile), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	copyScript(t, "block-rm.sh", filepath.Join(f.ws, ProjectDir, "hooks", "block-rm.sh"))
+	copyScript(t, "stop-once.sh", filepath.Join(f.ws, ProjectDir, "hooks", "stop-once.sh"))
+
+	b, warnings := f.load(t, nil)
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "PreToolUse[Bash]") || !strings.Contains(warnings[0], "Stop `") {
+		t.Fatalf("untrusted: warnings %q", warnings)
+	}
+	if _, res := b.Seams(SeamsOptions{}).BeforeToolCall(ctx, bashCall("rm -rf /")); res != nil {
+		t.Fatal("an untrusted project's hook ran")
+	}
+
+	b, warnings = f.load(t, func(o *LoadOptions) { o.Trust = true })
+	if len(warnings) != 0 {
+		t.Fatalf("trusted: warnings %q", warnings)
+	}
+	seams := b.Seams(SeamsOptions{})
+	if _, res := seams.BeforeToolCall(ctx, bashCall("cd build && rm -rf *")); res == nil || !strings.HasPrefix(res.Text(), "Blocked by project policy") {
+		t.Errorf("guard: %+v", res)
+	}
+	last := llm.Message{Role: llm.RoleAssistant}
+	c1, _ := seams.Stop(ctx, last)
+	c2, _ := seams.Stop(ctx, last)
+	if !c1 || c2 {
+		t.Errorf("stop hook continued %v then %v, want once", c1, c2)
+	}
+}
