@@ -123,3 +123,10 @@ func objectSchema(properties string, required ...string) json.RawMessage {
 	}
 	return json.RawMessage(`{"type":"object","properties":{` + properties + `},"required":` + string(req) + `}`)
 }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -10,7 +10,10 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"regexp/syntax"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/tool"
 )
@@ -140,7 +143,14 @@ type grepSearch struct {
 	lastFile string
 	lastLine int
 	lr       fileLineReader
-	br       *bufio.Reader
+	// buf holds the file being searched, reused across files.
+	buf []byte
+	// folded is the case-folded pattern when it is a literal searched
+	// without regard to case: a file whose folded content lacks it is
+	// skipped without running the (slow) case-insensitive regexp.
+	folded  []byte
+	foldBuf []byte
+	br      *bufio.Reader
 }
 
 func newGrepSearch(ws *Workspace, a grepArgs) (*grepSearch, error) {
@@ -166,6 +176,11 @@ func newGrepSearch(ws *Workspace, a grepArgs) (*grepSearch, error) {
 		s.pre, _ = regexp.Compile("(?m)" + flags + expr)
 		s.preDollar = strings.Contains(expr, "$")
 	}
+	if a.IgnoreCase {
+		if lit, ok := literalPattern(expr); ok {
+			s.folded = foldCase(nil, []byte(lit))
+		}
+	}
 	if a.Glob != "" {
 		if s.glob, err = newPathGlob(a.Glob); err != nil {
 			return nil, err
@@ -188,13 +203,18 @@ func (s *grepSearch) file(abs string) error {
 	s.d.FilesScanned++
 	name := s.ws.Rel(abs)
 	if fi.Size() <= grepWholeFileMax {
-		data, err := io.ReadAll(f)
+		data, err := s.readAll(f, fi.Size())
 		if err != nil || bytes.IndexByte(data[:min(len(data), readSniffBytes)], 0) >= 0 {
 			return nil
 		}
-		// In multi-line mode $ matches before "\n" only, so a file with
-		// "\r\n" lines cannot be filtered by a pattern using $.
-		if s.pre != nil && !(s.preDollar && bytes.IndexByte(data, '\r') >= 0) && !s.pre.Match(data) {
+		if s.folded != nil {
+			s.foldBuf = foldCase(s.foldBuf[:0], data)
+			if !bytes.Contains(s.foldBuf, s.folded) {
+				return nil
+			}
+		} else if s.pre != nil && !(s.preDollar && bytes.IndexByte(data, '\r') >= 0) && !s.pre.Match(data) {
+			// In multi-line mode $ matches before "\n" only, so a file with
+			// "\r\n" lines cannot be filtered by a pattern using $.
 			return nil
 		}
 		return s.lines(name, func() ([]byte, bool) {
@@ -224,6 +244,72 @@ func (s *grepSearch) file(abs string) error {
 		line, _, ok, err := s.lr.next(grepMaxMatchBytes)
 		return line, ok && err == nil
 	})
+}
+
+// readAll reads a file of about size bytes into the reused buffer.
+func (s *grepSearch) readAll(f *os.File, size int64) ([]byte, error) {
+	if int64(cap(s.buf)) < size+1 {
+		s.buf = make([]byte, 0, size+512)
+	}
+	buf := s.buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			s.buf = buf
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// literalPattern reports whether the regular expression expr matches one
+// fixed string (whatever the case), and returns it.
+func literalPattern(expr string) (string, bool) {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return "", false
+	}
+	re = re.Simplify()
+	if re.Op != syntax.OpLiteral || len(re.Rune) == 0 {
+		return "", false
+	}
+	return string(re.Rune), true
+}
+
+// foldCase appends src to dst with every character replaced by the
+// smallest member of its Unicode case-folding orbit, the equivalence the
+// regexp package uses for (?i). Invalid bytes are copied as they are.
+func foldCase(dst, src []byte) []byte {
+	for i := 0; i < len(src); {
+		c := src[i]
+		if c < utf8.RuneSelf {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A' // the upper case is the smaller
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		low := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			low = min(low, f)
+		}
+		dst = utf8.AppendRune(dst, low)
+		i += size
+	}
+	return dst
 }
 
 // lines searches the lines next yields and prints matches with context.

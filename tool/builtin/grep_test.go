@@ -1,11 +1,15 @@
 package builtin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentloop/agentloop/tool"
 )
 
 func TestGrep(t *testing.T) {
@@ -122,5 +126,84 @@ func TestGrepAllowReadOutside(t *testing.T) {
 	want := tmp + "/outside/other.txt:1: needle\n" + tmp + "/outside/secret:1: secret needle"
 	if res.IsError || res.Text() != want {
 		t.Errorf("got %q, want %q", res.Text(), want)
+	}
+}
+
+// benchTree writes a tree of 10,000 small Go-like files (100 directories
+// of 100), with a .gitignore, and returns its workspace.
+func benchTree(b *testing.B) *Workspace {
+	b.Helper()
+	root := b.TempDir()
+	writeFile(b, root+"/.gitignore", "*.tmp\nvendor/\n")
+	var body strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&body, "func f%d(x int) int { return x * %d } // ordinary code line\n", i, i)
+	}
+	for d := range 100 {
+		dir := fmt.Sprintf("%s/pkg%03d", root, d)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for f := range 100 {
+			content := body.String()
+			if f == 7 && d%10 == 0 {
+				content += "// RAREWORD appears in one file of a thousand\n"
+			}
+			if err := os.WriteFile(fmt.Sprintf("%s/file%03d.go", dir, f), []byte(content), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	w, err := NewWorkspace(root, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// BenchmarkGrep10kFiles searches a 10,000-file tree (about 20 MB): a rare
+// word, which must look at every file, and a common one, which stops at
+// the default limit.
+func BenchmarkGrep10kFiles(b *testing.B) {
+	w := benchTree(b)
+	g := NewGrep(w)
+	for _, bc := range []struct{ name, args string }{
+		{"rare", `{"pattern":"RAREWORD"}`},
+		{"rare-ignorecase", `{"pattern":"rareword","ignoreCase":true}`},
+		{"common-limit", `{"pattern":"return x"}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			call := tool.Call{Name: "grep", Args: json.RawMessage(bc.args)}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := g.Execute(context.Background(), call, func(tool.Partial) {})
+				if err != nil || res.IsError {
+					b.Fatal(err, res.Text())
+				}
+			}
+		})
+	}
+}
+
+func TestGrepIgnoreCaseUnicode(t *testing.T) {
+	w, tmp := newTestWorkspace(t, nil)
+	// The Kelvin sign and the long s fold with k and s; the prefilter must
+	// not skip files the case-insensitive regexp would match.
+	writeFile(t, tmp+"/ws/fold.txt", "one \u212aey\ntwo \u017fun\nthree Straße\n")
+	for _, tt := range []struct{ pattern, want string }{
+		{"KEY", "fold.txt:1: one \u212aey"},
+		{"sun", "fold.txt:2: two \u017fun"},
+		{"STRASSE", `No matches for "STRASSE" in fold.txt.`}, // simple folding only, as regexp
+		{"straße", "fold.txt:3: three Straße"},
+	} {
+		for _, literal := range []bool{false, true} {
+			args := fmt.Sprintf(`{"pattern":%q,"path":"fold.txt","ignoreCase":true,"literal":%v}`, tt.pattern, literal)
+			if res := run(t, NewGrep(w), args); res.Text() != tt.want {
+				t.Errorf("%s: got %q, want %q", args, res.Text(), tt.want)
+			}
+		}
+	}
+	if got := string(foldCase(nil, []byte("Kk\u212a sS\u017f \xff"))); got != "KKK SSS \xff" {
+		t.Errorf("foldCase = %q", got)
 	}
 }

@@ -339,8 +339,8 @@ func (lr *fileLineReader) unread(line []byte, full int) {
 	lr.hasPending = true
 }
 
-// countRest counts the lines left, reading at most budget bytes. exact is
-// false when the budget ran out first.
+// countRest counts the lines left, reading at most about budget bytes.
+// exact is false when the budget ran out first.
 func (lr *fileLineReader) countRest(budget int) (n int, exact bool, err error) {
 	if lr.hasPending {
 		lr.hasPending = false
@@ -348,32 +348,30 @@ func (lr *fileLineReader) countRest(budget int) (n int, exact bool, err error) {
 	}
 	read := 0
 	last := byte('\n')
+	buf := make([]byte, 32<<10)
 	for read < budget {
-		chunk, err := lr.r.ReadSlice('\n')
-		read += len(chunk)
-		if len(chunk) > 0 {
-			if last == '\n' {
-				n++
-			}
-			last = chunk[len(chunk)-1]
+		k, err := lr.r.Read(buf)
+		if k > 0 {
+			chunk := buf[:k]
+			n += bytes.Count(chunk, []byte{'\n'})
+			last = chunk[k-1]
+			read += k
 		}
-		switch {
-		case err == nil, errors.Is(err, bufio.ErrBufferFull):
-		case errors.Is(err, io.EOF):
+		if errors.Is(err, io.EOF) {
+			if last != '\n' {
+				n++ // a last line without a newline
+			}
 			return n, true, nil
-		default:
+		}
+		if err != nil {
 			return 0, false, err
 		}
 	}
 	if _, err := lr.r.Peek(1); errors.Is(err, io.EOF) {
+		if last != '\n' {
+			n++
+		}
 		return n, true, nil
 	}
 	return n, false, nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -173,3 +173,40 @@ func tail(s string) string {
 	}
 	return s
 }
+
+// BenchmarkReadHead reads the first 2,000 lines of a 5 MB and a 50 MB
+// file. The cost must not grow with the file.
+func BenchmarkReadHead(b *testing.B) {
+	dir := b.TempDir()
+	for _, mb := range []int{5, 50} {
+		path := fmt.Sprintf("%s/f%d.txt", dir, mb)
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		line := []byte("a line of twenty b\n") // 19 bytes: 2,000 lines fit in 50 KB
+		for written := 0; written < mb<<20; written += len(line) {
+			if _, err := f.Write(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+		f.Close()
+	}
+	w, err := NewWorkspace(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := NewRead(w)
+	for _, mb := range []int{5, 50} {
+		b.Run(fmt.Sprintf("%dMB", mb), func(b *testing.B) {
+			call := tool.Call{Name: "read", Args: json.RawMessage(fmt.Sprintf(`{"path":"f%d.txt"}`, mb))}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := r.Execute(context.Background(), call, func(tool.Partial) {})
+				if err != nil || !strings.Contains(res.Text(), "Continue with offset=2001.") {
+					b.Fatal(err, tail(res.Text()))
+				}
+			}
+		})
+	}
+}
