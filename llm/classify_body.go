@@ -39,7 +39,29 @@ var leadingStatus = regexp.MustCompile(`(?i)^(?:error:?\s*)?(http\s*|status(?:\s
 //
 // and plain text or an HTML page. A status at the start of a text ("429
 // {json}", "HTTP 404: ...") is read and removed.
+//
+// Only the start of a huge body is read, and only the start of the text is
+// matched against the rules: what an error says is said early, and the
+// classifier must stay fast on a megabyte HTML page.
 func parseErrorBody(body []byte) errorBody {
+	if len(body) > maxBodyParsed {
+		body = body[:maxBodyParsed]
+	}
+	b := parseBody(body)
+	if len(b.hay) > maxHay {
+		b.hay = b.hay[:maxHay]
+	}
+	return b
+}
+
+// Bounds on the work done per error.
+const (
+	maxBodyParsed = 256 << 10
+	maxHTMLRead   = 32 << 10
+	maxHay        = 8 << 10
+)
+
+func parseBody(body []byte) errorBody {
 	var b errorBody
 	s := strings.TrimSpace(string(body))
 	if m := leadingStatus.FindStringSubmatchIndex(s); m != nil {
@@ -66,6 +88,9 @@ func parseErrorBody(body []byte) errorBody {
 	}
 	if isHTMLPage(s) {
 		b.html = true
+		if len(s) > maxHTMLRead {
+			s = s[:maxHTMLRead]
+		}
 		b.title = htmlTitle(s)
 		text := stripTags(s)
 		b.message = b.title
@@ -297,6 +322,12 @@ func stripTags(s string) string {
 var retryHint = regexp.MustCompile(`(?i)(?:try again|retry)\s+(?:in|after)\s+(?:about\s+)?(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b`)
 
 func retryHintFromText(s string) time.Duration {
+	if len(s) > maxHay {
+		s = s[:maxHay]
+	}
+	if l := strings.ToLower(s); !strings.Contains(l, "try again") && !strings.Contains(l, "retry") {
+		return 0
+	}
 	m := retryHint.FindStringSubmatch(s)
 	if m == nil {
 		return 0
@@ -321,7 +352,21 @@ func retryHintFromText(s string) time.Duration {
 // messages ("Incorrect API key provided: sk-proj-...").
 var secretRe = regexp.MustCompile(`\b(?:sk-[A-Za-z0-9_\-*.]{6,}|sk_[A-Za-z0-9_\-]{10,}|gsk_[A-Za-z0-9]{10,}|AIza[0-9A-Za-z_\-]{20,}|xai-[A-Za-z0-9]{10,}|or-[A-Za-z0-9-]{20,})|(?i:bearer\s+)[A-Za-z0-9._~+/=\-]{8,}`)
 
+// secretHints are the prefixes secretRe looks for, for a cheap pre-check.
+var secretHints = []string{"sk-", "sk_", "gsk_", "aiza", "xai-", "or-", "bearer"}
+
 // redact removes credentials from a provider's text.
 func redact(s string) string {
+	l := strings.ToLower(s)
+	found := false
+	for _, h := range secretHints {
+		if strings.Contains(l, h) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return s
+	}
 	return secretRe.ReplaceAllString(s, "[redacted]")
 }

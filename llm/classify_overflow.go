@@ -8,7 +8,7 @@ import (
 
 // overflowRe matches the providers' ways of saying the prompt does not fit
 // the context window.
-var overflowRe = regexp.MustCompile(strings.Join([]string{
+var overflowRe = rule(strings.Join([]string{
 	`prompt is too long`,               // Anthropic
 	`request_too_large`,                // Anthropic, byte size (HTTP 413)
 	`request exceeds the maximum size`, // Anthropic 413 message
@@ -42,7 +42,7 @@ var overflowRe = regexp.MustCompile(strings.Join([]string{
 
 // notOverflowRe marks texts that mention tokens or limits but are rate
 // limits, quota or billing problems, or a model that needs reasoning on.
-var notOverflowRe = regexp.MustCompile(`rate[ _-]?limit|too many requests|tokens per (?:minute|day|hour)|\b(?:tpm|tpd|rpm)\b|exceeded your current quota|quota|per day|throttl|reasoning is mandatory|requires reasoning|context window too small|^(?:throttling error|service unavailable):`)
+var notOverflowRe = rule(`rate[ _-]?limit|too many requests|tokens per (?:minute|day|hour)|\b(?:tpm|tpd|rpm)\b|exceeded your current quota|quota|per day|throttl|reasoning is mandatory|requires reasoning|context window too small|^(?:throttling error|service unavailable):`)
 
 // IsContextOverflow reports whether an error text says the request did not
 // fit the model's context window. It knows the wording of Anthropic,
@@ -51,6 +51,9 @@ var notOverflowRe = regexp.MustCompile(`rate[ _-]?limit|too many requests|tokens
 // quota and billing texts that merely mention tokens. Texts starting with
 // "Context overflow:" (the runner's own precheck errors) count.
 func IsContextOverflow(text string) bool {
+	if len(text) > maxHay {
+		text = text[:maxHay]
+	}
 	t := strings.ToLower(strings.TrimSpace(text))
 	if t == "" || !overflowRe.MatchString(t) {
 		return false
@@ -68,6 +71,9 @@ var overflowCountRe = regexp.MustCompile(`(?i)(?:prompt is too long:\s*|resulted
 // ("prompt is too long: 277403 tokens > 200000 maximum" gives 277403), and
 // false when the text names none.
 func OverflowTokens(text string) (int, bool) {
+	if len(text) > maxHay {
+		text = text[:maxHay]
+	}
 	m := overflowCountRe.FindStringSubmatch(text)
 	if m == nil {
 		return 0, false

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -99,8 +98,8 @@ func classify402(hay string) Reason {
 }
 
 var (
-	billing402 = regexp.MustCompile(`credit|balance|top up|top-up|upgrade your plan|billing plan|maximum allowed|insufficient|add funds|payment method`)
-	limit402   = regexp.MustCompile(`\b(?:usage|spend|spending|daily|hourly|organization|org|workspace|quota|subscription)\s+(?:\w+\s+)?limit\s+(?:(?:has been|was|is)\s+)?(?:reached|exhausted|exceeded|hit)|\bresets?\b|\breset at\b|\bwait for\b|\btry again\b`)
+	billing402 = rule(`credit|balance|top up|top-up|upgrade your plan|billing plan|maximum allowed|insufficient|add funds|payment method`)
+	limit402   = rule(`\b(?:usage|spend|spending|daily|hourly|organization|org|workspace|quota|subscription)\s+(?:\w+\s+)?limit\s+(?:(?:has been|was|is)\s+)?(?:reached|exhausted|exceeded|hit)|\bresets?\b|\breset at\b|\bwait for\b|\btry again\b`)
 )
 
 // classifyMessage reads the provider's words. It returns "" when they say
@@ -165,31 +164,31 @@ func classifyMessage(provider string, b errorBody) Reason {
 }
 
 var (
-	imageLimit = regexp.MustCompile(`image (?:exceeds|is too large|dimensions? exceed)|image dimensions exceed|image\.source.*exceed`)
+	imageLimit = rule(`image (?:exceeds|is too large|dimensions? exceed)|image dimensions exceed|image\.source.*exceed`)
 
 	// modelGone is checked before authPermanent, whose "deactivated" would
 	// otherwise take a retired model for a disabled account.
-	modelGone = regexp.MustCompile(`model_is_deactivated|model (?:has been|was|is) (?:deactivated|decommissioned|deprecated and removed|retired)|has been decommissioned`)
+	modelGone = rule(`model_is_deactivated|model (?:has been|was|is) (?:deactivated|decommissioned|deprecated and removed|retired)|has been decommissioned`)
 
-	authPermanent = regexp.MustCompile(`api_key_deleted|api[ _-]?key (?:has been |was )?(?:deleted|revoked|disabled|suspended)|key (?:has been|was) (?:revoked|disabled|deleted)|\brevoked\b|account (?:has been |is |was )?(?:deactivated|disabled|suspended|banned|terminated)|organization (?:has been |is |was )?(?:deactivated|disabled|suspended)|oauth authentication is currently not allowed|consumer .* has been suspended|user (?:has been |is )?(?:deactivated|banned)`)
+	authPermanent = rule(`api_key_deleted|api[ _-]?key (?:has been |was )?(?:deleted|revoked|disabled|suspended)|key (?:has been|was) (?:revoked|disabled|deleted)|\brevoked\b|account (?:has been |is |was )?(?:deactivated|disabled|suspended|banned|terminated)|organization (?:has been |is |was )?(?:deactivated|disabled|suspended)|oauth authentication is currently not allowed|consumer .* has been suspended|user (?:has been |is )?(?:deactivated|banned)`)
 
-	billingStrong = regexp.MustCompile(`insufficient_quota|insufficient[ _]quota|insufficient(?:\s+\w+){0,3}\s+(?:balance|credits?|funds)|credit balance|out of credits|more credits|add (?:more )?credits|no credits|credits? (?:exhausted|depleted)|payment required|requires? payment|extra usage|(?:http|status|code|error)\W{0,3}402\b|\b402\s+(?:payment|response|error|status)|spending limit|exceeded your current quota|upgrade your plan|your current plan|billing`)
+	billingStrong = rule(`insufficient_quota|insufficient[ _]quota|insufficient(?:\s+\w+){0,3}\s+(?:balance|credits?|funds)|credit balance|out of credits|more credits|add (?:more )?credits|no credits|credits? (?:exhausted|depleted)|payment required|requires? payment|extra usage|(?:http|status|code|error)\W{0,3}402\b|\b402\s+(?:payment|response|error|status)|spending limit|exceeded your current quota|upgrade your plan|your current plan|billing`)
 
-	modelNotFound = regexp.MustCompile(`model_not_found|model not found|no such model|unknown model|invalid model|model .{0,80} (?:does not exist|not found|is not found|is not supported|not supported)|(?:does not exist|not found)[^.]{0,40}\bmodel\b|no endpoints found|is not a valid model|not_found_error|unsupported model|model is not available`)
+	modelNotFound = rule(`model_not_found|model not found|no such model|unknown model|invalid model|model .{0,80} (?:does not exist|not found|is not found|is not supported|not supported)|(?:does not exist|not found)[^.]{0,40}\bmodel\b|no endpoints found|is not a valid model|not_found_error|unsupported model|model is not available`)
 
-	rateLimit = regexp.MustCompile(`rate[ _-]?limit|too many requests|too many concurrent|resource_exhausted|resource has been exhausted|quota (?:exceeded|has been exhausted|limit|exhausted)|quota_exceeded|throttl|concurrency limit|tokens per (?:minute|day|hour)|requests per (?:minute|day|hour)|\b(?:tpm|rpm|tpd|rpd)\b|usage limit|limit exhausted|(?:daily|weekly|monthly|hourly) (?:usage |token |request )?limit (?:reached|exceeded|exhausted|hit)|slow down`)
+	rateLimit = rule(`rate[ _-]?limit|too many requests|too many concurrent|resource_exhausted|resource has been exhausted|quota (?:exceeded|has been exhausted|limit|exhausted)|quota_exceeded|throttl|concurrency limit|tokens per (?:minute|day|hour)|requests per (?:minute|day|hour)|\b(?:tpm|rpm|tpd|rpd)\b|usage limit|limit exhausted|(?:daily|weekly|monthly|hourly) (?:usage |token |request )?limit (?:reached|exceeded|exhausted|hit)|slow down`)
 
-	overloaded = regexp.MustCompile(`overload|high demand|modelnotreadyexception|at capacity|over capacity|no capacity|capacity (?:exceeded|constraints)|server is busy|server busy|temporarily unavailable due to load`)
+	overloaded = rule(`overload|high demand|modelnotreadyexception|at capacity|over capacity|no capacity|capacity (?:exceeded|constraints)|server is busy|server busy|temporarily unavailable due to load`)
 
-	authFailure = regexp.MustCompile(`invalid[ _-]?api[ _-]?key|invalid x-api-key|incorrect api key|api key not valid|api_key_invalid|api key (?:is )?(?:invalid|missing|required|not found|expired)|no api key|missing api key|unauthori[sz]ed|unauthenticated|authenticat(?:e|ion)(?:_error| error| failed| failure| required|ion fails)|could not authenticate|could not validate credentials|invalid credentials|no credentials|no auth credentials|credentials? (?:are |is )?(?:invalid|expired|missing)|permission_error|permission[ _]denied|insufficient permissions|forbidden|invalid (?:bearer )?token|token (?:has )?expired|access denied|accountid|missing scopes|invalid_grant|token refresh failed|re-authenticate`)
+	authFailure = rule(`invalid[ _-]?api[ _-]?key|invalid x-api-key|incorrect api key|api key not valid|api_key_invalid|api key (?:is )?(?:invalid|missing|required|not found|expired)|no api key|missing api key|unauthori[sz]ed|unauthenticated|authenticat(?:e|ion)(?:_error| error| failed| failure| required|ion fails)|could not authenticate|could not validate credentials|invalid credentials|no credentials|no auth credentials|credentials? (?:are |is )?(?:invalid|expired|missing)|permission_error|permission[ _]denied|insufficient permissions|forbidden|invalid (?:bearer )?token|token (?:has )?expired|access denied|accountid|missing scopes|invalid_grant|token refresh failed|re-authenticate`)
 
-	formatFailure = regexp.MustCompile(`invalid request format|should match pattern|tool_use\.(?:id|input)|tool_use_id|tool_call_id|field required|roles must alternate|incorrect role|unexpected role|must be followed by|messages with role|tool_calls must|reasoning is mandatory|requires reasoning|invalid_request_error|invalid[ _]argument|validationexception|unprocessable entity|malformed request|invalid json|could not parse the json`)
+	formatFailure = rule(`invalid request format|should match pattern|tool_use\.(?:id|input)|tool_use_id|tool_call_id|field required|roles must alternate|incorrect role|unexpected role|must be followed by|messages with role|tool_calls must|reasoning is mandatory|requires reasoning|invalid_request_error|invalid[ _]argument|validationexception|unprocessable entity|malformed request|invalid json|could not parse the json`)
 
-	networkFailure = regexp.MustCompile(`econnrefused|econnreset|econnaborted|ehostunreach|enetunreach|ehostdown|enetdown|\bepipe\b|enotfound|eai_again|socket hang up|fetch failed|network[ _]error|no such host|connection (?:refused|reset|error|closed|aborted)|broken pipe|other side closed|upstream connect error|unexpected eof|reset before headers|tls handshake|dns (?:failure|error|lookup)`)
+	networkFailure = rule(`econnrefused|econnreset|econnaborted|ehostunreach|enetunreach|ehostdown|enetdown|\bepipe\b|enotfound|eai_again|socket hang up|fetch failed|network[ _]error|no such host|connection (?:refused|reset|error|closed|aborted)|broken pipe|other side closed|upstream connect error|unexpected eof|reset before headers|tls handshake|dns (?:failure|error|lookup)`)
 
-	timeoutFailure = regexp.MustCompile(`timeout|timed out|time out|deadline[ _]exceeded|etimedout|esockettimedout|request ended without sending any chunks|unhandled stop reason|stop reason: (?:abort|error)|operation was aborted|reason: abort`)
+	timeoutFailure = rule(`timeout|timed out|time out|deadline[ _]exceeded|etimedout|esockettimedout|request ended without sending any chunks|unhandled stop reason|stop reason: (?:abort|error)|operation was aborted|reason: abort`)
 
-	serverFailure = regexp.MustCompile(`internal server error|internal[ _]error|server[ _]error|api_error|bad gateway|service[ _]?unavailable|\bunavailable\b|malformed_response|unexpected event order|invalid streaming|unknown error, 5\d\d|upstream error`)
+	serverFailure = rule(`internal server error|internal[ _]error|server[ _]error|api_error|bad gateway|service[ _]?unavailable|\bunavailable\b|malformed_response|unexpected event order|invalid streaming|unknown error, 5\d\d|upstream error`)
 )
 
 // isBillingText reports words that mean the account cannot pay. Long prose
@@ -204,4 +203,4 @@ func isBillingText(provider, hay string) bool {
 	return billingStrong.MatchString(hay)
 }
 
-var explicit402 = regexp.MustCompile(`(?:http|status|code|error)\W{0,3}402\b|\b402\s+(?:payment|response|error|status)`)
+var explicit402 = rule(`(?:http|status|code|error)\W{0,3}402\b|\b402\s+(?:payment|response|error|status)`)

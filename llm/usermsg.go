@@ -67,7 +67,7 @@ func ErrorText(err error) string {
 	if msg == "" && pe.Err != nil {
 		msg = redact(pe.Err.Error())
 	}
-	lower := strings.ToLower(msg)
+	lower := strings.ToLower(truncate(msg, maxHay))
 	switch {
 	case pe.Reason == ReasonContextOverflow:
 		return ReasonContextOverflow.UserMessage()
