@@ -148,6 +148,11 @@ var classifyCases = []struct {
 	{"unknown 418", "", 418, `I'm a teapot`, ReasonFormat},
 	{"our own precheck", "", 0, `Context overflow: prompt too large for the model (precheck).`, ReasonContextOverflow},
 	{"conversation about overflow", "", 0, `We're debugging context overflow issues`, ReasonUnknown},
+	{"expired key", "", 0, `Your API key has expired. Please renew it.`, ReasonAuth},
+	{"payment_required code", "", 0, `{"error":{"code":"payment_required","message":"Add a payment method to continue."}}`, ReasonBilling},
+	{"duplicate tool ids", "anthropic", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"messages.3: tool_use ids must be unique"}}`, ReasonFormat},
+	{"undici socket", "", 0, `TypeError: fetch failed (cause: UND_ERR_SOCKET other side closed)`, ReasonNetwork},
+	{"gemini quota metric", "google", 429, `{"error":{"code":429,"message":"Quota exceeded for quota metric 'Generate Content API requests per minute' and limit 'GenerateContent request limit per minute' of service 'generativelanguage.googleapis.com'","status":"RESOURCE_EXHAUSTED"}}`, ReasonRateLimit},
 }
 
 func TestClassifyRealTexts(t *testing.T) {
