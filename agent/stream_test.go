@@ -166,11 +166,15 @@ func TestCompletionOrderVersusTranscriptOrder(t *testing.T) {
 			return tool.TextResult("slow done"), nil
 		})
 		b1 := fn("fast", true, func(context.Context, tool.Call, func(tool.Partial)) (tool.Result, error) {
-			defer close(bDone)
 			return tool.TextResult("fast done"), nil
 		})
 		m := faux.New(faux.Reply(tc("a", "slow", nil), tc("b", "fast", nil)), faux.Say("ok"))
 		a := New(Config{Model: m, Tools: registry(t, a1, b1)})
+		a.Subscribe(func(e Event) {
+			if e.Type == EventToolExecutionEnd && e.ToolCallID == "b" {
+				close(bDone) // a finishes only after b was reported
+			}
+		})
 		evs := runAll(t, a, context.Background(), llm.UserText("go"))
 		var ends []string
 		for _, e := range evs {
