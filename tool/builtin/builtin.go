@@ -81,6 +81,15 @@ func pathError(p string, err error) error {
 	return err
 }
 
+// checkRegular refuses what is neither a regular file nor a directory
+// (a FIFO would block the tool forever, a device never ends).
+func checkRegular(p string, fi fs.FileInfo) error {
+	if fi.Mode().IsRegular() || fi.IsDir() {
+		return nil
+	}
+	return fmt.Errorf("%s is not a regular file (%s); the file tools work on regular files only", p, fi.Mode().Type())
+}
+
 // writeFileAtomic replaces the file at path with data through a temporary
 // file in the same directory, so a crash leaves the old or the new content,
 // never a torn one. An existing file keeps its permission bits.

@@ -100,6 +100,14 @@ func (t *EditTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 	if err != nil {
 		return tool.Result{}, err
 	}
+	if st, err := os.Stat(real); err == nil {
+		if st.IsDir() {
+			return tool.Result{}, fmt.Errorf("%s is a directory; edit changes files", a.Path)
+		}
+		if err := checkRegular(a.Path, st); err != nil {
+			return tool.Result{}, err
+		}
+	}
 	data, err := os.ReadFile(real)
 	if err != nil {
 		if os.IsNotExist(err) {

@@ -103,6 +103,10 @@ func (t *GrepTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 	if err != nil {
 		return tool.Result{}, pathError(a.Path, err)
 	}
+	if err := checkRegular(a.Path, fi); err != nil {
+		return tool.Result{}, err
+	}
+	s.ctx = ctx
 	if !fi.IsDir() {
 		if err := s.file(start); err != nil && err != errStopWalk {
 			return tool.Result{}, err
@@ -128,6 +132,7 @@ func (t *GrepTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 
 // grepSearch is the state of one grep call.
 type grepSearch struct {
+	ctx context.Context
 	ws  *Workspace
 	re  *regexp.Regexp
 	pre *regexp.Regexp // whole-file filter; nil when it could miss matches
@@ -325,6 +330,9 @@ func (s *grepSearch) lines(name string, next func() ([]byte, bool)) error {
 		line, ok := next()
 		if !ok {
 			return nil
+		}
+		if n%8192 == 0 && s.ctx.Err() != nil {
+			return s.ctx.Err()
 		}
 		if s.re.Match(line) {
 			if s.d.Matches == s.limit {

@@ -94,6 +94,11 @@ func (t *ReadTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 	if err != nil {
 		return tool.Result{}, err
 	}
+	if st, err := os.Stat(real); err != nil {
+		return tool.Result{}, pathError(a.Path, err)
+	} else if err := checkRegular(a.Path, st); err != nil {
+		return tool.Result{}, err
+	}
 	f, err := os.Open(real)
 	if err != nil {
 		return tool.Result{}, pathError(a.Path, err)

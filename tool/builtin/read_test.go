@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/agentloop/agentloop/llm"
@@ -208,5 +209,29 @@ func BenchmarkReadHead(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func TestNotRegularFile(t *testing.T) {
+	w, tmp := newTestWorkspace(t, nil)
+	if err := syscall.Mkfifo(tmp+"/ws/pipe", 0o644); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	for _, tc := range []struct {
+		tl   tool.Tool
+		args string
+	}{
+		{NewRead(w), `{"path":"pipe"}`},
+		{NewGrep(w), `{"pattern":"x","path":"pipe"}`},
+		{NewEdit(w), `{"path":"pipe","edits":[{"oldText":"a","newText":"b"}]}`},
+	} {
+		res := run(t, tc.tl, tc.args)
+		if !res.IsError || !strings.Contains(res.Text(), "pipe is not a regular file") {
+			t.Errorf("%s on a FIFO: %q", tc.tl.Name(), res.Text())
+		}
+	}
+	// A FIFO met while walking is skipped, not opened.
+	if res := run(t, NewGrep(w), `{"pattern":"alpha"}`); res.Text() != "a.txt:1: alpha" {
+		t.Errorf("grep over a tree with a FIFO: %q", res.Text())
 	}
 }
