@@ -398,7 +398,7 @@ func (c *Compactor) fit(ctx context.Context, msgs []llm.Message, trigger Trigger
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if d.Route == RouteTruncate || (compacted && d.Route == RouteCompactThenTruncate) {
+		if d.Route == RouteTruncate || compacted {
 			if out, recs, ok := ShrinkToolResults(v.msgs, d.NeedChars, 0); ok && len(recs) > 0 {
 				v.msgs = out
 				c.keepTruncations(ctx, v, recs, len(msgs), true)
@@ -450,7 +450,10 @@ func (c *Compactor) fit(ctx context.Context, msgs []llm.Message, trigger Trigger
 // the state past it. A failed summary falls back to pruning, reported.
 func (c *Compactor) compact(ctx context.Context, msgs []llm.Message, v view, trigger Trigger, instructions string) (*CompactionRecord, error) {
 	body := v.msgs[v.lead:]
-	cut := FindCutPoint(body, c.budget.KeepRecent)
+	// Keep the recent tokens verbatim, but no more than fits beside the
+	// system prompt, the tools and a summary.
+	keep := max(1, min(c.budget.KeepRecent, c.room()-summaryAllowance))
+	cut := FindCutPoint(body, keep)
 	if cut == 0 {
 		return nil, ErrNothingToCompact
 	}
@@ -538,7 +541,11 @@ func (c *Compactor) finish(ctx context.Context, rec *CompactionRecord) {
 // was dropped.
 func (c *Compactor) prune(ctx context.Context, msgs []llm.Message, v view, trigger Trigger, cause error) bool {
 	body := v.msgs[v.lead:]
-	r := Prune(body, c.cfg.Window, c.cfg.HistoryShare, DefaultParts)
+	// What is left must fit both the history share and, beside the
+	// summary and a note, the prompt budget.
+	target := int(float64(c.cfg.Window) * c.cfg.HistoryShare)
+	target = max(1, min(target, c.room()-MessagesTokens(v.msgs[:v.lead])-noteAllowance))
+	r := Prune(body, target, 1, DefaultParts)
 	cut := len(r.Dropped)
 	if cut == 0 || cut >= len(body) {
 		return false
@@ -569,6 +576,18 @@ func (c *Compactor) prune(ctx context.Context, msgs []llm.Message, v view, trigg
 		Record: rec, Message: msg})
 	c.finish(ctx, rec)
 	return true
+}
+
+// Allowances, in tokens, for what compaction adds to the prompt.
+const (
+	summaryAllowance = 1_000
+	noteAllowance    = 100
+)
+
+// room is the tokens of the prompt budget left for messages, without the
+// safety margin, once the system prompt and the tools are counted.
+func (c *Compactor) room() int {
+	return c.budget.PromptBudget()*5/6 - SystemTokens(c.cfg.SystemPrompt) - ToolsTokens(c.cfg.Tools)
 }
 
 func joinNonEmpty(a, b string) string {
