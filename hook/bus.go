@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -184,14 +185,11 @@ func (b *Bus) add(p Point, spec Spec, fn any) (remove func()) {
 		list = slices.Clone(*old)
 	}
 	list = append(list, e)
-	slices.SortStableFunc(list, func(x, y *entry) int {
-		if x.spec.Priority != y.spec.Priority {
-			if x.spec.Priority > y.spec.Priority {
-				return -1
-			}
-			return 1
+	slices.SortFunc(list, func(x, y *entry) int {
+		if c := cmp.Compare(y.spec.Priority, x.spec.Priority); c != 0 {
+			return c // higher priority first
 		}
-		return int(x.seq - y.seq)
+		return cmp.Compare(x.seq, y.seq) // then registration order
 	})
 	b.hooks[i].Store(&list)
 	return func() {

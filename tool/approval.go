@@ -1,8 +1,11 @@
 package tool
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 )
 
@@ -227,4 +230,55 @@ func (r *Registry) ReadOnly(call Call) bool {
 	}
 	c, ok := t.(ConcurrencyClassifier)
 	return ok && c.ConcurrencySafe(call)
+}
+
+// LineAsker returns an Asker that shows each call on out and reads the
+// answer, one line, from in: y or yes runs the call, a or always runs it
+// and every later call of the tool, anything else refuses it. It is meant
+// for a terminal; the caller decides whether there is one. A cancelled ctx
+// refuses the call at once; the line being read then answers nothing.
+func LineAsker(in io.Reader, out io.Writer) Asker {
+	lines := make(chan string)
+	var once sync.Once
+	var readErr error
+	start := func() {
+		go func() {
+			defer close(lines)
+			sc := bufio.NewScanner(in)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			readErr = sc.Err()
+		}()
+	}
+	return func(ctx context.Context, call Call, reason string) (Answer, error) {
+		args := string(call.Args)
+		if len(args) > 500 {
+			args = args[:500] + "…"
+		}
+		fmt.Fprintf(out, "\nThe agent wants to run %s %s\n", call.Name, args)
+		if reason != "" {
+			fmt.Fprintf(out, "  (%s)\n", reason)
+		}
+		fmt.Fprintf(out, "Allow? [y]es, [n]o, [a]lways allow %s in this run: ", call.Name)
+		once.Do(start)
+		select {
+		case <-ctx.Done():
+			return AnswerNo, context.Cause(ctx)
+		case line, ok := <-lines:
+			if !ok {
+				if readErr == nil {
+					readErr = io.EOF
+				}
+				return AnswerNo, fmt.Errorf("no answer: %w", readErr)
+			}
+			switch strings.ToLower(strings.TrimSpace(line)) {
+			case "y", "yes":
+				return AnswerYes, nil
+			case "a", "always":
+				return AnswerAlways, nil
+			}
+			return AnswerNo, nil
+		}
+	}
 }

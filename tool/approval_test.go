@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -174,5 +175,52 @@ func TestApprovalCustomPolicyReason(t *testing.T) {
 	}
 	if ok, r := a.Approve(context.Background(), Call{Name: "fetch"}); !ok {
 		t.Errorf("fetch: %v %q", ok, r)
+	}
+}
+
+func TestLineAsker(t *testing.T) {
+	r, w := io.Pipe()
+	var out strings.Builder
+	ask := LineAsker(r, &out)
+	a := &Approval{Policy: ApproveAsk, Ask: ask}
+	ctx := context.Background()
+
+	answers := []struct {
+		line  string
+		call  string
+		allow bool
+	}{
+		{"y", "write", true},
+		{"nope", "write", false},
+		{" Always ", "bash", true},
+	}
+	for _, ans := range answers {
+		go func() { _, _ = io.WriteString(w, ans.line+"\n") }()
+		ok, reason := a.Approve(ctx, Call{Name: ans.call, Args: json.RawMessage(`{"command":"make"}`)})
+		if ok != ans.allow {
+			t.Errorf("answer %q: allow %v (%s)", ans.line, ok, reason)
+		}
+	}
+	// always: no question, no line needed.
+	if ok, _ := a.Approve(ctx, Call{Name: "bash"}); !ok {
+		t.Error("always was not remembered")
+	}
+	if n := strings.Count(out.String(), "Allow? [y]es, [n]o, [a]lways"); n != 3 {
+		t.Errorf("%d prompts, want 3:\n%s", n, out.String())
+	}
+	if !strings.Contains(out.String(), `The agent wants to run write {"command":"make"}`) {
+		t.Errorf("prompt does not show the call:\n%s", out.String())
+	}
+
+	// A cancelled run refuses at once.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if ans, err := ask(cctx, Call{Name: "write"}, ""); ans != AnswerNo || err == nil {
+		t.Errorf("cancelled: %v %v", ans, err)
+	}
+	// End of input refuses with a reason.
+	w.Close()
+	if ok, reason := a.Approve(ctx, Call{Name: "write"}); ok || !strings.Contains(reason, "EOF") {
+		t.Errorf("EOF: %v %q", ok, reason)
 	}
 }
