@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -354,4 +355,29 @@ func TestParseErrors(t *testing.T) {
 	if _, err := faux.Builtin("nope"); err == nil || !strings.Contains(err.Error(), "demo") {
 		t.Errorf("unknown builtin error = %v", err)
 	}
+}
+
+// FuzzParse checks that no script text panics the parser, and that a
+// script it accepts plays without a pre-start failure other than its own.
+func FuzzParse(f *testing.F) {
+	seed, _ := os.ReadFile("testdata/script.json")
+	f.Add(seed)
+	f.Add([]byte(`{"steps":[{"text":"hi","toolCalls":[{"name":"x","rawArguments":"{\"a"}]}]}`))
+	f.Add([]byte(`{"repeat":true,"steps":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := faux.Parse(data)
+		if err != nil {
+			return
+		}
+		// Scripts may ask for long delays: a short deadline aborts them.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		defer cancel()
+		for range min(m.Pending(), 3) {
+			for ev := range m.Stream(ctx, userReq("q")) {
+				if ev.Type.Terminal() && ev.Message == nil {
+					t.Fatalf("terminal event without message")
+				}
+			}
+		}
+	})
 }
