@@ -108,37 +108,45 @@ func (t *Transcript) Context(leafID string) Context {
 			}
 		}
 	}
-	ctx.Messages = make([]llm.Message, 0, len(path)-compaction)
-	ctx.EntryIDs = make([]string, 0, cap(ctx.Messages))
+	// The context is path[from:compaction] after the summary, then
+	// path[compaction+1:], or the whole path without a compaction.
+	from, rest := 0, path
+	if compaction >= 0 {
+		c := path[compaction]
+		from = compaction // nothing kept unless the first kept entry is found
+		for i, e := range path[:compaction] {
+			if e.ID == c.FirstKeptEntryID {
+				from = i
+				break
+			}
+		}
+		rest = path[compaction+1:]
+	}
+	n := len(rest)
+	if compaction >= 0 {
+		n += 1 + compaction - from
+	}
+	ctx.Messages = make([]llm.Message, 0, n)
+	ctx.EntryIDs = make([]string, 0, n)
 	emit := func(e *Entry) {
 		if m, ok := entryMessage(e, truncated); ok {
 			ctx.Messages = append(ctx.Messages, m)
 			ctx.EntryIDs = append(ctx.EntryIDs, e.ID)
 		}
 	}
-	if compaction < 0 {
-		for _, e := range path {
-			emit(e)
-		}
-		return ctx
-	}
-	c := path[compaction]
-	ctx.Messages = append(ctx.Messages, llm.Message{
-		Role:      llm.RoleUser,
-		Content:   []llm.Content{llm.Text(summaryPrefix + c.Summary + summarySuffix)},
-		Timestamp: c.Time().UnixMilli(),
-	})
-	ctx.EntryIDs = append(ctx.EntryIDs, c.ID)
-	kept := false
-	for _, e := range path[:compaction] {
-		if e.ID == c.FirstKeptEntryID {
-			kept = true
-		}
-		if kept {
+	if compaction >= 0 {
+		c := path[compaction]
+		ctx.Messages = append(ctx.Messages, llm.Message{
+			Role:      llm.RoleUser,
+			Content:   []llm.Content{llm.Text(summaryPrefix + c.Summary + summarySuffix)},
+			Timestamp: c.Time().UnixMilli(),
+		})
+		ctx.EntryIDs = append(ctx.EntryIDs, c.ID)
+		for _, e := range path[from:compaction] {
 			emit(e)
 		}
 	}
-	for _, e := range path[compaction+1:] {
+	for _, e := range rest {
 		emit(e)
 	}
 	return ctx

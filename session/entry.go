@@ -165,6 +165,19 @@ func (e *Entry) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
+	e.fromJSON(&v)
+	if len(v.Content) > 0 && string(v.Content) != "null" {
+		c, err := decodeContent(v.Content)
+		if err != nil {
+			return fmt.Errorf("entry content: %w", err)
+		}
+		e.Content = c
+	}
+	return nil
+}
+
+// fromJSON sets e from v, except Content, which the caller decodes.
+func (e *Entry) fromJSON(v *entryJSON) {
 	*e = Entry{
 		Type: v.Type, ID: v.ID, Timestamp: v.Timestamp, Message: v.Message,
 		Summary: v.Summary, FirstKeptEntryID: v.FirstKeptEntryID, TokensBefore: v.TokensBefore,
@@ -176,14 +189,6 @@ func (e *Entry) UnmarshalJSON(data []byte) error {
 	if v.ParentID != nil {
 		e.ParentID = *v.ParentID
 	}
-	if len(v.Content) > 0 && string(v.Content) != "null" {
-		c, err := decodeContent(v.Content)
-		if err != nil {
-			return fmt.Errorf("entry content: %w", err)
-		}
-		e.Content = c
-	}
-	return nil
 }
 
 // decodeContent reads a content field that is either a string or an array

@@ -126,8 +126,8 @@ func Parse(path string, data []byte) (*Transcript, error) {
 			t.Entries = make([]Entry, 0, bytes.Count(complete, []byte{'\n'}))
 			continue
 		}
-		var e Entry
-		if err := json.Unmarshal(line, &e); err != nil {
+		e, err := decodeEntry(line)
+		if err != nil {
 			return nil, &CorruptLineError{Path: path, Line: lineNo, Err: err}
 		}
 		if e.Type == "" {

@@ -1,0 +1,147 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestLockSameProcess(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	id, path := writeSession(t, st, 1)
+	s, err := st.Open(ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Open(ctx, id, nil)
+	var le *LockedError
+	if !errors.As(err, &le) || !errors.Is(err, ErrLocked) {
+		t.Fatalf("second open in one process: %v", err)
+	}
+	if !strings.Contains(err.Error(), "another run in this process (pid "+strconv.Itoa(os.Getpid())+")") {
+		t.Errorf("message %q should say the holder is this process", err)
+	}
+	if _, err := st.Lock(ctx, id, nil); !errors.Is(err, ErrLocked) {
+		t.Errorf("Lock while open: %v", err)
+	}
+	if _, err := os.Stat(path + ".lock"); err != nil {
+		t.Errorf("lock file missing while held: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + ".lock"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("lock file left after release: %v", err)
+	}
+	l, err := st.Lock(ctx, id, nil)
+	if err != nil {
+		t.Fatalf("lock after close: %v", err)
+	}
+	if err := errors.Join(l.Release(), l.Release()); err != nil {
+		t.Errorf("double release: %v", err)
+	}
+}
+
+func TestLockWait(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		holder, err := AcquireLock(ctx, path, "s", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		got := make(chan error)
+		go func() {
+			l, err := AcquireLock(ctx, path, "s", &LockOptions{Wait: true})
+			if err == nil {
+				l.Release()
+			}
+			got <- err
+		}()
+		time.Sleep(3 * time.Second) // fake time: the waiter retries meanwhile
+		synctest.Wait()
+		holder.Release()
+		if err := <-got; err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+		if waited := time.Since(start); waited < 3*time.Second || waited > 4*time.Second {
+			t.Errorf("waiter got the lock after %v; backoff should cap retries at 1 s apart", waited)
+		}
+	})
+}
+
+func TestLockWaitTimeout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		holder, err := AcquireLock(ctx, path, "s", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Release()
+		start := time.Now()
+		_, err = AcquireLock(ctx, path, "s", &LockOptions{Wait: true})
+		var le *LockedError
+		if !errors.As(err, &le) || le.Waited != DefaultLockTimeout || time.Since(start) != DefaultLockTimeout {
+			t.Fatalf("after %v: %v (waited %v)", time.Since(start), err, le.Waited)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		go func() { time.Sleep(time.Second); cancel() }()
+		if _, err := AcquireLock(cctx, path, "s", &LockOptions{Wait: true}); !errors.Is(err, context.Canceled) || !errors.Is(err, ErrLocked) {
+			t.Errorf("cancelled wait: %v", err)
+		}
+	})
+}
+
+// fakeClock is a Clock whose After fires at once and advances Now.
+type fakeClock struct {
+	now    time.Time
+	delays []time.Duration
+}
+
+func (c *fakeClock) Now() time.Time { return c.now }
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.delays = append(c.delays, d)
+	c.now = c.now.Add(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
+}
+
+func TestLockBackoffWithInjectedClock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	holder, err := AcquireLock(context.Background(), path, "s", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release()
+	clk := &fakeClock{now: time.Unix(0, 0)}
+	_, err = AcquireLock(context.Background(), path, "s", &LockOptions{Wait: true, Timeout: 2 * time.Second, Clock: clk})
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("err = %v", err)
+	}
+	want := []time.Duration{50, 100, 150, 200, 250, 300, 350, 400, 200}
+	for i := range want {
+		want[i] *= time.Millisecond
+	}
+	if len(clk.delays) != len(want) {
+		t.Fatalf("delays %v, want %v", clk.delays, want)
+	}
+	for i := range want {
+		if clk.delays[i] != want[i] {
+			t.Fatalf("delays %v, want %v", clk.delays, want)
+		}
+	}
+	if LockBackoff(100) != time.Second {
+		t.Errorf("backoff is not capped at 1 s: %v", LockBackoff(100))
+	}
+}
