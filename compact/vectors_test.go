@@ -175,6 +175,52 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 			t.Errorf("counts %+v, want %+v", r, want)
 		}
 	},
+	"isOversizedForSummary": func(t *testing.T, c vector) {
+		in := decode[struct {
+			Message llm.Message `json:"message"`
+			Window  int         `json:"contextWindow"`
+		}](t, c.Input)
+		got := IsOversizedForSummary(&in.Message, in.Window)
+		switch want := decode[any](t, c.Expected).(type) {
+		case bool:
+			if got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		case map[string]any:
+			for _, k := range []string{"result", "oversized"} {
+				if w, ok := want[k].(bool); ok && got != w {
+					t.Errorf("got %v, want %v", got, w)
+				}
+			}
+		}
+	},
+	"chunkMessagesByMaxTokens": func(t *testing.T, c vector) {
+		in := decode[struct {
+			Messages []llm.Message `json:"messages"`
+			Max      int           `json:"maxTokens"`
+		}](t, c.Input)
+		want := decode[struct {
+			Chunks     [][]int64 `json:"chunkTimestamps"`
+			ChunkCount *int      `json:"chunkCount"`
+			Sizes      []int     `json:"chunkSizes"`
+		}](t, c.Expected)
+		chunks := ChunkByMaxTokens(in.Messages, in.Max)
+		if want.Chunks != nil && !slices.EqualFunc(chunkStamps(chunks), want.Chunks, slices.Equal) {
+			t.Errorf("chunks %v, want %v", chunkStamps(chunks), want.Chunks)
+		}
+		if want.ChunkCount != nil && len(chunks) != *want.ChunkCount {
+			t.Errorf("%d chunks, want %d", len(chunks), *want.ChunkCount)
+		}
+		if want.Sizes != nil {
+			var sizes []int
+			for _, ch := range chunks {
+				sizes = append(sizes, len(ch))
+			}
+			if !slices.Equal(sizes, want.Sizes) {
+				t.Errorf("sizes %v, want %v", sizes, want.Sizes)
+			}
+		}
+	},
 	"computeAdaptiveChunkRatio": func(t *testing.T, c vector) {
 		in := decode[struct {
 			Messages []llm.Message `json:"messages"`
