@@ -17,3 +17,8 @@ func agentloopHome(getenv func(string) string) (string, error) {
 	}
 	return filepath.Join(u, ".agentloop"), nil
 }
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -36,7 +36,7 @@ func mainExit() int {
 	}()
 	env := &cliEnv{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
-		getenv: os.Getenv, stdinIsPipe: !isTerminal(os.Stdin), stdinIsTerminal: isTerminal(os.Stdin),
+		getenv: os.Getenv, lookupEnv: os.LookupEnv, stdinIsPipe: !isTerminal(os.Stdin), stdinIsTerminal: isTerminal(os.Stdin),
 	}
 	code := execute(ctx, env, os.Args[1:])
 	select {
@@ -61,6 +61,7 @@ type cliEnv struct {
 	stdin           io.Reader
 	stdout, stderr  io.Writer
 	getenv          func(string) string
+	lookupEnv       func(string) (string, bool)
 	stdinIsPipe     bool
 	stdinIsTerminal bool
 }

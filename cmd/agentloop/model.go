@@ -1,44 +1,48 @@
 package main
 
 import (
-	"fmt"
-	"strings"
+	"context"
+	"path/filepath"
 
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/llm/provider"
 )
 
 // resolveModel turns --model (and --script, --base-url, --models) into a
-// model, what is known of it, and warnings to show.
-func resolveModel(env *cliEnv, f *runFlags, home string) (llm.Model, llm.ModelInfo, []string, error) {
-	spec := f.model
-	if spec == "" && f.script != "" {
-		spec = "faux/script"
-	}
-	provider, id, _ := strings.Cut(spec, "/")
-	if provider == "faux" {
-		var m *faux.Model
-		var err error
-		if f.script != "" {
-			m, err = faux.Load(f.script)
-		} else {
-			m, err = faux.Builtin(id)
-			if err != nil {
-				err = usageError{fmt.Errorf("--model %s: %v (built-in scripts: %s; or give --script FILE)", spec, err, strings.Join(faux.BuiltinNames(), ", "))}
-			}
+// ready model, what is known of it, and warnings to show.
+func resolveModel(ctx context.Context, env *cliEnv, f *runFlags, home string, thinking llm.ThinkingLevel) (*provider.Resolved, error) {
+	models := f.modelsFile
+	if models == "" {
+		models = filepath.Join(home, "models.json")
+		if !fileExists(models) {
+			models = ""
 		}
-		if err != nil {
-			return nil, llm.ModelInfo{}, nil, err
-		}
-		return m, m.ModelInfo(), nil, nil
 	}
-	if spec == "" {
-		return nil, llm.ModelInfo{}, nil, usageError{fmt.Errorf("no model: real providers arrive with the providers issue; run offline with --model faux/demo")}
+	r, err := provider.Resolve(ctx, f.model, &provider.Options{
+		BaseURL:    f.baseURL,
+		ModelsFile: models,
+		Thinking:   thinking,
+		Script:     f.script,
+		LookupEnv:  env.lookupEnv,
+	})
+	if err != nil {
+		// Every resolution failure is a problem with the command line or
+		// the configuration (unknown model, missing key, bad models file).
+		return nil, usageError{err}
 	}
-	return nil, llm.ModelInfo{}, nil, usageError{fmt.Errorf("--model %s: provider %q is not available yet (Anthropic and OpenAI arrive with the providers issue); run offline with --model faux/demo", spec, provider)}
+	return r, nil
 }
 
-// userMessage is the one-line explanation of a provider failure.
+// userMessage is the one-line explanation of a provider failure, with the
+// provider's own words after it.
 func userMessage(pe *llm.ProviderError) string {
-	return pe.Error()
+	msg := pe.Reason.UserMessage()
+	detail := pe.Message
+	if detail == "" && pe.Err != nil {
+		detail = pe.Err.Error()
+	}
+	if detail != "" {
+		msg += " (" + pe.Provider + ": " + oneLine(detail, 300) + ")"
+	}
+	return msg
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -105,11 +103,11 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		thinking = l
 	}
 
-	model, info, warnings, err := resolveModel(env, f, home)
+	resolved, err := resolveModel(ctx, env, f, home, thinking)
 	if err != nil {
 		return err
 	}
-	for _, w := range warnings {
+	for _, w := range resolved.Warnings {
 		fmt.Fprintln(env.stderr, "agentloop: warning:", w)
 	}
 
@@ -135,7 +133,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		maxTurns = -1
 	}
 	cfg := agent.Config{
-		Model:        model,
+		Model:        resolved.Model,
 		Tools:        reg,
 		SystemPrompt: system,
 		Options:      llm.Options{Thinking: thinking},
@@ -146,7 +144,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	}
 	a := agent.New(cfg)
 
-	p := newPrinter(env, f.json, info)
+	p := newPrinter(env, f.json, resolved.Info)
 	var end *agent.Event
 	for ev, err := range a.Run(ctx, llm.UserText(text)) {
 		if err != nil {
@@ -217,9 +215,6 @@ func workspaceDir(flag string) (string, error) {
 // buildTools assembles the tool set of a run: the file tools and bash,
 // filtered by the profile, --tools, --no-tools and --read-only.
 func buildTools(f *runFlags, cwd, home string) (*tool.Registry, error) {
-	if f.noTools {
-		return tool.NewRegistry()
-	}
 	spill := filepath.Join(home, "spill")
 	ws, err := builtin.NewWorkspace(cwd, &builtin.WorkspaceOptions{ReadOnly: f.readOnly, Readable: []string{spill}})
 	if err != nil {
@@ -246,46 +241,20 @@ func buildTools(f *runFlags, cwd, home string) (*tool.Registry, error) {
 
 // applyToolPolicy keeps the tools the flags allow.
 func applyToolPolicy(reg *tool.Registry, f *runFlags) (*tool.Registry, error) {
-	keep := map[string]bool{}
-	switch {
-	case len(f.tools) > 0:
-		for _, n := range f.tools {
-			n = strings.TrimSpace(n)
-			if _, ok := reg.Get(n); !ok {
-				return nil, usageError{fmt.Errorf("--tools: no tool named %q (have: %s)", n, strings.Join(reg.Names(), ", "))}
-			}
-			keep[n] = true
-		}
+	switch tool.Profile(f.profile) {
+	case tool.ProfileReadOnly, tool.ProfileCoding, tool.ProfileFull:
 	default:
-		set, ok := profiles[f.profile]
-		if !ok {
-			return nil, usageError{fmt.Errorf("--profile %q: use readonly, coding or full", f.profile)}
-		}
-		for _, n := range reg.Names() {
-			if set == nil || set[n] {
-				keep[n] = true
-			}
-		}
+		return nil, usageError{fmt.Errorf("--profile %q: use readonly, coding or full", f.profile)}
 	}
-	var out []tool.Tool
-	for _, t := range reg.Tools() {
-		if !keep[t.Name()] {
-			continue
-		}
-		if f.readOnly {
-			if ro, ok := t.(tool.ReadOnlyTool); !ok || !ro.ReadOnly() {
-				continue
-			}
-		}
-		out = append(out, t)
+	p := tool.Policy{Profile: tool.Profile(f.profile), NoTools: f.noTools, ReadOnly: f.readOnly}
+	if len(f.tools) > 0 {
+		p.Tools = f.tools
 	}
-	return tool.NewRegistry(out...)
-}
-
-var profiles = map[string]map[string]bool{
-	"readonly": {"read": true, "grep": true, "find": true, "ls": true},
-	"coding":   {"read": true, "grep": true, "find": true, "ls": true, "write": true, "edit": true, "bash": true},
-	"full":     nil,
+	out, err := p.Apply(reg)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return out, nil
 }
 
 // newApproval builds the approval of one run; with --approve ask on a
@@ -297,27 +266,9 @@ func newApproval(env *cliEnv, reg *tool.Registry, mode string) (*tool.Approval, 
 	}
 	a := &tool.Approval{Policy: policy, ReadOnly: reg.ReadOnly}
 	if env.stdinIsTerminal {
-		a.Ask = terminalAsker(env)
+		a.Ask = tool.LineAsker(env.stdin, env.stderr)
 	}
 	return a, nil
-}
-
-func terminalAsker(env *cliEnv) tool.Asker {
-	in := bufio.NewReader(env.stdin)
-	return func(ctx context.Context, call tool.Call, reason string) (tool.Answer, error) {
-		fmt.Fprintf(env.stderr, "\nallow %s %s? [y]es / [n]o / [a]lways: ", call.Name, truncate(string(call.Args), 200))
-		line, err := in.ReadString('\n')
-		if err != nil {
-			return tool.AnswerNo, fmt.Errorf("no answer to the approval question: %w", err)
-		}
-		switch strings.ToLower(strings.TrimSpace(line)) {
-		case "y", "yes":
-			return tool.AnswerYes, nil
-		case "a", "always":
-			return tool.AnswerAlways, nil
-		}
-		return tool.AnswerNo, nil
-	}
 }
 
 func truncate(s string, n int) string {

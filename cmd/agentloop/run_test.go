@@ -30,6 +30,10 @@ func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 		},
 		stdinIsPipe: stdin != "",
 	}
+	env.lookupEnv = func(k string) (string, bool) {
+		v := env.getenv(k)
+		return v, v != ""
+	}
 	code := execute(context.Background(), env, args)
 	return code, out.String(), errb.String()
 }
