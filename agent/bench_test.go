@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"runtime"
 	"slices"
@@ -82,5 +83,49 @@ func BenchmarkToolStartLatency(b *testing.B) {
 	if len(lat) > 0 {
 		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "median-ns")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+	}
+}
+
+// BenchmarkTurnOverhead measures the loop's own cost per turn (one tool
+// call, a minimal model that answers at once, a tool that returns at once)
+// over histories of different lengths: the cost must not grow with the
+// transcript.
+func BenchmarkTurnOverhead(b *testing.B) {
+	for _, n := range []int{10, 1000, 10000} {
+		b.Run(fmt.Sprintf("history=%d", n), func(b *testing.B) {
+			hist := make([]llm.Message, 0, n)
+			for i := range n {
+				if i%2 == 0 {
+					hist = append(hist, llm.UserText("an earlier question with a few words in it"))
+				} else {
+					hist = append(hist, llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text("an earlier answer")}, StopReason: llm.StopReasonStop})
+				}
+			}
+			model := llm.ModelFunc(func(ctx context.Context, _ *llm.Request) iter.Seq2[llm.Event, error] {
+				return func(yield func(llm.Event, error) bool) {
+					msg := llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.ToolCall("c", "nop", nil)}}
+					block := msg.Content[0]
+					if !yield(llm.Event{Type: llm.EventStart, Partial: &msg}, nil) ||
+						!yield(llm.Event{Type: llm.EventToolCallStart, Partial: &msg}, nil) ||
+						!yield(llm.Event{Type: llm.EventToolCallEnd, Block: &block, Partial: &msg}, nil) {
+						return
+					}
+					msg.StopReason = llm.StopReasonToolUse
+					yield(llm.Event{Type: llm.EventDone, Reason: msg.StopReason, Message: &msg, Partial: &msg}, nil)
+				}
+			})
+			nop := &tool.Func{ToolName: "nop", Concurrent: true,
+				Run: func(context.Context, tool.Call, func(tool.Partial)) (tool.Result, error) {
+					return tool.TextResult("ok"), nil
+				}}
+			a := New(Config{Model: model, Tools: registry(b, nop), Messages: hist, MaxTurns: b.N})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for ev := range a.Run(context.Background(), llm.UserText("go")) {
+				if ev.Type == EventAgentEnd && ev.Reason != ReasonMaxTurns {
+					b.Fatalf("run ended %s: %v", ev.Reason, ev.Err)
+				}
+			}
+		})
 	}
 }
