@@ -20,7 +20,8 @@ const (
 	ReadMaxBytes = 51200
 	// ReadMaxLineChars is where read cuts a long line, in characters.
 	ReadMaxLineChars = 2000
-	// ReadMaxImageBytes is the largest image read sends to a model.
+	// ReadMaxImageBytes is the largest image read sends to a model; a
+	// larger PNG, JPEG or GIF is scaled down until it fits.
 	ReadMaxImageBytes = 5 << 20
 	// GrepMaxLineChars is where grep cuts a long line, in characters.
 	GrepMaxLineChars = 500

@@ -106,9 +106,8 @@ func (t *GrepTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 	if err := checkRegular(a.Path, fi); err != nil {
 		return tool.Result{}, err
 	}
-	s.ctx = ctx
 	if !fi.IsDir() {
-		if err := s.file(start); err != nil && err != errStopWalk {
+		if err := s.file(ctx, start); err != nil && err != errStopWalk {
 			return tool.Result{}, err
 		}
 	} else {
@@ -119,7 +118,7 @@ func (t *GrepTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 			if s.glob != nil && !s.glob.match(rel) {
 				return nil
 			}
-			return s.file(abs)
+			return s.file(ctx, abs)
 		})
 		if err != nil {
 			return tool.Result{}, err
@@ -132,7 +131,6 @@ func (t *GrepTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 
 // grepSearch is the state of one grep call.
 type grepSearch struct {
-	ctx context.Context
 	ws  *Workspace
 	re  *regexp.Regexp
 	pre *regexp.Regexp // whole-file filter; nil when it could miss matches
@@ -195,7 +193,7 @@ func newGrepSearch(ws *Workspace, a grepArgs) (*grepSearch, error) {
 }
 
 // file searches one file. It returns errStopWalk when a limit is reached.
-func (s *grepSearch) file(abs string) error {
+func (s *grepSearch) file(ctx context.Context, abs string) error {
 	f, err := os.Open(abs)
 	if err != nil {
 		return nil // unreadable files are skipped, as ripgrep does
@@ -222,7 +220,7 @@ func (s *grepSearch) file(abs string) error {
 			// "\r\n" lines cannot be filtered by a pattern using $.
 			return nil
 		}
-		return s.lines(name, func() ([]byte, bool) {
+		return s.lines(ctx, name, func() ([]byte, bool) {
 			if len(data) == 0 {
 				return nil, false
 			}
@@ -245,7 +243,7 @@ func (s *grepSearch) file(abs string) error {
 		return nil
 	}
 	s.lr = fileLineReader{r: s.br, buf: s.lr.buf}
-	return s.lines(name, func() ([]byte, bool) {
+	return s.lines(ctx, name, func() ([]byte, bool) {
 		line, _, ok, err := s.lr.next(grepMaxMatchBytes)
 		return line, ok && err == nil
 	})
@@ -318,7 +316,7 @@ func foldCase(dst, src []byte) []byte {
 }
 
 // lines searches the lines next yields and prints matches with context.
-func (s *grepSearch) lines(name string, next func() ([]byte, bool)) error {
+func (s *grepSearch) lines(ctx context.Context, name string, next func() ([]byte, bool)) error {
 	type held struct {
 		n    int
 		text string
@@ -331,8 +329,8 @@ func (s *grepSearch) lines(name string, next func() ([]byte, bool)) error {
 		if !ok {
 			return nil
 		}
-		if n%8192 == 0 && s.ctx.Err() != nil {
-			return s.ctx.Err()
+		if n%8192 == 0 && ctx.Err() != nil {
+			return ctx.Err()
 		}
 		if s.re.Match(line) {
 			if s.d.Matches == s.limit {

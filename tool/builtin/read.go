@@ -8,6 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/draw"
+	_ "image/gif" // registers GIF for image.Decode
+	"image/jpeg"
+	"image/png"
 	"io"
 	"net/http"
 	"os"
@@ -127,21 +132,122 @@ func (t *ReadTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 }
 
 func readImage(p string, r io.Reader, size int64, mime string) (tool.Result, error) {
-	if size > ReadMaxImageBytes {
-		return tool.Result{}, fmt.Errorf("%s is a %s image of %d bytes, over the %d MB a model accepts; shrink it first (for example with bash)",
-			p, mime, size, ReadMaxImageBytes>>20)
+	if size > readMaxImageInput {
+		return tool.Result{}, fmt.Errorf("%s is a %s image of %d bytes, too large to send or scale down (over %d MB); shrink it first (for example with bash)",
+			p, mime, size, readMaxImageInput>>20)
 	}
-	data, err := io.ReadAll(io.LimitReader(r, ReadMaxImageBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, readMaxImageInput+1))
 	if err != nil {
 		return tool.Result{}, pathError(p, err)
 	}
+	out, outMime, note, err := fitImage(data, mime)
+	if err != nil {
+		return tool.Result{}, fmt.Errorf("%s: %v", p, err)
+	}
+	if len(out) > ReadMaxImageBytes {
+		return tool.Result{}, fmt.Errorf("%s is a %s image of %d bytes, over the %d MB a model accepts, and could not be scaled down; shrink it first (for example with bash)",
+			p, mime, len(data), ReadMaxImageBytes>>20)
+	}
 	return tool.Result{
 		Content: []llm.Content{
-			llm.Text(fmt.Sprintf("Image %s (%s, %d bytes)", p, mime, len(data))),
-			llm.Image(base64.StdEncoding.EncodeToString(data), mime),
+			llm.Text(fmt.Sprintf("Image %s (%s%s)", p, outMime, note)),
+			llm.Image(base64.StdEncoding.EncodeToString(out), outMime),
 		},
-		Details: detailsJSON(ReadDetails{Path: p, MimeType: mime}),
+		Details: detailsJSON(ReadDetails{Path: p, MimeType: outMime}),
 	}, nil
+}
+
+// ReadMaxImageSide is the longest side, in pixels, of an image read sends;
+// larger PNG, JPEG and GIF images are scaled down to fit.
+const ReadMaxImageSide = 2000
+
+// readMaxImageInput is the largest image file read will load, and
+// readMaxImagePixels the largest it will decode to scale it down.
+const (
+	readMaxImageInput  = 64 << 20
+	readMaxImagePixels = 100_000_000
+)
+
+// fitImage returns the image to send: data itself when it is small enough
+// in bytes and pixels, else a scaled-down re-encoding. WebP, which the
+// standard library cannot decode, is sent as it is. note describes the
+// image for the model.
+func fitImage(data []byte, mime string) (out []byte, outMime, note string, err error) {
+	if mime == "image/webp" {
+		return data, mime, fmt.Sprintf(", %d bytes", len(data)), nil
+	}
+	cfg, _, cerr := image.DecodeConfig(bytes.NewReader(data))
+	if cerr != nil {
+		// Sent as it is: the provider may know better than our decoders.
+		return data, mime, fmt.Sprintf(", %d bytes", len(data)), nil
+	}
+	w, h := cfg.Width, cfg.Height
+	if w <= ReadMaxImageSide && h <= ReadMaxImageSide && len(data) <= ReadMaxImageBytes {
+		return data, mime, fmt.Sprintf(", %dx%d, %d bytes", w, h, len(data)), nil
+	}
+	if w*h > readMaxImagePixels {
+		return nil, "", "", fmt.Errorf("the image is %dx%d, too large to scale down here; shrink it first (for example with bash)", w, h)
+	}
+	img, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, "", "", fmt.Errorf("the image cannot be decoded to scale it down: %v", err)
+	}
+	scale := min(1, float64(ReadMaxImageSide)/float64(w), float64(ReadMaxImageSide)/float64(h))
+	nw, nh := max(1, int(float64(w)*scale)), max(1, int(float64(h)*scale))
+	small := scaleImage(img, nw, nh)
+	var buf bytes.Buffer
+	outMime = mime
+	if mime == "image/jpeg" {
+		err = jpeg.Encode(&buf, small, &jpeg.Options{Quality: 85})
+	} else {
+		outMime = "image/png"
+		err = png.Encode(&buf, small)
+		if err == nil && buf.Len() > ReadMaxImageBytes {
+			buf.Reset()
+			outMime = "image/jpeg"
+			err = jpeg.Encode(&buf, small, &jpeg.Options{Quality: 85})
+		}
+	}
+	if err != nil {
+		return nil, "", "", fmt.Errorf("re-encode the scaled image: %v", err)
+	}
+	return buf.Bytes(), outMime, fmt.Sprintf(", %dx%d scaled down from %dx%d, %d bytes", nw, nh, w, h, buf.Len()), nil
+}
+
+// scaleImage scales src to w x h by averaging the source pixels that fall
+// in each destination pixel (a box filter), in premultiplied RGBA.
+func scaleImage(src image.Image, w, h int) *image.RGBA {
+	b := src.Bounds()
+	rgba, ok := src.(*image.RGBA)
+	if !ok {
+		rgba = image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+		draw.Draw(rgba, rgba.Bounds(), src, b.Min, draw.Src)
+	}
+	sw, sh := rgba.Bounds().Dx(), rgba.Bounds().Dy()
+	dst := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		y0, y1 := y*sh/h, max((y+1)*sh/h, y*sh/h+1)
+		for x := range w {
+			x0, x1 := x*sw/w, max((x+1)*sw/w, x*sw/w+1)
+			var sum [4]uint64
+			for sy := y0; sy < y1; sy++ {
+				row := rgba.Pix[sy*rgba.Stride:]
+				for sx := x0; sx < x1; sx++ {
+					p := row[sx*4 : sx*4+4]
+					sum[0] += uint64(p[0])
+					sum[1] += uint64(p[1])
+					sum[2] += uint64(p[2])
+					sum[3] += uint64(p[3])
+				}
+			}
+			n := uint64((y1 - y0) * (x1 - x0))
+			d := dst.Pix[y*dst.Stride+x*4:]
+			for i := range 4 {
+				d[i] = uint8(sum[i] / n)
+			}
+		}
+	}
+	return dst
 }
 
 // imageType returns the MIME type of the image formats models accept,

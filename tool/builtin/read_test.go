@@ -1,9 +1,14 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/jpeg"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -233,5 +238,51 @@ func TestNotRegularFile(t *testing.T) {
 	// A FIFO met while walking is skipped, not opened.
 	if res := run(t, NewGrep(w), `{"pattern":"alpha"}`); res.Text() != "a.txt:1: alpha" {
 		t.Errorf("grep over a tree with a FIFO: %q", res.Text())
+	}
+}
+
+func TestReadImageScaled(t *testing.T) {
+	w, tmp := newTestWorkspace(t, nil)
+	encode := func(name string, wd, ht int, jpg bool) {
+		img := image.NewRGBA(image.Rect(0, 0, wd, ht))
+		for i := range img.Pix {
+			img.Pix[i] = uint8(i * 7)
+		}
+		var buf bytes.Buffer
+		if jpg {
+			if err := jpeg.Encode(&buf, img, nil); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := png.Encode(&buf, img); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, tmp+"/ws/"+name, buf.String())
+	}
+	encode("small.png", 10, 20, false)
+	encode("wide.png", 3000, 1000, false)
+	encode("tall.jpg", 500, 4100, true)
+	tests := []struct {
+		name, mime, note string
+		w, h             int
+	}{
+		{"small.png", "image/png", "Image small.png (image/png, 10x20, ", 10, 20},
+		{"wide.png", "image/png", "Image wide.png (image/png, 2000x666 scaled down from 3000x1000, ", 2000, 666},
+		{"tall.jpg", "image/jpeg", "Image tall.jpg (image/jpeg, 243x2000 scaled down from 500x4100, ", 243, 2000},
+	}
+	for _, tt := range tests {
+		res := run(t, NewRead(w), `{"path":"`+tt.name+`"}`)
+		if res.IsError || len(res.Content) != 2 || !strings.HasPrefix(res.Text(), tt.note) {
+			t.Errorf("%s: %q", tt.name, res.Text())
+			continue
+		}
+		img := res.Content[1]
+		data, err := base64.StdEncoding.DecodeString(img.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+		if err != nil || cfg.Width != tt.w || cfg.Height != tt.h || "image/"+format != tt.mime || img.MimeType != tt.mime {
+			t.Errorf("%s: sent %s %dx%d (%v), want %s %dx%d", tt.name, format, cfg.Width, cfg.Height, err, tt.mime, tt.w, tt.h)
+		}
 	}
 }
