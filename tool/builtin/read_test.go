@@ -259,15 +259,15 @@ func TestReadImageScaled(t *testing.T) {
 		writeFile(t, tmp+"/ws/"+name, buf.String())
 	}
 	encode("small.png", 10, 20, false)
-	encode("wide.png", 3000, 1000, false)
-	encode("tall.jpg", 500, 4100, true)
+	encode("wide.png", 2200, 100, false)
+	encode("tall.jpg", 100, 2200, true)
 	tests := []struct {
 		name, mime, note string
 		w, h             int
 	}{
 		{"small.png", "image/png", "Image small.png (image/png, 10x20, ", 10, 20},
-		{"wide.png", "image/png", "Image wide.png (image/png, 2000x666 scaled down from 3000x1000, ", 2000, 666},
-		{"tall.jpg", "image/jpeg", "Image tall.jpg (image/jpeg, 243x2000 scaled down from 500x4100, ", 243, 2000},
+		{"wide.png", "image/png", "Image wide.png (image/png, 2000x90 scaled down from 2200x100, ", 2000, 90},
+		{"tall.jpg", "image/jpeg", "Image tall.jpg (image/jpeg, 90x2000 scaled down from 100x2200, ", 90, 2000},
 	}
 	for _, tt := range tests {
 		res := run(t, NewRead(w), `{"path":"`+tt.name+`"}`)
