@@ -294,8 +294,9 @@ func (a *Agent) Subscribe(fn func(Event)) (unsubscribe func()) {
 
 // Steer queues a message to inject while the agent works: after the
 // current tool batch settles (or, in SteerInterrupt mode, at once,
-// cancelling the batch), before the next model call. Queued when no run is
-// active, it is used by the next run.
+// cancelling the batch), before the next model call. All queued messages
+// are injected together. Queued when no run is active, it is used by the
+// next run.
 func (a *Agent) Steer(msg llm.Message) {
 	a.mu.Lock()
 	a.steer = append(a.steer, msg)
@@ -309,7 +310,8 @@ func (a *Agent) Steer(msg llm.Message) {
 	}
 }
 
-// FollowUp queues a message to inject when the agent would otherwise stop.
+// FollowUp queues a message to inject when the agent would otherwise stop
+// (after any steering). All queued follow-ups are injected together.
 func (a *Agent) FollowUp(msg llm.Message) {
 	a.mu.Lock()
 	a.follow = append(a.follow, msg)

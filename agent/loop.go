@@ -108,6 +108,10 @@ func (r *run) loop(prompts []llm.Message, cont bool) {
 			wantTools = out.calls > 0
 			pending = r.a.drain(&r.a.steer)
 		}
+		// Steering that arrived after the last turn's check, then follow-ups.
+		if pending = r.a.drain(&r.a.steer); len(pending) > 0 {
+			continue
+		}
 		if pending = r.a.drain(&r.a.follow); len(pending) > 0 {
 			continue
 		}

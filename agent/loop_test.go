@@ -433,3 +433,17 @@ func first(seq func(func(Event, error) bool)) (Event, error) {
 	}
 	return Event{}, nil
 }
+
+func TestSteerDuringFinalAnswerIsNotLost(t *testing.T) {
+	m := faux.New(faux.Say("answer"), faux.Say("answer to the steer"))
+	a := New(Config{Model: m})
+	a.Subscribe(func(e Event) {
+		if e.Type == EventTurnEnd && e.Turn == 1 {
+			a.Steer(llm.UserText("one more thing"))
+		}
+	})
+	runAll(t, a, context.Background(), llm.UserText("hi"))
+	if m.Calls() != 2 {
+		t.Fatalf("calls %d: the steering message was left in the queue", m.Calls())
+	}
+}
