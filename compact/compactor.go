@@ -338,6 +338,34 @@ func (c *Compactor) keepTruncations(ctx context.Context, v view, recs []Truncati
 	}
 }
 
+// Restore gives a new Compactor the decisions a stored session recorded,
+// for a caller that resumes with the full history rather than with the
+// compacted context: the last compaction (nil for none) and the
+// truncations recorded since. msgs is the history the records' indices
+// refer to.
+func (c *Compactor) Restore(msgs []llm.Message, rec *CompactionRecord, truncs []Truncation) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rec != nil {
+		if rec.FirstKeptIndex <= 0 || rec.FirstKeptIndex >= len(msgs) {
+			return fmt.Errorf("compact: restore: first kept message %d is outside the history of %d messages; pass the history the record was made on",
+				rec.FirstKeptIndex, len(msgs))
+		}
+		c.st.summary = rec.Summary
+		c.st.summaryTS = c.now()
+		c.st.files = rec.Files
+		c.st.firstKept = rec.FirstKeptIndex
+		c.st.keptKey = keyOf(&msgs[rec.FirstKeptIndex])
+	}
+	for _, t := range truncs {
+		c.st.truncs[t.ToolCallID] = t.Content
+	}
+	if rec != nil || len(truncs) > 0 {
+		c.st.usageFrom = len(msgs)
+	}
+	return nil
+}
+
 // TransformContext is the hook the agent loop calls before every model
 // request. It caps oversized tool results, runs the precheck and takes its
 // route: shorten tool results, clear old ones, summarise old history, and
@@ -370,7 +398,9 @@ func (c *Compactor) Compact(ctx context.Context, msgs []llm.Message, instruction
 
 // Recover compacts after a provider refused the prompt as too long (a
 // context-overflow error), then fits the context to its budget as
-// TransformContext does. The runner calls it before retrying.
+// TransformContext does. The runner calls it before retrying; the
+// decisions are kept, so the agent's next TransformContext applies them
+// too, and the returned messages are for callers that send them directly.
 func (c *Compactor) Recover(ctx context.Context, msgs []llm.Message) ([]llm.Message, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -403,3 +403,32 @@ func TestPersistToolResult(t *testing.T) {
 		t.Error("small result changed")
 	}
 }
+
+func TestRestore(t *testing.T) {
+	h := newHarness(t, Config{DisableMicrocompact: true}, &fakeModel{})
+	msgs := append(conversation(30, 300), user("go"), assistant("", call("x", "read", `{}`)),
+		result("x", "read", rep("r\n", 25_000)))
+	want, err := h.c.TransformContext(context.Background(), msgs)
+	if err != nil || len(h.rec.compactions) != 1 || len(h.rec.truncations) == 0 {
+		t.Fatalf("setup: %v, %d compactions, %d truncations", err, len(h.rec.compactions), len(h.rec.truncations))
+	}
+	fresh := newHarness(t, Config{DisableMicrocompact: true}, &fakeModel{})
+	if err := fresh.c.Restore(msgs, &h.rec.compactions[0], h.rec.truncations); err != nil {
+		t.Fatal(err)
+	}
+	got, err := fresh.c.TransformContext(context.Background(), msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.model.count() != 0 || len(got) != len(want) {
+		t.Fatalf("restored view: %d messages (want %d), %d summariser calls", len(got), len(want), fresh.model.count())
+	}
+	for i := range got {
+		if got[i].Text() != want[i].Text() {
+			t.Errorf("message %d differs", i)
+		}
+	}
+	if err := fresh.c.Restore(msgs[:3], &h.rec.compactions[0], nil); err == nil {
+		t.Error("a record outside the history must be refused")
+	}
+}
