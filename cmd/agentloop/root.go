@@ -21,15 +21,13 @@ Try it offline on the scripted model:
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{err: flagErr{err}}
 	})
-	root.AddCommand(newRunCmd(env))
-	for _, add := range extraCommands {
-		root.AddCommand(add(env))
-	}
+	root.AddCommand(
+		newRunCmd(env),
+		newHooksCmd(env),
+		newTrustCmd(env),
+	)
 	return root
 }
-
-// extraCommands are the subcommands beyond run, each defined in its own file.
-var extraCommands []func(*cliEnv) *cobra.Command
 
 type flagErr struct{ error }
 

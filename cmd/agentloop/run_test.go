@@ -18,8 +18,15 @@ import (
 // stdout and stderr.
 func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
+	env, out, errb := testEnv(t.TempDir(), stdin)
+	code := execute(context.Background(), env, args)
+	return code, out.String(), errb.String()
+}
+
+// testEnv is a process environment for in-process commands: home is
+// $AGENTLOOP_HOME, no other variable is set, stdin is the given text.
+func testEnv(home, stdin string) (*cliEnv, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer
-	home := t.TempDir()
 	env := &cliEnv{
 		stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb,
 		getenv: func(k string) string {
@@ -34,8 +41,7 @@ func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 		v := env.getenv(k)
 		return v, v != ""
 	}
-	code := execute(context.Background(), env, args)
-	return code, out.String(), errb.String()
+	return env, &out, &errb
 }
 
 func writeFile(t *testing.T, path, content string) string {
