@@ -47,5 +47,10 @@
 // read tool, and answers with a short summary. The CLI resolves
 // --model faux/demo to it.
 //
-// faux imports llm only.
+// Tool-call arguments follow the wire packages' conventions (package
+// llm/jsonpartial): during toolcall_delta events the partial call holds the
+// arguments parsed so far; toolcall_end holds the strictly parsed object, or,
+// for text that is not one (a cut-off call), jsonpartial.Invalid of it.
+//
+// faux imports llm and llm/jsonpartial.
 package faux

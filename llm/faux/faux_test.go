@@ -67,6 +67,9 @@ func TestStreamChunksBlocks(t *testing.T) {
 			thinking.WriteString(e.Delta)
 		case llm.EventToolCallDelta:
 			argText.WriteString(e.Delta)
+			if a := e.Partial.Content[e.ContentIndex].Arguments; !json.Valid(a) || a[0] != '{' {
+				t.Errorf("partial arguments after %q are not an object: %s", argText.String(), a)
+			}
 		}
 		if e.Partial == nil {
 			t.Fatalf("%s has no partial message", e.Type)

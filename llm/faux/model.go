@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/jsonpartial"
 )
 
 // Default model metadata, the same as pi's faux provider.
@@ -291,8 +292,12 @@ func (p *player) usage(prompt int) *llm.Usage {
 func (p *player) abort() {
 	for i := range p.msg.Content {
 		c := &p.msg.Content[i]
-		if c.Type == llm.ContentToolCall && !json.Valid(c.Arguments) {
-			c.Arguments = invalidArgs(c.Arguments)
+		if c.Type == llm.ContentToolCall && !jsonpartial.IsInvalid(c.Arguments) {
+			if args, err := jsonpartial.Strict(c.Arguments); err == nil {
+				c.Arguments = args
+			} else {
+				c.Arguments = jsonpartial.Invalid(c.Arguments)
+			}
 		}
 	}
 	p.msg.StopReason = llm.StopReasonAborted
@@ -377,23 +382,17 @@ func (p *player) playToolCall(i int, b llm.Content) bool {
 		d := raw[sent : sent+n]
 		sent += n
 		p.out += n
+		p.msg.Content[i].Arguments = jsonpartial.Parse([]byte(raw[:sent]))
 		if !p.emit(llm.Event{Type: llm.EventToolCallDelta, ContentIndex: i, Delta: d}) {
 			return false
 		}
 	}
-	args := json.RawMessage(raw)
-	if !json.Valid(args) {
-		args = invalidArgs(args)
+	args, err := jsonpartial.Strict([]byte(raw))
+	if err != nil {
+		args = jsonpartial.Invalid([]byte(raw))
 	}
 	p.msg.Content[i].Arguments = args
 	done := p.msg.Content[i]
 	return p.emit(llm.Event{Type: llm.EventToolCallEnd, ContentIndex: i, Block: &done})
 }
 
-// invalidArgs encodes arguments that do not parse as a JSON string, the
-// convention the wire packages follow for a cut-off call: the registry
-// rejects anything but an object, so such a call never runs.
-func invalidArgs(raw []byte) json.RawMessage {
-	b, _ := json.Marshal(string(raw))
-	return b
-}
