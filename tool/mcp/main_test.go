@@ -104,9 +104,14 @@ func httpTestServer(t *testing.T, token string) *httptest.Server {
 }
 
 // stdioServer is the configuration that runs this test binary as a stdio
-// server in the given mode.
+// server in the given mode. A -race binary otherwise sleeps a second at
+// exit.
 func stdioServer(mode string) ServerConfig {
-	return ServerConfig{Command: os.Args[0], Args: []string{"-test.run=^$"}, Env: map[string]string{testServerEnv: mode}}
+	return ServerConfig{Command: os.Args[0], Args: []string{"-test.run=^$"}, Env: serverEnv(mode)}
+}
+
+func serverEnv(mode string) map[string]string {
+	return map[string]string{testServerEnv: mode, "GORACE": "atexit_sleep_ms=0"}
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

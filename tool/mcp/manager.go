@@ -98,7 +98,11 @@ type server struct {
 	tools   []*Tool
 	tag     string // process tag of a stdio server
 	stderr  *tailWriter
-	watched chan struct{} // closed when the watcher has seen the connection end
+	// The read end of a stdio server's stderr pipe, the write end (closed
+	// once the server has started), and the copier's end.
+	stderrR, stderrW *os.File
+	stderrDone       chan struct{}
+	watched          chan struct{} // closed when the watcher has seen the connection end
 }
 
 // Start starts every server in cfg concurrently and lists their tools;
@@ -169,8 +173,12 @@ func (s *server) start(ctx context.Context) {
 	client := sdk.NewClient(&sdk.Implementation{Name: s.m.opts.ClientName, Version: s.m.opts.ClientVersion},
 		&sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}})
 	cs, err := client.Connect(ctx, transport, nil)
+	if s.stderrW != nil {
+		s.stderrW.Close() // the server has its own copy
+	}
 	if err != nil {
 		s.sweep()
+		s.drainStderr(stopTimeout)
 		fail(s.explain("start", ctx, err))
 		return
 	}
@@ -180,6 +188,7 @@ func (s *server) start(ctx context.Context) {
 		if err != nil {
 			_ = cs.Close()
 			s.sweep()
+			s.drainStderr(stopTimeout)
 			fail(s.explain("list tools", ctx, err))
 			return
 		}
@@ -223,7 +232,19 @@ func (s *server) transport() (sdk.Transport, error) {
 		if s.m.opts.Stderr != nil {
 			stderr = io.MultiWriter(s.stderr, s.m.opts.Stderr)
 		}
-		cmd.Stderr = stderr
+		// A pipe of our own rather than an io.Writer: exec.Cmd.Wait would
+		// otherwise wait for every process holding the server's stderr
+		// (its children too) before it returns.
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("create the stderr pipe: %w", err)
+		}
+		s.stderrR, s.stderrW, s.stderrDone = pr, pw, make(chan struct{})
+		go func() {
+			defer close(s.stderrDone)
+			_, _ = io.Copy(stderr, pr)
+		}()
+		cmd.Stderr = pw
 		// Its own process group and a tag, so that Close can end what the
 		// server started (npx starts node, which may start more).
 		s.tag = proc.NewTag()
@@ -279,10 +300,32 @@ func (s *server) watch(cs *sdk.ClientSession) {
 	if err == nil {
 		err = errors.New("the connection ended")
 	}
-	s.state, s.err = StateExited, s.explain("server exited", context.Background(), err)
+	s.state = StateExited
 	s.mu.Unlock()
-	s.m.opts.Logger.Warn("mcp server exited; its tools are dropped", "server", s.name, "err", s.err)
 	s.sweep()
+	s.drainStderr(stopTimeout)
+	err = s.explain("server exited", context.Background(), err)
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
+	s.m.opts.Logger.Warn("mcp server exited; its tools are dropped", "server", s.name, "err", err)
+}
+
+// drainStderr waits, at most timeout, for the copier of a stdio server's
+// stderr to reach the end, then stops it.
+func (s *server) drainStderr(timeout time.Duration) {
+	if s.stderrDone == nil {
+		return
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-s.stderrDone:
+	case <-t.C:
+		s.stderrR.Close() // a process that escaped the sweep holds the pipe
+		<-s.stderrDone
+	}
+	s.stderrR.Close()
 }
 
 // markExited records that a call found the connection closed.
@@ -314,6 +357,7 @@ func (s *server) close() {
 		<-watched
 	}
 	s.sweep()
+	s.drainStderr(stopTimeout)
 }
 
 // Tools returns the tools of the servers that are ready, by server name

@@ -192,7 +192,7 @@ func TestCloseStopsServersAndTheirChildren(t *testing.T) {
 	// The server is started through a shell that also leaves a child in
 	// the background: Close must end both.
 	script := "sleep 300.9173 & exec " + os.Args[0] + " -test.run=^$"
-	cfg := Config{Servers: map[string]ServerConfig{"sh": {Command: "bash", Args: []string{"-c", script}, Env: map[string]string{testServerEnv: "stdio"}}}}
+	cfg := Config{Servers: map[string]ServerConfig{"sh": {Command: "bash", Args: []string{"-c", script}, Env: serverEnv("stdio")}}}
 	m, err := Start(context.Background(), cfg, quiet())
 	if err != nil {
 		t.Fatal(err)
