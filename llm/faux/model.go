@@ -395,4 +395,3 @@ func (p *player) playToolCall(i int, b llm.Content) bool {
 	done := p.msg.Content[i]
 	return p.emit(llm.Event{Type: llm.EventToolCallEnd, ContentIndex: i, Block: &done})
 }
-
