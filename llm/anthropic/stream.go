@@ -1,15 +1,291 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"iter"
+	"net/http"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/sse"
 )
+
+// The stream events, decoded into one struct: only the fields of the
+// event's type are set.
+type streamEvent struct {
+	Type    string `json:"type"`
+	Message struct {
+		ID    string `json:"id"`
+		Model string `json:"model"`
+		Usage usage  `json:"usage"`
+	} `json:"message"`
+	Index        int `json:"index"`
+	ContentBlock struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Thinking string          `json:"thinking"`
+		Data     string          `json:"data"`
+		ID       string          `json:"id"`
+		Name     string          `json:"name"`
+		Input    json.RawMessage `json:"input"`
+	} `json:"content_block"`
+	Delta struct {
+		Type        string  `json:"type"`
+		Text        string  `json:"text"`
+		Thinking    string  `json:"thinking"`
+		Signature   string  `json:"signature"`
+		PartialJSON string  `json:"partial_json"`
+		StopReason  *string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *usage `json:"usage"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// usage holds the counters; nil fields were absent or null, and leave the
+// earlier value alone (message_delta counts are cumulative).
+type usage struct {
+	InputTokens              *int `json:"input_tokens"`
+	OutputTokens             *int `json:"output_tokens"`
+	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
+}
+
+func (u *usage) apply(to *llm.Usage) {
+	if u.InputTokens != nil {
+		to.Input = *u.InputTokens
+	}
+	if u.OutputTokens != nil {
+		to.Output = *u.OutputTokens
+	}
+	if u.CacheCreationInputTokens != nil {
+		to.CacheWrite = *u.CacheCreationInputTokens
+	}
+	if u.CacheReadInputTokens != nil {
+		to.CacheRead = *u.CacheReadInputTokens
+	}
+}
+
+// errorStatus is the HTTP status each error type stands for, used for
+// errors that arrive inside a stream.
+var errorStatus = map[string]int{
+	"invalid_request_error": 400,
+	"authentication_error":  401,
+	"billing_error":         402,
+	"permission_error":      403,
+	"not_found_error":       404,
+	"request_too_large":     413,
+	"rate_limit_error":      429,
+	"api_error":             500,
+	"timeout_error":         504,
+	"overloaded_error":      529,
+}
 
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		yield(llm.Event{}, llm.NetworkError(m.provider, m.cfg.Info.ID, errors.New("anthropic: streaming is not implemented yet")))
+		b := newBuilder(m.cfg.Info, m.provider, llm.APIAnthropicMessages, yield)
+		body, err := json.Marshal(m.buildRequest(req))
+		if err != nil {
+			b.fail(fmt.Errorf("anthropic: encode request: %w", err))
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			b.fail(context.Cause(ctx))
+			return
+		}
+		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))
+		if err != nil {
+			b.fail(fmt.Errorf("anthropic: build request for %s: %w", m.endpoint, err))
+			return
+		}
+		setHeaders(httpReq.Header, map[string]string{
+			"Content-Type":      "application/json",
+			"Accept":            "text/event-stream",
+			"X-Api-Key":         m.cfg.APIKey,
+			"Anthropic-Version": APIVersion,
+		}, m.cfg.Headers)
+
+		x := newExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
+		defer x.close()
+		if err := x.do(m.client, httpReq); err != nil {
+			b.fail(err)
+			return
+		}
+		if !b.start() {
+			return
+		}
+		d := decoder{m: m, b: b}
+		r := sse.NewReader(x.resp.Body)
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				if err == io.EOF {
+					err = truncatedStream(m.provider, m.cfg.Info.ID)
+				} else if errors.Is(err, sse.ErrEventTooLarge) {
+					err = malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
+				} else {
+					err = x.failure(err)
+				}
+				b.fail(err)
+				return
+			}
+			if ev.Type == "ping" {
+				continue // keep-alive: does not reset the idle timer
+			}
+			x.touch()
+			if ev.Done() {
+				continue // a proxy's sentinel after message_stop
+			}
+			finished, err := d.handle(&ev)
+			if err != nil {
+				if r.Truncated() {
+					err = truncatedStream(m.provider, m.cfg.Info.ID)
+				}
+				b.fail(err)
+				return
+			}
+			if finished || b.stopped {
+				return
+			}
+		}
+	}
+}
+
+// decoder maps the stream's events onto the builder.
+type decoder struct {
+	m          *Model
+	b          *builder
+	blocks     map[int]int // server index → content index
+	stopReason string
+	ev         streamEvent
+}
+
+// handle applies one event; finished is true after message_stop.
+func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
+	m, b := d.m, d.b
+	d.ev = streamEvent{}
+	e := &d.ev
+	if err := json.Unmarshal(ev.Data, e); err != nil {
+		return false, malformed(m.provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
+	}
+	if e.Type == "" {
+		e.Type = ev.Type
+	}
+	switch e.Type {
+	case "message_start":
+		e.Message.Usage.apply(b.msg.Usage)
+	case "content_block_start":
+		cb := &e.ContentBlock
+		if cb.Type == "" {
+			return false, malformed(m.provider, m.cfg.Info.ID, "content_block_start without a content block", ev.Data)
+		}
+		var c llm.Content
+		switch cb.Type {
+		case "text":
+			c = llm.Content{Type: llm.ContentText}
+		case "thinking":
+			c = llm.Content{Type: llm.ContentThinking}
+		case "redacted_thinking":
+			c = llm.Content{Type: llm.ContentThinking, Redacted: true, ThinkingSignature: cb.Data}
+		case "tool_use":
+			c = llm.Content{Type: llm.ContentToolCall, ID: cb.ID, Name: cb.Name, Arguments: json.RawMessage("{}")}
+		default:
+			return false, nil // server tools and other blocks we do not model
+		}
+		i, ok := b.begin(c)
+		if d.blocks == nil {
+			d.blocks = map[int]int{}
+		}
+		d.blocks[e.Index] = i
+		if !ok {
+			return false, nil
+		}
+		switch {
+		case cb.Type == "text" && cb.Text != "":
+			b.text(i, cb.Text)
+		case cb.Type == "thinking" && cb.Thinking != "":
+			b.thinking(i, cb.Thinking)
+		case cb.Type == "tool_use":
+			// The input normally arrives as deltas after an empty {};
+			// a non-empty input here is the whole of it.
+			if in := bytes.TrimSpace(cb.Input); len(in) > 0 && string(in) != "{}" {
+				b.toolArgs(i, string(in))
+			}
+		}
+	case "content_block_delta":
+		i, ok := d.blocks[e.Index]
+		if !ok {
+			return false, nil
+		}
+		switch e.Delta.Type {
+		case "text_delta":
+			b.text(i, e.Delta.Text)
+		case "thinking_delta":
+			b.thinking(i, e.Delta.Thinking)
+		case "signature_delta":
+			b.msg.Content[i].ThinkingSignature += e.Delta.Signature
+		case "input_json_delta":
+			if e.Delta.PartialJSON != "" {
+				b.toolArgs(i, e.Delta.PartialJSON)
+			}
+		}
+	case "content_block_stop":
+		if i, ok := d.blocks[e.Index]; ok {
+			delete(d.blocks, e.Index)
+			b.end(i)
+		}
+	case "message_delta":
+		if e.Delta.StopReason != nil {
+			d.stopReason = *e.Delta.StopReason
+		}
+		if e.Usage != nil {
+			e.Usage.apply(b.msg.Usage)
+		}
+	case "message_stop":
+		reason, err := d.mapStop()
+		if err != nil {
+			return true, err
+		}
+		b.done(reason)
+		return true, nil
+	case "error":
+		typ, msg := e.Error.Type, e.Error.Message
+		status := errorStatus[typ]
+		pe := llm.NewHTTPError(m.provider, m.cfg.Info.ID, status, nil, ev.Data)
+		if msg != "" && pe.Message == string(bytes.TrimSpace(ev.Data)) {
+			pe.Message = typ + ": " + msg
+		}
+		return true, pe
+	}
+	return false, nil
+}
+
+// mapStop maps the stop reason; the ones that mean failure become errors.
+func (d *decoder) mapStop() (llm.StopReason, error) {
+	m := d.m
+	switch d.stopReason {
+	case "end_turn", "stop_sequence", "pause_turn", "":
+		return llm.StopReasonStop, nil
+	case "tool_use":
+		return llm.StopReasonToolUse, nil
+	case "max_tokens":
+		return llm.StopReasonLength, nil
+	case "model_context_window_exceeded":
+		pe := llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil,
+			[]byte("model_context_window_exceeded: the prompt and the output exceed the model's context window"))
+		pe.Reason = llm.ReasonContextOverflow
+		return "", pe
+	case "refusal", "sensitive":
+		pe := llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte(d.stopReason+": the model declined to answer this request"))
+		return "", pe
+	default:
+		// A stop reason newer than this code: the message is complete.
+		return llm.StopReasonStop, nil
 	}
 }

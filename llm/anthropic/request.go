@@ -1,0 +1,238 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// The request body of POST /v1/messages.
+type request struct {
+	Model       string          `json:"model"`
+	MaxTokens   int             `json:"max_tokens"`
+	Stream      bool            `json:"stream"`
+	System      []block         `json:"system,omitempty"`
+	Messages    []message       `json:"messages"`
+	Tools       []tool          `json:"tools,omitempty"`
+	ToolChoice  *toolChoice     `json:"tool_choice,omitempty"`
+	Thinking    *thinkingConfig `json:"thinking,omitempty"`
+	Temperature *float64        `json:"temperature,omitempty"`
+}
+
+type message struct {
+	Role    string  `json:"role"`
+	Content []block `json:"content"`
+}
+
+// block is any content block we send; only the fields of its type are set.
+type block struct {
+	Type         string          `json:"type"`
+	Text         string          `json:"text,omitempty"`
+	Source       *imageSource    `json:"source,omitempty"`
+	Thinking     *string         `json:"thinking,omitempty"`
+	Signature    string          `json:"signature,omitempty"`
+	Data         string          `json:"data,omitempty"`
+	ID           string          `json:"id,omitempty"`
+	Name         string          `json:"name,omitempty"`
+	Input        json.RawMessage `json:"input,omitempty"`
+	ToolUseID    string          `json:"tool_use_id,omitempty"`
+	Content      []block         `json:"content,omitempty"`
+	IsError      bool            `json:"is_error,omitempty"`
+	CacheControl *cacheControl   `json:"cache_control,omitempty"`
+}
+
+type imageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+type cacheControl struct {
+	Type string `json:"type"`
+}
+
+type tool struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *cacheControl   `json:"cache_control,omitempty"`
+}
+
+type toolChoice struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+}
+
+type thinkingConfig struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens,omitempty"`
+}
+
+var ephemeral = &cacheControl{Type: "ephemeral"}
+
+// ThinkingBudgets are the thinking token budgets per level.
+var ThinkingBudgets = map[llm.ThinkingLevel]int{
+	llm.ThinkingMinimal: 1024,
+	llm.ThinkingLow:     2048,
+	llm.ThinkingMedium:  8192,
+	llm.ThinkingHigh:    16384,
+	llm.ThinkingXHigh:   32768,
+}
+
+// defaultMaxTokens is the output cap when neither the request nor the
+// model info gives one.
+const defaultMaxTokens = 8192
+
+func (m *Model) buildRequest(req *llm.Request) *request {
+	info := &m.cfg.Info
+	r := &request{Model: info.ID, Stream: true}
+	r.MaxTokens = req.Options.MaxTokens
+	if r.MaxTokens <= 0 {
+		r.MaxTokens = info.MaxTokens
+	}
+	if r.MaxTokens <= 0 {
+		r.MaxTokens = defaultMaxTokens
+	}
+	if lvl := req.Options.Thinking; lvl.Enabled() && info.Reasoning {
+		budget := ThinkingBudgets[lvl]
+		if budget == 0 {
+			budget = ThinkingBudgets[llm.ThinkingMedium]
+		}
+		// The budget comes out of max_tokens: make room for it, within the
+		// model's output limit.
+		total := r.MaxTokens + budget
+		if info.MaxTokens > 0 && total > info.MaxTokens {
+			total = info.MaxTokens
+		}
+		if budget >= total {
+			budget = max(1024, total-1024)
+		}
+		if budget < total {
+			r.MaxTokens = total
+			r.Thinking = &thinkingConfig{Type: "enabled", BudgetTokens: budget}
+		}
+	}
+	if r.Thinking == nil {
+		r.Temperature = req.Options.Temperature
+	}
+	if req.SystemPrompt != "" {
+		r.System = []block{{Type: "text", Text: req.SystemPrompt, CacheControl: ephemeral}}
+	}
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if len(bytes.TrimSpace(schema)) == 0 {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		r.Tools = append(r.Tools, tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	if n := len(r.Tools); n > 0 {
+		r.Tools[n-1].CacheControl = ephemeral
+		switch c := req.Options.ToolChoice; c {
+		case "", "auto":
+		case "none":
+			r.ToolChoice = &toolChoice{Type: "none"}
+		case "required", "any":
+			r.ToolChoice = &toolChoice{Type: "any"}
+		default:
+			r.ToolChoice = &toolChoice{Type: "tool", Name: c}
+		}
+	}
+	r.Messages = m.convertMessages(req.Messages)
+	// Cache breakpoint on the latest user turn.
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if r.Messages[i].Role == "user" {
+			c := r.Messages[i].Content
+			c[len(c)-1].CacheControl = ephemeral
+			break
+		}
+	}
+	return r
+}
+
+// convertMessages turns the history into Anthropic turns: tool results
+// become user turns of tool_result blocks (consecutive ones merged), failed
+// assistant messages without tool calls are left out, and thinking is
+// replayed as thinking only to the model that produced it.
+func (m *Model) convertMessages(msgs []llm.Message) []message {
+	out := make([]message, 0, len(msgs))
+	for i := range msgs {
+		msg := &msgs[i]
+		switch msg.Role {
+		case llm.RoleUser:
+			blocks := userBlocks(msg.Content)
+			if len(blocks) > 0 {
+				out = append(out, message{Role: "user", Content: blocks})
+			}
+		case llm.RoleAssistant:
+			blocks := m.assistantBlocks(msg)
+			if len(blocks) > 0 {
+				out = append(out, message{Role: "assistant", Content: blocks})
+			}
+		case llm.RoleToolResult:
+			b := block{Type: "tool_result", ToolUseID: sanitizeID(msg.ToolCallID, 64), IsError: msg.IsError}
+			b.Content = userBlocks(msg.Content)
+			if n := len(out); n > 0 && out[n-1].Role == "user" && len(out[n-1].Content) > 0 && out[n-1].Content[0].Type == "tool_result" {
+				out[n-1].Content = append(out[n-1].Content, b)
+			} else {
+				out = append(out, message{Role: "user", Content: []block{b}})
+			}
+		}
+	}
+	return out
+}
+
+func userBlocks(content []llm.Content) []block {
+	blocks := make([]block, 0, len(content))
+	for _, c := range content {
+		switch c.Type {
+		case llm.ContentText:
+			if c.Text != "" {
+				blocks = append(blocks, block{Type: "text", Text: c.Text})
+			}
+		case llm.ContentImage:
+			blocks = append(blocks, block{Type: "image", Source: &imageSource{Type: "base64", MediaType: c.MimeType, Data: c.Data}})
+		}
+	}
+	return blocks
+}
+
+func (m *Model) assistantBlocks(msg *llm.Message) []block {
+	hasCalls := false
+	for _, c := range msg.Content {
+		if c.Type == llm.ContentToolCall {
+			hasCalls = true
+			break
+		}
+	}
+	if msg.StopReason.Failed() && !hasCalls {
+		return nil
+	}
+	same := msg.API == string(llm.APIAnthropicMessages) && msg.Provider == m.provider && msg.Model == m.cfg.Info.ID
+	blocks := make([]block, 0, len(msg.Content))
+	for _, c := range msg.Content {
+		switch c.Type {
+		case llm.ContentText:
+			if c.Text != "" {
+				blocks = append(blocks, block{Type: "text", Text: c.Text})
+			}
+		case llm.ContentThinking:
+			switch {
+			case same && c.Redacted && c.ThinkingSignature != "":
+				blocks = append(blocks, block{Type: "redacted_thinking", Data: c.ThinkingSignature})
+			case same && c.ThinkingSignature != "" && !c.Redacted:
+				thinking := c.Thinking
+				blocks = append(blocks, block{Type: "thinking", Thinking: &thinking, Signature: c.ThinkingSignature})
+			case !c.Redacted && c.Thinking != "":
+				blocks = append(blocks, block{Type: "text", Text: c.Thinking})
+			}
+		case llm.ContentToolCall:
+			input := c.Arguments
+			if t := bytes.TrimSpace(input); len(t) == 0 || t[0] != '{' {
+				input = json.RawMessage("{}")
+			}
+			blocks = append(blocks, block{Type: "tool_use", ID: sanitizeID(c.ID, 64), Name: c.Name, Input: input})
+		}
+	}
+	return blocks
+}

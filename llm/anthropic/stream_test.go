@@ -1,0 +1,449 @@
+package anthropic_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+func TestStreamFixtures(t *testing.T) {
+	tests := []struct {
+		name      string
+		fixture   string
+		transform func(string) string
+		types     string
+		check     func(t *testing.T, m *llm.Message)
+	}{
+		{
+			name: "plain text", fixture: "text.sse",
+			types: "start text_start text_delta text_delta text_end done",
+			check: func(t *testing.T, m *llm.Message) {
+				if m.Text() != "Hello, world." || m.StopReason != llm.StopReasonStop {
+					t.Errorf("text %q stop %q", m.Text(), m.StopReason)
+				}
+				u := m.Usage
+				if u.Input != 21 || u.Output != 12 || u.CacheRead != 2000 || u.CacheWrite != 100 || u.Total != 2133 {
+					t.Errorf("usage %+v", *u)
+				}
+				want := (21*3 + 12*15 + 2000*0.3 + 100*3.75) / 1e6
+				if math.Abs(u.Cost.Total-want) > 1e-12 {
+					t.Errorf("cost %v, want %v", u.Cost.Total, want)
+				}
+				if m.Provider != "anthropic" || m.Model != "claude-test" || m.API != "anthropic-messages" || m.Timestamp == 0 {
+					t.Errorf("metadata %q %q %q %d", m.Provider, m.Model, m.API, m.Timestamp)
+				}
+			},
+		},
+		{
+			name: "CRLF and comments", fixture: "text.sse",
+			transform: func(s string) string {
+				return ": keep-alive\r\n\r\n" + strings.ReplaceAll(s, "\n", "\r\n")
+			},
+			types: "start text_start text_delta text_delta text_end done",
+			check: func(t *testing.T, m *llm.Message) {
+				if m.Text() != "Hello, world." {
+					t.Errorf("text %q", m.Text())
+				}
+			},
+		},
+		{
+			name: "thinking", fixture: "thinking.sse",
+			types: "start thinking_start thinking_delta thinking_delta thinking_end thinking_start thinking_end text_start text_delta text_end done",
+			check: func(t *testing.T, m *llm.Message) {
+				th := m.Content[0]
+				if th.Thinking != "Let me think about 2+2." || th.ThinkingSignature != "EqQBCgIYAhIM1gbcDa9GJwZA2b3h" {
+					t.Errorf("thinking block %+v", th)
+				}
+				if r := m.Content[1]; !r.Redacted || r.ThinkingSignature != "EmwKAhgBEgy3va3pzix/LafPsn4a" {
+					t.Errorf("redacted block %+v", r)
+				}
+				if m.Text() != "4" {
+					t.Errorf("text %q", m.Text())
+				}
+			},
+		},
+		{
+			name: "two tool calls, one with empty input", fixture: "tools.sse",
+			types: "start text_start text_delta text_end toolcall_start toolcall_delta toolcall_delta toolcall_end toolcall_start toolcall_end done",
+			check: func(t *testing.T, m *llm.Message) {
+				calls := m.ToolCalls()
+				if len(calls) != 2 || m.StopReason != llm.StopReasonToolUse {
+					t.Fatalf("calls %+v stop %q", calls, m.StopReason)
+				}
+				if calls[0].ID != "toolu_01A" || calls[0].Name != "read" || string(calls[0].Arguments) != `{"path": "README.md", "limit": 20}` {
+					t.Errorf("first call %+v (%s)", calls[0], calls[0].Arguments)
+				}
+				if calls[1].Name != "ls" || string(calls[1].Arguments) != `{}` {
+					t.Errorf("second call %+v (%s)", calls[1], calls[1].Arguments)
+				}
+			},
+		},
+		{
+			name: "OpenRouter-style [DONE] after message_stop", fixture: "text.sse",
+			transform: func(s string) string { return s + "event: data\ndata: [DONE]\n\n" },
+			types:     "start text_start text_delta text_delta text_end done",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := fixture(t, tt.fixture)
+			if tt.transform != nil {
+				body = tt.transform(body)
+			}
+			srv := serve(t, 200, nil, body, nil)
+			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+			if r.err != nil {
+				t.Fatalf("error: %v", r.err)
+			}
+			if got := typesString(r.types); got != tt.types {
+				t.Errorf("events\n got %s\nwant %s", got, tt.types)
+			}
+			if tt.check != nil {
+				tt.check(t, r.msg)
+			}
+		})
+	}
+}
+
+// The arguments of a call arrive split at every possible byte boundary,
+// and one byte per delta; the final arguments are always the same.
+func TestToolArgsEveryBoundary(t *testing.T) {
+	args := `{"command": "grep -rn \"caf\u00e9\" .", "paths": ["a", "b/ü"], "n": -1.5e2, "deep": {"x": [true, null]}}`
+	head := `event: message_start
+data: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"claude-test","usage":{"input_tokens":1,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_X","name":"bash","input":{}}}
+
+`
+	tail := `event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`
+	delta := func(s string) string {
+		b, _ := json.Marshal(map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]string{"type": "input_json_delta", "partial_json": s}})
+		return "event: content_block_delta\ndata: " + string(b) + "\n\n"
+	}
+	var want any
+	if err := json.Unmarshal([]byte(args), &want); err != nil {
+		t.Fatal(err)
+	}
+	check := func(t *testing.T, body string, deltas int) {
+		srv := serve(t, 200, nil, body, nil)
+		r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if len(r.deltas) != deltas || strings.Join(r.deltas, "") != args {
+			t.Fatalf("%d deltas joined to %q", len(r.deltas), strings.Join(r.deltas, ""))
+		}
+		var got any
+		if err := json.Unmarshal(r.msg.ToolCalls()[0].Arguments, &got); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("final arguments %s (%v)", r.msg.ToolCalls()[0].Arguments, err)
+		}
+	}
+	// Fragments are JSON strings themselves, so a provider splits between
+	// characters, never inside one.
+	for i := 0; i <= len(args); i++ {
+		if i < len(args) && !utf8.RuneStart(args[i]) {
+			continue
+		}
+		body := head + delta(args[:i]) + delta(args[i:]) + tail
+		n := 2
+		if i == 0 || i == len(args) {
+			n = 1 // empty fragments are not events
+		}
+		t.Run(fmt.Sprint("split at ", i), func(t *testing.T) { check(t, body, n) })
+	}
+	t.Run("one character per delta", func(t *testing.T) {
+		var sb strings.Builder
+		sb.WriteString(head)
+		for _, c := range args {
+			sb.WriteString(delta(string(c)))
+		}
+		sb.WriteString(tail)
+		check(t, sb.String(), utf8.RuneCountInString(args))
+	})
+}
+
+func TestInvalidFinalArguments(t *testing.T) {
+	body := `event: message_start
+data: {"type":"message_start","message":{"usage":{"input_tokens":1,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_Y","name":"write","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"a.txt\", \"content\": "}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`
+	srv := serve(t, 200, nil, body, nil)
+	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	a := r.msg.ToolCalls()[0].Arguments
+	var raw string
+	if err := json.Unmarshal(a, &raw); err != nil || raw != `{"path": "a.txt", "content": ` {
+		t.Fatalf("invalid arguments should be kept as a JSON string of the raw text, got %s", a)
+	}
+}
+
+func TestHTTPErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  int
+		header  map[string]string
+		body    string
+		reasons []llm.Reason // acceptable reasons
+		words   string       // the provider's words the error must quote
+		retry   time.Duration
+	}{
+		{"401", 401, nil, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"},"request_id":"req_1"}`,
+			[]llm.Reason{llm.ReasonAuth}, "invalid x-api-key", 0},
+		{"402 billing", 402, nil, `{"type":"error","error":{"type":"billing_error","message":"Your credit balance is too low to access the Anthropic API."}}`,
+			[]llm.Reason{llm.ReasonBilling}, "credit balance is too low", 0},
+		{"400 billing text", 400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}`,
+			nil, "credit balance is too low", 0},
+		{"429 with retry-after", 429, map[string]string{"Retry-After": "7", "Content-Type": "application/json"}, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`,
+			[]llm.Reason{llm.ReasonRateLimit}, "per-minute rate limit", 7 * time.Second},
+		{"500", 500, nil, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`,
+			[]llm.Reason{llm.ReasonServer, llm.ReasonTimeout}, "Internal server error", 0},
+		{"529", 529, nil, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+			[]llm.Reason{llm.ReasonOverloaded}, "Overloaded", 0},
+		{"context overflow", 400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210345 tokens > 200000 maximum"}}`,
+			nil, "prompt is too long", 0},
+		{"200 with HTML", 200, map[string]string{"Content-Type": "text/html"}, `<html><head><title>Welcome to nginx!</title></head><body>nginx</body></html>`,
+			nil, "nginx", 0},
+		{"200 with JSON", 200, map[string]string{"Content-Type": "application/json"}, `{"id":"msg_1","type":"message","content":[]}`,
+			nil, "application/json", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := serve(t, tt.status, tt.header, tt.body, nil)
+			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+			if !r.bare {
+				t.Fatalf("want one bare error, got events %s", typesString(r.types))
+			}
+			var pe *llm.ProviderError
+			if !errors.As(r.err, &pe) {
+				t.Fatalf("error %T %v is not a *llm.ProviderError", r.err, r.err)
+			}
+			if pe.Status != tt.status {
+				t.Errorf("status %d", pe.Status)
+			}
+			want := tt.reasons
+			if want == nil && tt.status != 200 {
+				// The wire passes the response to the classifier as it is:
+				// its verdict is the classifier's.
+				want = []llm.Reason{llm.Classify(tt.status, tt.body)}
+			}
+			if want != nil && !hasReason(want, pe.Reason) {
+				t.Errorf("reason %q, want one of %v", pe.Reason, want)
+			}
+			if pe.Reason == llm.ReasonUnknown {
+				t.Errorf("reason unknown")
+			}
+			if !strings.Contains(pe.Error(), tt.words) {
+				t.Errorf("error %q does not quote %q", pe.Error(), tt.words)
+			}
+			if pe.RetryAfter != tt.retry {
+				t.Errorf("retry after %v, want %v", pe.RetryAfter, tt.retry)
+			}
+			if strings.Contains(fmt.Sprintf("%v %+v", pe, *pe), testKey) {
+				t.Errorf("the API key leaked into the error")
+			}
+		})
+	}
+}
+
+func hasReason(rs []llm.Reason, r llm.Reason) bool {
+	for _, x := range rs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+func TestStreamFailures(t *testing.T) {
+	text := fixture(t, "text.sse")
+	cut := text[:strings.Index(text, "event: content_block_stop")]
+	tests := []struct {
+		name    string
+		body    string
+		reasons []llm.Reason
+		words   string
+		text    string // partial text kept
+	}{
+		{"error event mid-stream", fixture(t, "error_midstream.sse"), []llm.Reason{llm.ReasonOverloaded}, "Overloaded", "Partial answ"},
+		{"cut without message_stop", cut, []llm.Reason{llm.ReasonNetwork}, "ended before", "Hello, world."},
+		{"cut mid-line", cut + "event: content_block_delta\ndata: {\"type\":\"content_bl", []llm.Reason{llm.ReasonNetwork}, "ended before", "Hello, world."},
+		{"invalid JSON chunk", strings.Replace(text, `"text":", world."}}`, `"text":", world."`, 1), nil, "not valid JSON", "Hello"},
+		{"malformed SSE", "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{}}}\n\nthis is not an event stream\n", []llm.Reason{llm.ReasonNetwork}, "ended before", ""},
+		{"context window exceeded stop", strings.Replace(text, `"stop_reason":"end_turn"`, `"stop_reason":"model_context_window_exceeded"`, 1),
+			[]llm.Reason{llm.ReasonContextOverflow}, "context window", "Hello, world."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := serve(t, 200, nil, tt.body, nil)
+			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+			if r.bare || len(r.types) == 0 || r.types[len(r.types)-1] != llm.EventError {
+				t.Fatalf("want a final error event, got %s (bare %v: %v)", typesString(r.types), r.bare, r.err)
+			}
+			var pe *llm.ProviderError
+			if !errors.As(r.err, &pe) {
+				t.Fatalf("error %T %v is not a *llm.ProviderError", r.err, r.err)
+			}
+			if tt.reasons != nil && !hasReason(tt.reasons, pe.Reason) {
+				t.Errorf("reason %q, want one of %v", pe.Reason, tt.reasons)
+			}
+			if pe.Reason == llm.ReasonUnknown {
+				t.Errorf("reason unknown")
+			}
+			if !strings.Contains(pe.Error(), tt.words) {
+				t.Errorf("error %q does not quote %q", pe.Error(), tt.words)
+			}
+			if r.msg.StopReason != llm.StopReasonError || r.msg.ErrorMessage == "" {
+				t.Errorf("stop %q error message %q", r.msg.StopReason, r.msg.ErrorMessage)
+			}
+			if r.msg.Text() != tt.text {
+				t.Errorf("partial text %q, want %q", r.msg.Text(), tt.text)
+			}
+		})
+	}
+}
+
+// A stream that sends only pings and comments after its start times out:
+// keep-alives do not reset the idle timer.
+func TestIdleTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\n")
+		f.Flush()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+				fmt.Fprint(w, ": still thinking\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n")
+				f.Flush()
+			}
+		}
+	}))
+	defer srv.Close()
+	start := time.Now()
+	r := collect(t, newModel(srv, 150*time.Millisecond), context.Background(), simpleRequest())
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("took %v", el)
+	}
+	var pe *llm.ProviderError
+	if !errors.As(r.err, &pe) || pe.Reason != llm.ReasonTimeout {
+		t.Fatalf("want a timeout ProviderError, got %v", r.err)
+	}
+	if typesString(r.types) != "start error" || r.msg.StopReason != llm.StopReasonError {
+		t.Fatalf("events %s stop %q", typesString(r.types), r.msg.StopReason)
+	}
+}
+
+// Cancelling the context mid-stream closes the body at once and keeps the
+// partial output with stop reason aborted.
+func TestAbortKeepsPartial(t *testing.T) {
+	handlerDone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
+		defer close(handlerDone)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\n"+
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"+
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Half a thou\"}}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the body never ends on its own
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last llm.Event
+	for ev, err := range newModel(srv, 0).Stream(ctx, simpleRequest()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == llm.EventTextDelta {
+			cancel()
+		}
+		last = ev
+	}
+	if last.Type != llm.EventError || last.Message.StopReason != llm.StopReasonAborted {
+		t.Fatalf("last event %s stop %q", last.Type, last.Message.StopReason)
+	}
+	if !errors.Is(last.Err, context.Canceled) {
+		t.Fatalf("err %v does not wrap context.Canceled", last.Err)
+	}
+	if last.Message.Text() != "Half a thou" {
+		t.Fatalf("partial text %q", last.Message.Text())
+	}
+	<-handlerDone // the server saw the connection go
+}
+
+// A cancelled context before the call gives one bare error and no request.
+func TestPreCancelled(t *testing.T) {
+	srv := serve(t, 200, nil, fixture(t, "text.sse"), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := collect(t, newModel(srv, 0), ctx, simpleRequest())
+	if !r.bare || !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("bare %v err %v", r.bare, r.err)
+	}
+}
+
+// Breaking out of the loop releases the connection.
+func TestConsumerBreak(t *testing.T) {
+	handlerDone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
+		defer close(handlerDone)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{}}}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	for ev, err := range newModel(srv, 0).Stream(context.Background(), simpleRequest()) {
+		if err != nil || ev.Type != llm.EventStart {
+			t.Fatalf("%v %v", ev.Type, err)
+		}
+		break
+	}
+	<-handlerDone
+}
