@@ -333,14 +333,9 @@ func (c *Compactor) fit(ctx context.Context, msgs []llm.Message, trigger Trigger
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if d.Route == RouteTruncate || compacted {
-			if out, recs, ok := ShrinkToolResults(v.msgs, d.NeedChars, 0); ok && len(recs) > 0 {
-				v.msgs = out
-				c.keepTruncations(ctx, v, recs, len(msgs), true)
-				continue
-			}
-		}
 		if !microDone {
+			// Clearing old results first keeps what the model saw
+			// before stable (and cached); each result is cleared once.
 			microDone = true
 			opts := c.cfg.Microcompact
 			if opts.KeepTokens == 0 {
@@ -349,6 +344,20 @@ func (c *Compactor) fit(ctx context.Context, msgs []llm.Message, trigger Trigger
 				opts.KeepTokens = c.budget.KeepRecent
 			}
 			if out, recs := Microcompact(v.msgs, opts); len(recs) > 0 {
+				v.msgs = out
+				c.keepTruncations(ctx, v, recs, len(msgs), true)
+				continue
+			}
+		}
+		if d.Route == RouteTruncate || compacted {
+			// Free a tenth of the budget more than needed, so the next
+			// calls do not shorten every result again by a little.
+			headroom := d.PromptBudget / 10 * CharsPerToken
+			out, recs, ok := ShrinkToolResults(v.msgs, d.NeedChars+headroom, 0)
+			if !ok {
+				out, recs, ok = ShrinkToolResults(v.msgs, d.NeedChars, 0)
+			}
+			if ok && len(recs) > 0 {
 				v.msgs = out
 				c.keepTruncations(ctx, v, recs, len(msgs), true)
 				continue
