@@ -95,20 +95,26 @@ func scan() map[int]info {
 	return all
 }
 
-func hasTag(pid int, tag string) bool {
+// tagOf returns the value of TagEnv in pid's environment, if any.
+func tagOf(pid int) (string, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
-		return false
+		return "", false
 	}
-	want := []byte(TagEnv + "=" + tag)
+	prefix := []byte(TagEnv + "=")
 	for len(b) > 0 {
 		var kv []byte
 		kv, b, _ = bytes.Cut(b, []byte{0})
-		if bytes.Equal(kv, want) {
-			return true
+		if v, ok := bytes.CutPrefix(kv, prefix); ok {
+			return string(v), true
 		}
 	}
-	return false
+	return "", false
+}
+
+func hasTag(pid int, tag string) bool {
+	v, ok := tagOf(pid)
+	return ok && v == tag
 }
 
 // find returns the processes t names, from this process's subtree.
@@ -143,7 +149,13 @@ func find(t Target) map[int]info {
 				}
 				return
 			}
-			if (t.Group > 0 && in.pgrp == t.Group) || (t.Tag != "" && hasTag(pid, t.Tag)) {
+			tag, tagged := tagOf(pid)
+			switch {
+			case t.Tag != "" && tagged && tag == t.Tag:
+				out[pid] = in
+			case t.Group > 0 && in.pgrp == t.Group && (!tagged || tag == t.Tag):
+				// A group member carrying another command's tag belongs to
+				// that command: the group id may have been reused.
 				out[pid] = in
 			}
 		})

@@ -257,8 +257,9 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	pid := cmd.Process.Pid
 
 	out := &bashOutput{spillDir: b.opts.SpillDir, spillName: "bash-" + bashFileSafe(call.ID)}
+	upd := &bashUpdater{out: out, update: update}
 	readDone := make(chan struct{})
-	go b.pump(pr, out, update, readDone)
+	go bashPump(pr, out, upd, readDone)
 
 	waitErr := cmd.Wait()
 	elapsed := time.Since(started)
@@ -279,6 +280,7 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	}
 	drain.Stop()
 	pr.Close()
+	upd.close() // no update after Execute returns
 
 	view, spillPath, spillErr := out.finish()
 	d := BashDetails{
@@ -333,24 +335,76 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	return res, nil
 }
 
-// pump copies the command's output into out and reports progress.
-func (b *Bash) pump(r *os.File, out *bashOutput, update func(tool.Partial), done chan<- struct{}) {
+// bashPump copies the command's output into out and reports progress.
+func bashPump(r *os.File, out *bashOutput, upd *bashUpdater, done chan<- struct{}) {
 	defer close(done)
 	buf := make([]byte, 32<<10)
-	var last time.Time
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
 			out.Write(buf[:n])
-			if update != nil && time.Since(last) >= bashUpdateInterval {
-				last = time.Now()
-				v := out.view()
-				update(tool.Partial{Content: []llm.Content{llm.Text(v.Text)}})
-			}
+			upd.chunk()
 		}
 		if err != nil {
 			return
 		}
+	}
+}
+
+// bashUpdater sends the visible output as progress, at most once per
+// bashUpdateInterval; output that arrives within the interval is sent
+// when it ends, so a command that goes quiet still shows its latest
+// lines.
+type bashUpdater struct {
+	out    *bashOutput
+	update func(tool.Partial)
+
+	mu     sync.Mutex
+	last   time.Time
+	timer  *time.Timer
+	closed bool
+}
+
+func (u *bashUpdater) chunk() {
+	if u.update == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed || u.timer != nil {
+		return
+	}
+	if wait := bashUpdateInterval - time.Since(u.last); wait > 0 {
+		u.timer = time.AfterFunc(wait, u.flush)
+		return
+	}
+	u.sendLocked()
+}
+
+func (u *bashUpdater) flush() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.timer = nil
+	if !u.closed {
+		u.sendLocked()
+	}
+}
+
+func (u *bashUpdater) sendLocked() {
+	u.last = time.Now()
+	v := u.out.view()
+	u.update(tool.Partial{Content: []llm.Content{llm.Text(v.Text)}})
+}
+
+// close stops updates; a flush that is already waiting for the lock finds
+// the updater closed.
+func (u *bashUpdater) close() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.closed = true
+	if u.timer != nil {
+		u.timer.Stop()
+		u.timer = nil
 	}
 }
 
