@@ -254,7 +254,8 @@ func ApplyEdits(name, src string, edits []Edit) (EditResult, error) {
 }
 
 // findUnique returns the first index of needle in hay and how many times
-// it occurs, overlapping occurrences counted.
+// it occurs, overlapping occurrences counted and occurrences that would
+// split a character not.
 func findUnique(hay, needle string) (first, n int) {
 	first = -1
 	for off := 0; off <= len(hay); {
@@ -262,10 +263,14 @@ func findUnique(hay, needle string) (first, n int) {
 		if i < 0 {
 			break
 		}
-		if first < 0 {
-			first = off + i
+		at := off + i
+		// A needle that is not valid UTF-8 could match inside a character.
+		if utf8.RuneStart(hay[at]) && (at+len(needle) == len(hay) || utf8.RuneStart(hay[at+len(needle)])) {
+			if first < 0 {
+				first = at
+			}
+			n++
 		}
-		n++
 		_, size := utf8.DecodeRuneInString(hay[off+i:])
 		off += i + max(size, 1)
 	}
