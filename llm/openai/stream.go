@@ -1,15 +1,298 @@
 package openai
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"iter"
+	"net/http"
+	"strconv"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/sse"
 )
+
+// chunk is one chat.completion.chunk (or an error object).
+type chunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          *string `json:"content"`
+			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
+			ReasoningText    *string `json:"reasoning_text"`
+			ToolCalls        []struct {
+				Index    *int   `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+		Usage        *usage  `json:"usage"`
+	} `json:"choices"`
+	Usage *usage          `json:"usage"`
+	Error json.RawMessage `json:"error"`
+	XGroq *struct {
+		Usage *usage `json:"usage"`
+	} `json:"x_groq"`
+}
+
+type usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	// DeepSeek reports its cache hits here.
+	PromptCacheHitTokens int `json:"prompt_cache_hit_tokens"`
+}
+
+// apply sets the message usage; prompt_tokens includes the cached part,
+// which llm.Usage counts apart.
+func (u *usage) apply(to *llm.Usage) {
+	cached := u.PromptCacheHitTokens
+	if u.PromptTokensDetails != nil && u.PromptTokensDetails.CachedTokens > 0 {
+		cached = u.PromptTokensDetails.CachedTokens
+	}
+	to.Input = max(0, u.PromptTokens-cached)
+	to.CacheRead = cached
+	to.Output = u.CompletionTokens
+}
 
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		yield(llm.Event{}, llm.NetworkError(m.provider, m.cfg.Info.ID, errors.New("openai: streaming is not implemented yet")))
+		b := newBuilder(m.cfg.Info, m.provider, llm.APIOpenAICompletions, yield)
+		body, err := json.Marshal(m.buildRequest(req))
+		if err != nil {
+			b.fail(fmt.Errorf("openai: encode request: %w", err))
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			b.fail(context.Cause(ctx))
+			return
+		}
+		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))
+		if err != nil {
+			b.fail(fmt.Errorf("openai: build request for %s: %w", m.endpoint, err))
+			return
+		}
+		auth := ""
+		if m.cfg.APIKey != "" {
+			auth = "Bearer " + m.cfg.APIKey
+		}
+		setHeaders(httpReq.Header, map[string]string{
+			"Content-Type":  "application/json",
+			"Accept":        "text/event-stream",
+			"Authorization": auth,
+		}, m.cfg.Headers)
+
+		x := newExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
+		defer x.close()
+		if err := x.do(m.client, httpReq); err != nil {
+			b.fail(err)
+			return
+		}
+		if !b.start() {
+			return
+		}
+		d := decoder{m: m, b: b, calls: map[int]int{}, cur: -1}
+		r := sse.NewReader(x.resp.Body)
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				switch {
+				case err == io.EOF && d.finish != "" && !r.Truncated():
+					// No [DONE], but the reply said it was finished.
+					d.done()
+					return
+				case err == io.EOF:
+					err = truncatedStream(m.provider, m.cfg.Info.ID)
+				case errors.Is(err, sse.ErrEventTooLarge):
+					err = malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
+				default:
+					err = x.failure(err)
+				}
+				b.fail(err)
+				return
+			}
+			x.touch()
+			if ev.Done() {
+				if d.finish == "" && len(b.msg.Content) == 0 {
+					b.fail(truncatedStream(m.provider, m.cfg.Info.ID))
+					return
+				}
+				d.done()
+				return
+			}
+			if err := d.handle(&ev); err != nil {
+				if r.Truncated() {
+					err = truncatedStream(m.provider, m.cfg.Info.ID)
+				}
+				b.fail(err)
+				return
+			}
+			if b.stopped {
+				return
+			}
+		}
 	}
+}
+
+// decoder maps chunks onto the builder. Blocks are sequential: a new kind
+// of content closes the block before it, and a new tool call closes the
+// call before it, so each call is complete (and can start) as soon as the
+// next begins.
+type decoder struct {
+	m      *Model
+	b      *builder
+	cur    int         // content index of the open block, -1 for none
+	calls  map[int]int // tool_calls index → content index
+	nCalls int
+	finish string
+	ch     chunk
+}
+
+func (d *decoder) handle(ev *sse.Event) error {
+	m, b := d.m, d.b
+	d.ch = chunk{}
+	c := &d.ch
+	if err := json.Unmarshal(ev.Data, c); err != nil {
+		return malformed(m.provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", ev.Data)
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return d.streamError(ev.Data, c.Error)
+	}
+	if c.Usage != nil {
+		c.Usage.apply(b.msg.Usage)
+	} else if c.XGroq != nil && c.XGroq.Usage != nil {
+		c.XGroq.Usage.apply(b.msg.Usage)
+	}
+	if len(c.Choices) == 0 {
+		return nil // the usage-only chunk
+	}
+	ch := &c.Choices[0]
+	if ch.Usage != nil && c.Usage == nil {
+		ch.Usage.apply(b.msg.Usage)
+	}
+	delta := &ch.Delta
+	for i, r := range []*string{delta.ReasoningContent, delta.Reasoning, delta.ReasoningText} {
+		if r != nil && *r != "" {
+			if !d.ensure(llm.ContentThinking, llm.Content{Type: llm.ContentThinking, ThinkingSignature: reasoningFields[i]}) {
+				return nil
+			}
+			b.thinking(d.cur, *r)
+			break
+		}
+	}
+	if delta.Content != nil && *delta.Content != "" {
+		if !d.ensure(llm.ContentText, llm.Content{Type: llm.ContentText}) {
+			return nil
+		}
+		b.text(d.cur, *delta.Content)
+	}
+	for i := range delta.ToolCalls {
+		tc := &delta.ToolCalls[i]
+		idx := i
+		if tc.Index != nil {
+			idx = *tc.Index
+		}
+		ci, known := d.calls[idx]
+		if known && tc.ID != "" && b.msg.Content[ci].ID != "" && tc.ID != b.msg.Content[ci].ID {
+			known = false // a new id on the same index starts a new call
+		}
+		if !known {
+			id := tc.ID
+			if id == "" {
+				id = "call_auto_" + strconv.Itoa(d.nCalls)
+			}
+			d.nCalls++
+			d.closeCur()
+			var ok bool
+			ci, ok = b.begin(llm.Content{Type: llm.ContentToolCall, ID: id, Name: tc.Function.Name, Arguments: json.RawMessage("{}")})
+			d.cur = ci
+			d.calls[idx] = ci
+			if !ok {
+				return nil
+			}
+		} else if ci != d.cur {
+			if !b.open[ci] {
+				return malformed(m.provider, m.cfg.Info.ID, "arguments arrived for a tool call that had already ended", ev.Data)
+			}
+		}
+		if tc.Function.Name != "" && b.msg.Content[ci].Name == "" {
+			b.msg.Content[ci].Name = tc.Function.Name
+		}
+		if tc.Function.Arguments != "" {
+			b.toolArgs(ci, tc.Function.Arguments)
+		}
+	}
+	if ch.FinishReason != nil && *ch.FinishReason != "" {
+		d.finish = *ch.FinishReason
+		if d.finish == "error" {
+			return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, ev.Data)
+		}
+		// The reply is complete: end the blocks now so tool calls can
+		// start before the usage chunk and [DONE] arrive.
+		b.endAll()
+		d.cur = -1
+	}
+	return nil
+}
+
+// ensure makes the open block one of kind t, closing another kind and
+// beginning c if needed.
+func (d *decoder) ensure(t llm.ContentType, c llm.Content) bool {
+	if d.cur >= 0 && d.b.msg.Content[d.cur].Type == t && d.b.open[d.cur] {
+		return true
+	}
+	d.closeCur()
+	i, ok := d.b.begin(c)
+	d.cur = i
+	return ok
+}
+
+func (d *decoder) closeCur() {
+	if d.cur >= 0 {
+		d.b.end(d.cur)
+		d.cur = -1
+	}
+}
+
+func (d *decoder) done() {
+	m, b := d.m, d.b
+	reason := llm.StopReasonStop
+	switch d.finish {
+	case "length":
+		reason = llm.StopReasonLength
+	case "tool_calls", "function_call":
+		reason = llm.StopReasonToolUse
+	case "content_filter":
+		b.fail(llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte("content_filter: the provider's content filter stopped the reply")))
+		return
+	}
+	if reason == llm.StopReasonStop && len(b.msg.ToolCalls()) > 0 {
+		// Some servers say "stop" after calling tools.
+		reason = llm.StopReasonToolUse
+	}
+	b.done(reason)
+}
+
+// streamError turns an error object in the stream into a ProviderError,
+// with the status its code implies when the code is numeric (OpenRouter).
+func (d *decoder) streamError(data, obj json.RawMessage) error {
+	var e struct {
+		Code json.RawMessage `json:"code"`
+	}
+	status := 0
+	if json.Unmarshal(obj, &e) == nil {
+		if n, err := strconv.Atoi(string(bytes.Trim(e.Code, `"`))); err == nil && n >= 400 && n <= 599 {
+			status = n
+		}
+	}
+	return llm.NewHTTPError(d.m.provider, d.m.cfg.Info.ID, status, nil, data)
 }

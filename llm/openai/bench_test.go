@@ -1,0 +1,59 @@
+package openai_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/openai"
+)
+
+// replay is a transport that answers every request with the same stream,
+// so the benchmark measures decoding, not TCP.
+type replay string
+
+func (r replay) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(strings.NewReader(string(r))), Request: req}, nil
+}
+
+func longTextStream(n int) string {
+	var sb strings.Builder
+	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1764370000,"model":"gpt-test","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&sb, `data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1764370000,"model":"gpt-test","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":" token%d"},"logprobs":null,"finish_reason":null}]}`+"\n\n", i%100)
+	}
+	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1764370000,"model":"gpt-test","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n")
+	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1764370000,"model":"gpt-test","choices":[],"usage":{"prompt_tokens":100,"completion_tokens":1000,"total_tokens":1100}}` + "\n\n")
+	sb.WriteString("data: [DONE]\n\n")
+	return sb.String()
+}
+
+// BenchmarkStreamText decodes a 1,000-delta text reply: MB/s of SSE,
+// events/s, and allocations per event (allocs/op / 1004).
+func BenchmarkStreamText(b *testing.B) {
+	const deltas = 1000
+	body := longTextStream(deltas)
+	m := openai.New(openai.Config{Info: llm.ModelInfo{ID: "gpt-test", Provider: "openai"}, HTTPClient: &http.Client{Transport: replay(body)}})
+	req := simpleRequest()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	events := 0
+	for b.Loop() {
+		for ev, err := range m.Stream(context.Background(), req) {
+			if err != nil || ev.Type == llm.EventError {
+				b.Fatal(err, ev.Err)
+			}
+			events++
+		}
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}

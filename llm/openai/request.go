@@ -1,0 +1,347 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/jsonpartial"
+)
+
+// The request body of POST /chat/completions.
+type request struct {
+	Model               string          `json:"model"`
+	Messages            []message       `json:"messages"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
+	Store               *bool           `json:"store,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+	Tools               []tool          `json:"tools,omitempty"`
+	ToolChoice          any             `json:"tool_choice,omitempty"`
+	ReasoningEffort     string          `json:"reasoning_effort,omitempty"`
+	Reasoning           *effort         `json:"reasoning,omitempty"`
+	EnableThinking      *bool           `json:"enable_thinking,omitempty"`
+	Thinking            *thinkingSwitch `json:"thinking,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type effort struct {
+	Effort string `json:"effort"`
+}
+
+type thinkingSwitch struct {
+	Type string `json:"type"`
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content any    `json:"content"` // a string, []part, or nil
+	// Reasoning replayed under the field it arrived in.
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	Reasoning        string     `json:"reasoning,omitempty"`
+	ReasoningText    string     `json:"reasoning_text,omitempty"`
+	ToolCalls        []toolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string     `json:"tool_call_id,omitempty"`
+	Name             string     `json:"name,omitempty"`
+}
+
+type part struct {
+	Type     string    `json:"type"`
+	Text     string    `json:"text,omitempty"`
+	ImageURL *imageURL `json:"image_url,omitempty"`
+}
+
+type imageURL struct {
+	URL string `json:"url"`
+}
+
+type toolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type tool struct {
+	Type     string      `json:"type"`
+	Function functionDef `json:"function"`
+}
+
+type functionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// The reasoning fields compatible servers stream thinking in, in the order
+// they are looked for.
+var reasoningFields = []string{"reasoning_content", "reasoning", "reasoning_text"}
+
+// toolResultBridge is the assistant turn some servers need between tool
+// results and a user message.
+const toolResultBridge = "Tool results received."
+
+func (m *Model) buildRequest(req *llm.Request) *request {
+	info, c := &m.cfg.Info, &m.compat
+	r := &request{Model: info.ID, Stream: true, Temperature: req.Options.Temperature}
+	if c.SupportsUsageInStreaming {
+		r.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	if c.SupportsStore {
+		f := false
+		r.Store = &f
+	}
+	maxTokens := req.Options.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = info.MaxTokens
+	}
+	if c.MaxTokensField == "max_completion_tokens" {
+		r.MaxCompletionTokens = maxTokens
+	} else {
+		r.MaxTokens = maxTokens
+	}
+	if info.Reasoning {
+		m.setReasoning(r, req.Options.Thinking)
+	}
+	if req.SystemPrompt != "" {
+		role := "system"
+		if info.Reasoning && c.SupportsDeveloperRole {
+			role = "developer"
+		}
+		r.Messages = append(r.Messages, message{Role: role, Content: req.SystemPrompt})
+	}
+	for _, t := range req.Tools {
+		params := t.Parameters
+		if len(bytes.TrimSpace(params)) == 0 {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		fd := functionDef{Name: t.Name, Description: t.Description, Parameters: params}
+		if c.SupportsStrictMode {
+			f := false
+			fd.Strict = &f
+		}
+		r.Tools = append(r.Tools, tool{Type: "function", Function: fd})
+	}
+	if len(r.Tools) > 0 {
+		switch choice := req.Options.ToolChoice; choice {
+		case "", "auto":
+		case "none", "required":
+			r.ToolChoice = choice
+		default:
+			r.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": choice}}
+		}
+	}
+	r.Messages = m.appendMessages(r.Messages, req.Messages)
+	return r
+}
+
+func (m *Model) setReasoning(r *request, level llm.ThinkingLevel) {
+	c := &m.compat
+	on := level.Enabled()
+	switch c.ThinkingFormat {
+	case "qwen":
+		r.EnableThinking = &on
+		return
+	case "zai":
+		t := "disabled"
+		if on {
+			t = "enabled"
+		}
+		r.Thinking = &thinkingSwitch{Type: t}
+		return
+	}
+	if !on || !c.SupportsReasoningEffort {
+		return
+	}
+	e := string(level)
+	if mapped, ok := c.ReasoningEffortMap[e]; ok {
+		e = mapped
+	} else if level == llm.ThinkingXHigh {
+		e = string(llm.ThinkingHigh)
+	}
+	if c.ThinkingFormat == "openrouter" {
+		r.Reasoning = &effort{Effort: e}
+	} else {
+		r.ReasoningEffort = e
+	}
+}
+
+func (m *Model) appendMessages(out []message, msgs []llm.Message) []message {
+	c := &m.compat
+	images := m.cfg.Info.AcceptsImages() || len(m.cfg.Info.Input) == 0
+	var pendingImages []part // images of tool results, re-sent as a user turn
+	flushImages := func() {
+		if len(pendingImages) > 0 {
+			parts := append([]part{{Type: "text", Text: "Images from the tool results above:"}}, pendingImages...)
+			out = append(out, message{Role: "user", Content: parts})
+			pendingImages = nil
+		}
+	}
+	for i := range msgs {
+		msg := &msgs[i]
+		if msg.Role != llm.RoleToolResult {
+			flushImages()
+		}
+		switch msg.Role {
+		case llm.RoleUser:
+			if c.RequiresAssistantAfterToolResult && len(out) > 0 && out[len(out)-1].Role == "tool" {
+				out = append(out, message{Role: "assistant", Content: toolResultBridge})
+			}
+			if content := userContent(msg.Content, images); content != nil {
+				out = append(out, message{Role: "user", Content: content})
+			}
+		case llm.RoleAssistant:
+			if am, ok := m.assistantMessage(msg); ok {
+				out = append(out, am)
+			}
+		case llm.RoleToolResult:
+			var text []string
+			for _, b := range msg.Content {
+				switch b.Type {
+				case llm.ContentText:
+					text = append(text, b.Text)
+				case llm.ContentImage:
+					if images {
+						pendingImages = append(pendingImages, imagePart(b))
+					}
+				}
+			}
+			content := strings.Join(text, "\n")
+			if content == "" {
+				content = "(no output)"
+				if len(pendingImages) > 0 {
+					content = "(see the attached image)"
+				}
+			}
+			tm := message{Role: "tool", Content: content, ToolCallID: sanitizeID(msg.ToolCallID, 40)}
+			if c.RequiresToolResultName {
+				tm.Name = msg.ToolName
+			}
+			out = append(out, tm)
+		}
+	}
+	flushImages()
+	return out
+}
+
+func imagePart(b llm.Content) part {
+	return part{Type: "image_url", ImageURL: &imageURL{URL: "data:" + b.MimeType + ";base64," + b.Data}}
+}
+
+// userContent is a plain string for text-only turns, parts otherwise, nil
+// when nothing is left.
+func userContent(blocks []llm.Content, images bool) any {
+	if len(blocks) == 1 && blocks[0].Type == llm.ContentText {
+		if blocks[0].Text == "" {
+			return nil
+		}
+		return blocks[0].Text
+	}
+	parts := make([]part, 0, len(blocks))
+	for _, b := range blocks {
+		switch b.Type {
+		case llm.ContentText:
+			if b.Text != "" {
+				parts = append(parts, part{Type: "text", Text: b.Text})
+			}
+		case llm.ContentImage:
+			if images {
+				parts = append(parts, imagePart(b))
+			} else {
+				parts = append(parts, part{Type: "text", Text: "(an image was omitted: this model does not accept images)"})
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return parts
+}
+
+func (m *Model) assistantMessage(msg *llm.Message) (message, bool) {
+	c := &m.compat
+	calls := msg.ToolCalls()
+	if msg.StopReason.Failed() && len(calls) == 0 {
+		return message{}, false
+	}
+	same := msg.API == string(llm.APIOpenAICompletions) && msg.Provider == m.provider
+	var text, thinking []string
+	field := ""
+	for _, b := range msg.Content {
+		switch b.Type {
+		case llm.ContentText:
+			if b.Text != "" {
+				text = append(text, b.Text)
+			}
+		case llm.ContentThinking:
+			if b.Thinking == "" || b.Redacted {
+				continue
+			}
+			switch {
+			case c.RequiresThinkingAsText || !same:
+				text = append(text, b.Thinking)
+			case c.SendReasoningContentBack:
+				thinking = append(thinking, b.Thinking)
+				if field == "" {
+					field = b.ThinkingSignature
+				}
+			}
+		}
+	}
+	am := message{Role: "assistant"}
+	if len(text) > 0 {
+		am.Content = strings.Join(text, "\n\n")
+	}
+	if len(thinking) > 0 {
+		r := strings.Join(thinking, "")
+		if field == "" || !knownReasoningField(field) {
+			field = c.ReasoningField
+		}
+		switch field {
+		case "reasoning":
+			am.Reasoning = r
+		case "reasoning_text":
+			am.ReasoningText = r
+		default:
+			am.ReasoningContent = r
+		}
+	}
+	for _, call := range calls {
+		args := string(call.Arguments)
+		if jsonpartial.IsInvalid(call.Arguments) {
+			// Send back what the model wrote, so it can see its mistake.
+			var raw string
+			if json.Unmarshal(call.Arguments, &raw) == nil {
+				args = raw
+			}
+		} else if len(bytes.TrimSpace(call.Arguments)) == 0 {
+			args = "{}"
+		}
+		am.ToolCalls = append(am.ToolCalls, toolCall{ID: sanitizeID(call.ID, 40), Type: "function",
+			Function: functionCall{Name: call.Name, Arguments: args}})
+	}
+	if am.Content == nil && len(am.ToolCalls) == 0 {
+		return message{}, false
+	}
+	return am, true
+}
+
+func knownReasoningField(f string) bool {
+	for _, k := range reasoningFields {
+		if f == k {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,442 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+func TestStreamFixtures(t *testing.T) {
+	tests := []struct {
+		name      string
+		fixture   string
+		transform func(string) string
+		types     string
+		check     func(t *testing.T, m *llm.Message)
+	}{
+		{
+			name: "plain text with usage-only chunk", fixture: "text.sse",
+			types: "start text_start text_delta text_delta text_end done",
+			check: func(t *testing.T, m *llm.Message) {
+				if m.Text() != "Hello, world." || m.StopReason != llm.StopReasonStop {
+					t.Errorf("text %q stop %q", m.Text(), m.StopReason)
+				}
+				u := m.Usage
+				if u.Input != 21 || u.Output != 12 || u.CacheRead != 2000 || u.CacheWrite != 0 || u.Total != 2033 {
+					t.Errorf("usage %+v", *u)
+				}
+				want := (21*1.25 + 12*10 + 2000*0.125) / 1e6
+				if math.Abs(u.Cost.Total-want) > 1e-12 {
+					t.Errorf("cost %v, want %v", u.Cost.Total, want)
+				}
+				if m.Provider != "openai" || m.Model != "gpt-test" || m.API != "openai-completions" || m.Timestamp == 0 {
+					t.Errorf("metadata %q %q %q %d", m.Provider, m.Model, m.API, m.Timestamp)
+				}
+			},
+		},
+		{
+			name: "CRLF and comments", fixture: "text.sse",
+			transform: func(s string) string {
+				return ": OPENROUTER PROCESSING\r\n\r\n" + strings.ReplaceAll(s, "\n", "\r\n")
+			},
+			types: "start text_start text_delta text_delta text_end done",
+		},
+		{
+			name: "no [DONE] after finish_reason", fixture: "text.sse",
+			transform: func(s string) string { return strings.Replace(s, "data: [DONE]\n\n", "", 1) },
+			types:     "start text_start text_delta text_delta text_end done",
+		},
+		{
+			name: "reasoning_content", fixture: "reasoning.sse",
+			types: "start thinking_start thinking_delta thinking_delta thinking_end text_start text_delta text_end done",
+			check: func(t *testing.T, m *llm.Message) {
+				th := m.Content[0]
+				if th.Thinking != "The user asks 2+2. That is 4." || th.ThinkingSignature != "reasoning_content" {
+					t.Errorf("thinking %+v", th)
+				}
+				if m.Text() != "4" || m.Usage.Output != 20 || m.Usage.Input != 30 {
+					t.Errorf("text %q usage %+v", m.Text(), *m.Usage)
+				}
+			},
+		},
+		{
+			name: "two tool calls, one with empty arguments", fixture: "tools.sse",
+			types: "start text_start text_delta text_end toolcall_start toolcall_delta toolcall_delta toolcall_end toolcall_start toolcall_end done",
+			check: func(t *testing.T, m *llm.Message) {
+				calls := m.ToolCalls()
+				if len(calls) != 2 || m.StopReason != llm.StopReasonToolUse {
+					t.Fatalf("calls %+v stop %q", calls, m.StopReason)
+				}
+				if calls[0].ID != "call_A" || calls[0].Name != "read" || string(calls[0].Arguments) != `{"path": "README.md", "limit": 20}` {
+					t.Errorf("first call %+v (%s)", calls[0], calls[0].Arguments)
+				}
+				if calls[1].ID != "call_B" || calls[1].Name != "ls" || string(calls[1].Arguments) != `{}` {
+					t.Errorf("second call %+v (%s)", calls[1], calls[1].Arguments)
+				}
+				if m.Usage.Input != 400 || m.Usage.Output != 61 {
+					t.Errorf("usage %+v", *m.Usage)
+				}
+			},
+		},
+		{
+			name: "finish_reason stop after tool calls", fixture: "tools.sse",
+			transform: func(s string) string {
+				return strings.Replace(s, `"finish_reason":"tool_calls"`, `"finish_reason":"stop"`, 1)
+			},
+			types: "start text_start text_delta text_end toolcall_start toolcall_delta toolcall_delta toolcall_end toolcall_start toolcall_end done",
+			check: func(t *testing.T, m *llm.Message) {
+				if m.StopReason != llm.StopReasonToolUse {
+					t.Errorf("stop %q", m.StopReason)
+				}
+			},
+		},
+		{
+			name: "length", fixture: "text.sse",
+			transform: func(s string) string {
+				return strings.Replace(s, `"finish_reason":"stop"`, `"finish_reason":"length"`, 1)
+			},
+			types: "start text_start text_delta text_delta text_end done",
+			check: func(t *testing.T, m *llm.Message) {
+				if m.StopReason != llm.StopReasonLength {
+					t.Errorf("stop %q", m.StopReason)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := fixture(t, tt.fixture)
+			if tt.transform != nil {
+				body = tt.transform(body)
+			}
+			srv := serve(t, 200, nil, body, nil)
+			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+			if r.err != nil {
+				t.Fatalf("error: %v", r.err)
+			}
+			if got := typesString(r.types); got != tt.types {
+				t.Errorf("events\n got %s\nwant %s", got, tt.types)
+			}
+			if tt.check != nil {
+				tt.check(t, r.msg)
+			}
+		})
+	}
+}
+
+func chunkJSON(delta map[string]any, finish any) string {
+	b, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "model": "gpt-test",
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+	return "data: " + string(b) + "\n\n"
+}
+
+func argsDelta(index int, id, name, args string) string {
+	fn := map[string]any{"arguments": args}
+	tc := map[string]any{"index": index, "function": fn}
+	if id != "" {
+		tc["id"], tc["type"], fn["name"] = id, "function", name
+	}
+	return chunkJSON(map[string]any{"tool_calls": []any{tc}}, nil)
+}
+
+// The arguments of a call arrive split at every character boundary, and
+// one character per chunk; the final arguments are always the same.
+func TestToolArgsEveryBoundary(t *testing.T) {
+	args := `{"command": "grep -rn \"caf\u00e9\" .", "paths": ["a", "b/ü"], "n": -1.5e2, "deep": {"x": [true, null]}}`
+	tail := chunkJSON(map[string]any{}, "tool_calls") + "data: [DONE]\n\n"
+	var want any
+	if err := json.Unmarshal([]byte(args), &want); err != nil {
+		t.Fatal(err)
+	}
+	check := func(t *testing.T, body string) {
+		srv := serve(t, 200, nil, body, nil)
+		r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if strings.Join(r.deltas, "") != args {
+			t.Fatalf("deltas joined to %q", strings.Join(r.deltas, ""))
+		}
+		calls := r.msg.ToolCalls()
+		var got any
+		if len(calls) != 1 || json.Unmarshal(calls[0].Arguments, &got) != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("calls %+v", calls)
+		}
+	}
+	for i := 0; i <= len(args); i++ {
+		if i < len(args) && !utf8.RuneStart(args[i]) {
+			continue
+		}
+		body := argsDelta(0, "call_1", "bash", args[:i]) + argsDelta(0, "", "", args[i:]) + tail
+		t.Run(fmt.Sprint("split at ", i), func(t *testing.T) { check(t, body) })
+	}
+	t.Run("one character per chunk", func(t *testing.T) {
+		var sb strings.Builder
+		sb.WriteString(argsDelta(0, "call_1", "bash", ""))
+		for _, c := range args {
+			sb.WriteString(argsDelta(0, "", "", string(c)))
+		}
+		sb.WriteString(tail)
+		check(t, sb.String())
+	})
+}
+
+// Tool-call ids: a new id on the same index starts a new call; a call
+// without any id gets one.
+func TestToolCallIndexing(t *testing.T) {
+	body := argsDelta(0, "call_1", "a", `{"x":`) + argsDelta(0, "", "", `1}`) +
+		argsDelta(0, "call_2", "b", `{}`) + // same index, new id
+		chunkJSON(map[string]any{"tool_calls": []any{map[string]any{"index": 1, "function": map[string]any{"name": "c", "arguments": `{"y":2}`}}}}, nil) +
+		chunkJSON(map[string]any{}, "tool_calls") + "data: [DONE]\n\n"
+	srv := serve(t, 200, nil, body, nil)
+	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	var got []string
+	for _, c := range r.msg.ToolCalls() {
+		got = append(got, fmt.Sprintf("%s %s %s", c.ID, c.Name, c.Arguments))
+	}
+	want := []string{`call_1 a {"x":1}`, `call_2 b {}`, `call_2 c {"y":2}`}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		// the synthesized id is call_<n>: check its shape separately
+		if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || !strings.HasSuffix(got[2], ` c {"y":2}`) {
+			t.Fatalf("calls\n got %q\nwant %q", got, want)
+		}
+	}
+	if c := r.msg.ToolCalls()[2]; c.ID == "" || c.ID == "call_1" || c.ID == "call_2" {
+		t.Errorf("synthesized id %q is empty or collides", c.ID)
+	}
+}
+
+func TestHTTPErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  int
+		header  map[string]string
+		body    string
+		reasons []llm.Reason
+		words   string
+		retry   time.Duration
+	}{
+		{"401", 401, nil, `{"error":{"message":"Incorrect API key provided: sk-proj-****6789. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
+			[]llm.Reason{llm.ReasonAuth, llm.ReasonAuthPermanent}, "Incorrect API key", 0},
+		{"402", 402, nil, `{"error":{"message":"Insufficient credits. Add more using https://openrouter.ai/settings/credits","code":402}}`,
+			[]llm.Reason{llm.ReasonBilling}, "Insufficient credits", 0},
+		{"429 quota", 429, nil, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
+			nil, "exceeded your current quota", 0},
+		{"429 with retry-after-ms", 429, map[string]string{"Retry-After-Ms": "1500", "Content-Type": "application/json"}, `{"error":{"message":"Rate limit reached for gpt-test in organization org-x on tokens per min (TPM): Limit 30000, Used 30000, Requested 900.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
+			[]llm.Reason{llm.ReasonRateLimit}, "Rate limit reached", 1500 * time.Millisecond},
+		{"500", 500, nil, `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`,
+			[]llm.Reason{llm.ReasonServer, llm.ReasonTimeout}, "The server had an error", 0},
+		{"529", 529, nil, `{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error"}}`,
+			[]llm.Reason{llm.ReasonOverloaded}, "overloaded", 0},
+		{"context overflow", 400, nil, `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 145000 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+			nil, "maximum context length", 0},
+		{"404 model", 404, nil, `{"error":{"message":"The model gpt-nope does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`,
+			[]llm.Reason{llm.ReasonModelNotFound}, "does not exist", 0},
+		{"ollama plain error", 404, nil, `{"error":"model \"qwen9\" not found, try pulling it first"}`,
+			[]llm.Reason{llm.ReasonModelNotFound}, "try pulling it first", 0},
+		{"200 with HTML", 200, map[string]string{"Content-Type": "text/html; charset=utf-8"}, `<!DOCTYPE html><html><head><title>Login required</title></head><body>portal</body></html>`,
+			nil, "Login required", 0},
+		{"200 with unexpected type", 200, map[string]string{"Content-Type": "application/xml"}, `<error>nope</error>`,
+			nil, "application/xml", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := serve(t, tt.status, tt.header, tt.body, nil)
+			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+			if !r.bare {
+				t.Fatalf("want one bare error, got events %s", typesString(r.types))
+			}
+			var pe *llm.ProviderError
+			if !errors.As(r.err, &pe) {
+				t.Fatalf("error %T %v is not a *llm.ProviderError", r.err, r.err)
+			}
+			if pe.Status != tt.status {
+				t.Errorf("status %d", pe.Status)
+			}
+			want := tt.reasons
+			if want == nil && tt.status != 200 {
+				want = []llm.Reason{llm.Classify(tt.status, tt.body)}
+			}
+			if want != nil && !hasReason(want, pe.Reason) {
+				t.Errorf("reason %q, want one of %v", pe.Reason, want)
+			}
+			if pe.Reason == llm.ReasonUnknown {
+				t.Errorf("reason unknown")
+			}
+			if !strings.Contains(pe.Error(), tt.words) {
+				t.Errorf("error %q does not quote %q", pe.Error(), tt.words)
+			}
+			if pe.RetryAfter != tt.retry {
+				t.Errorf("retry after %v, want %v", pe.RetryAfter, tt.retry)
+			}
+			if strings.Contains(fmt.Sprintf("%v %+v", pe, *pe), testKey) {
+				t.Errorf("the API key leaked into the error")
+			}
+		})
+	}
+}
+
+func hasReason(rs []llm.Reason, r llm.Reason) bool {
+	for _, x := range rs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+func TestStreamFailures(t *testing.T) {
+	text := fixture(t, "text.sse")
+	cut := text[:strings.Index(text, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1764370000,"model":"gpt-test","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{},`)]
+	tests := []struct {
+		name    string
+		body    string
+		reasons []llm.Reason
+		words   string
+		text    string
+	}{
+		{"error chunk mid-stream", fixture(t, "error_midstream.sse"), nil, "overloaded", "Partial answ"},
+		{"plain error object", chunkJSON(map[string]any{"content": "Hi"}, nil) + `data: {"error":{"message":"Internal error while streaming","type":"server_error"}}` + "\n\n",
+			nil, "Internal error while streaming", "Hi"},
+		{"cut without finish or [DONE]", cut, []llm.Reason{llm.ReasonNetwork}, "ended before", "Hello, world."},
+		{"cut mid-line", cut + `data: {"id":"chatcmpl-1","choi`, []llm.Reason{llm.ReasonNetwork}, "ended before", "Hello, world."},
+		{"invalid JSON chunk", strings.Replace(text, `{"content":", world."}`, `{"content":", world."`, 1), nil, "not valid JSON", "Hello"},
+		{"malformed SSE", "HTTP/1.1 200 OK\nthis is not an event stream\n", []llm.Reason{llm.ReasonNetwork}, "ended before", ""},
+		{"content filter", strings.Replace(text, `"finish_reason":"stop"`, `"finish_reason":"content_filter"`, 1), nil, "content_filter", "Hello, world."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := serve(t, 200, nil, tt.body, nil)
+			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+			if r.bare || len(r.types) == 0 || r.types[len(r.types)-1] != llm.EventError {
+				t.Fatalf("want a final error event, got %s (bare %v: %v)", typesString(r.types), r.bare, r.err)
+			}
+			var pe *llm.ProviderError
+			if !errors.As(r.err, &pe) {
+				t.Fatalf("error %T %v is not a *llm.ProviderError", r.err, r.err)
+			}
+			if tt.reasons != nil && !hasReason(tt.reasons, pe.Reason) {
+				t.Errorf("reason %q, want one of %v", pe.Reason, tt.reasons)
+			}
+			if !strings.Contains(pe.Error(), tt.words) {
+				t.Errorf("error %q does not quote %q", pe.Error(), tt.words)
+			}
+			if r.msg.StopReason != llm.StopReasonError || r.msg.ErrorMessage == "" {
+				t.Errorf("stop %q error message %q", r.msg.StopReason, r.msg.ErrorMessage)
+			}
+			if r.msg.Text() != tt.text {
+				t.Errorf("partial text %q, want %q", r.msg.Text(), tt.text)
+			}
+		})
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		fmt.Fprint(w, chunkJSON(map[string]any{"role": "assistant", "content": "Thinking"}, nil))
+		f.Flush()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+				fmt.Fprint(w, ": OPENROUTER PROCESSING\n\n")
+				f.Flush()
+			}
+		}
+	}))
+	defer srv.Close()
+	r := collect(t, newModel(srv, 150*time.Millisecond), context.Background(), simpleRequest())
+	var pe *llm.ProviderError
+	if !errors.As(r.err, &pe) || pe.Reason != llm.ReasonTimeout {
+		t.Fatalf("want a timeout ProviderError, got %v", r.err)
+	}
+	if r.msg.Text() != "Thinking" || r.msg.StopReason != llm.StopReasonError {
+		t.Fatalf("text %q stop %q", r.msg.Text(), r.msg.StopReason)
+	}
+}
+
+// The idle timer also covers a server that never sends its headers.
+func TestIdleBeforeHeaders(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	r := collect(t, newModel(srv, 100*time.Millisecond), context.Background(), simpleRequest())
+	var pe *llm.ProviderError
+	if !r.bare || !errors.As(r.err, &pe) || pe.Reason != llm.ReasonTimeout {
+		t.Fatalf("bare %v err %v", r.bare, r.err)
+	}
+}
+
+func TestAbortKeepsPartial(t *testing.T) {
+	handlerDone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
+		defer close(handlerDone)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, chunkJSON(map[string]any{"role": "assistant", "content": "Half a thou"}, nil))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last llm.Event
+	for ev, err := range newModel(srv, 0).Stream(ctx, simpleRequest()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == llm.EventTextDelta {
+			cancel()
+		}
+		last = ev
+	}
+	if last.Type != llm.EventError || last.Message.StopReason != llm.StopReasonAborted || !errors.Is(last.Err, context.Canceled) {
+		t.Fatalf("last event %s stop %q err %v", last.Type, last.Message.StopReason, last.Err)
+	}
+	if last.Message.Text() != "Half a thou" {
+		t.Fatalf("partial text %q", last.Message.Text())
+	}
+	<-handlerDone
+}
+
+func TestConsumerBreak(t *testing.T) {
+	handlerDone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
+		defer close(handlerDone)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, chunkJSON(map[string]any{"role": "assistant", "content": "x"}, nil))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	for ev, err := range newModel(srv, 0).Stream(context.Background(), simpleRequest()) {
+		if err != nil || ev.Type != llm.EventStart {
+			t.Fatalf("%v %v", ev.Type, err)
+		}
+		break
+	}
+	<-handlerDone
+}
