@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/compact"
@@ -73,14 +74,21 @@ func TestFauxLongRun(t *testing.T) {
 		t.Skip("long run")
 	}
 	for _, tt := range []struct {
+		name    string
 		window  int
 		compact bool // whether 300 turns need a summary
-	}{{32_000, true}, {16_000, true}, {200_000, false}} {
-		t.Run(fmt.Sprint(tt.window), func(t *testing.T) { longRun(t, tt.window, tt.compact) })
+		fail    bool // the summariser always fails
+	}{
+		{"32K", 32_000, true, false},
+		{"16K", 16_000, true, false},
+		{"200K", 200_000, false, false},
+		{"32K summariser down", 32_000, true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) { longRun(t, tt.window, tt.compact, tt.fail) })
 	}
 }
 
-func longRun(t *testing.T, window int, wantCompaction bool) {
+func longRun(t *testing.T, window int, wantCompaction, failSummary bool) {
 	const turns = 300
 	output := strings.Repeat("0123456789 abcdefghij klmnopqrst uvwxyz ABCDEFGHIJ KLMN\n", 20_000/56)
 
@@ -107,6 +115,9 @@ func longRun(t *testing.T, window int, wantCompaction bool) {
 		if len(req.Tools) != 0 {
 			problems = append(problems, "summariser request carried tools")
 		}
+		if failSummary {
+			return faux.Refuse(llm.ReasonOverloaded, 529, "overloaded")
+		}
 		return faux.Say("## Goal\nRead every file.\n\n## Progress\n### Done\nRead files so far.\n\n## Next Steps\nRead the next file.")
 	}))
 	summaries.Repeat = true
@@ -127,9 +138,10 @@ func longRun(t *testing.T, window int, wantCompaction bool) {
 		Window:       window,
 		SystemPrompt: "You read files.",
 		Tools:        reg.Specs(),
-		Summarizer:   &compact.Summarizer{Model: summaries},
-		Recorder:     rec,
-		OnEvent:      func(e compact.Event) { events = append(events, e) },
+		// Retries wait on the injected sleep: the test never sleeps.
+		Summarizer: &compact.Summarizer{Model: summaries, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
+		Recorder:   rec,
+		OnEvent:    func(e compact.Event) { events = append(events, e) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +188,16 @@ func longRun(t *testing.T, window int, wantCompaction bool) {
 	for _, e := range events {
 		if e.Type == compact.EventFallback || e.Type == compact.EventOverBudget {
 			fallbacks++
+		}
+	}
+	if failSummary {
+		if fallbacks == 0 {
+			t.Error("the summariser failed and no fallback was reported")
+		}
+		for _, r := range rec.compactions {
+			if !r.Fallback || r.FallbackErr == nil {
+				t.Errorf("compaction %+v is not marked as a fallback", r)
+			}
 		}
 	}
 	t.Logf("%d model calls, largest prompt %d tokens, %d compactions, %d truncations, %d fallback/over-budget events, %d summariser calls",
