@@ -113,7 +113,9 @@ func longRun(t *testing.T, window int, wantCompaction, failSummary bool) {
 
 	summaries := faux.New(faux.Func(func(_ context.Context, req *llm.Request) faux.Step {
 		if len(req.Tools) != 0 {
+			mu.Lock()
 			problems = append(problems, "summariser request carried tools")
+			mu.Unlock()
 		}
 		if failSummary {
 			return faux.Refuse(llm.ReasonOverloaded, 529, "overloaded")
