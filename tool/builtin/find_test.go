@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestFind(t *testing.T) {
@@ -124,4 +125,24 @@ func TestGitignore(t *testing.T) {
 	if ignored([]*ignoreFile{f, deep}, "/r/sub/keep.log", false) {
 		t.Error("deeper negation did not win")
 	}
+}
+
+// FuzzGlob checks that no glob or .gitignore line makes the compiler
+// panic, and that a glob without special characters matches itself.
+func FuzzGlob(f *testing.F) {
+	for _, s := range []string{"*.go", "**/a/**/b", "[!a-z]?", "{a,{b,c}}", `\*`, "[", "a/**", "]["} {
+		f.Add(s, "a/b.go")
+	}
+	f.Fuzz(func(t *testing.T, glob, p string) {
+		if g, err := newPathGlob(glob); err == nil {
+			g.match(p)
+		}
+		parseGitignore("/r", []byte(glob))
+		if !strings.ContainsAny(glob, `*?[]{},\/`) && glob != "" && utf8.ValidString(glob) {
+			g, err := newPathGlob(glob)
+			if err != nil || !g.match(glob) {
+				t.Fatalf("plain glob %q does not match itself (%v)", glob, err)
+			}
+		}
+	})
 }

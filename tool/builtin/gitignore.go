@@ -170,6 +170,9 @@ func parseGitignore(dir string, data []byte) *ignoreFile {
 		for strings.HasSuffix(line, " ") && !strings.HasSuffix(line, `\ `) {
 			line = line[:len(line)-1]
 		}
+		if line == "" {
+			continue
+		}
 		var r ignoreRule
 		if line[0] == '!' {
 			r.negate = true
