@@ -25,6 +25,7 @@ Try it offline on the scripted model:
 		newRunCmd(env),
 		newHooksCmd(env),
 		newTrustCmd(env),
+		newSessionsCmd(env),
 	)
 	return root
 }
