@@ -1,0 +1,264 @@
+package loopguard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// Action is what the caller must do with a call.
+type Action int
+
+// The actions of a Verdict.
+const (
+	// Allow runs the call as usual.
+	Allow Action = iota
+	// Warn runs the call; the warning is appended to its result (Annotate
+	// does it) so the model can change course.
+	Warn
+	// Block does not run the call; Verdict.Result is its result.
+	Block
+	// Stop does not run the call and stops the run: Verdict.Result is the
+	// call's result, Verdict.Err the *StopError to cancel the run with.
+	Stop
+)
+
+// String returns the action's name.
+func (a Action) String() string {
+	switch a {
+	case Allow:
+		return "allow"
+	case Warn:
+		return "warn"
+	case Block:
+		return "block"
+	case Stop:
+		return "stop"
+	}
+	return "unknown"
+}
+
+// Verdict is the guard's decision on one call.
+type Verdict struct {
+	Action    Action
+	Detection Detection
+	// Result is, for Block and Stop, the error result the model gets in
+	// place of running the call.
+	Result *tool.Result
+	// Err is, for Stop, a *StopError (errors.Is(err, ErrCircuitBreaker)).
+	Err error
+}
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// The event kinds.
+const (
+	EventWarning EventKind = "warning"
+	EventBlock   EventKind = "block"
+	EventStop    EventKind = "stop"
+)
+
+// Event reports a warning, a block or a stop to Config.OnEvent.
+type Event struct {
+	Kind      EventKind
+	CallID    string
+	Tool      string
+	Args      json.RawMessage
+	Detection Detection
+}
+
+// ErrCircuitBreaker is matched (errors.Is) by every *StopError.
+var ErrCircuitBreaker = errors.New("loopguard: the global circuit breaker stopped the run")
+
+// StopError is why the global circuit breaker stopped a run. Cancel the
+// run's context with it (context.CancelCauseFunc) and read it back with
+// context.Cause; errors.Is(err, ErrCircuitBreaker) is true.
+type StopError struct {
+	Tool  string
+	Count int
+	// Message is the text the model was given for the refused call.
+	Message string
+}
+
+// Error says which tool looped and how often.
+func (e *StopError) Error() string {
+	return "loopguard: run stopped: " + e.Message
+}
+
+// Is reports whether target is ErrCircuitBreaker.
+func (e *StopError) Is(target error) bool { return target == ErrCircuitBreaker }
+
+// Guard detects tool-call loops over the calls of one session (or run). It
+// is safe for concurrent use. Call Before when a call is about to run and
+// After with its result; Annotate adds a pending warning to the result the
+// model will see. Hooks binds the three to an agent.
+type Guard struct {
+	onEvent func(Event)
+	mu      sync.Mutex
+	h       *History
+	// warnings holds the warning for calls that were allowed with one,
+	// until Annotate takes it.
+	warnings map[string]string
+	// blocked holds calls refused by Before whose result After must not
+	// record a second time.
+	blocked map[string]bool
+}
+
+// New returns a guard with cfg (nil means the defaults: on, 10/20/30).
+func New(cfg *Config) *Guard {
+	h := NewHistory(cfg)
+	return &Guard{onEvent: h.cfg.OnEvent, h: h, warnings: map[string]string{}, blocked: map[string]bool{}}
+}
+
+// callKey identifies a call among the pending ones: its id, or its
+// identity when the provider gave none.
+func callKey(call tool.Call) string {
+	if call.ID != "" {
+		return call.ID
+	}
+	return "\x00" + HashCall(call.Name, call.Args)
+}
+
+// Before checks call, records it (blocked calls too) and returns what to
+// do with it.
+func (g *Guard) Before(call tool.Call) Verdict {
+	g.mu.Lock()
+	if g.h.cfg.Disabled {
+		g.mu.Unlock()
+		return Verdict{}
+	}
+	d := g.h.Detect(call.Name, call.Args)
+	v := Verdict{Detection: d}
+	var kind EventKind
+	switch {
+	case !d.Stuck:
+	case d.Level == LevelWarning:
+		v.Action, kind = Warn, EventWarning
+		g.warnings[callKey(call)] = d.Message
+	case d.Detector == DetectorGlobal:
+		v.Action, kind = Stop, EventStop
+		v.Err = &StopError{Tool: call.Name, Count: d.Count, Message: d.Message}
+	default:
+		v.Action, kind = Block, EventBlock
+	}
+	refused := v.Action == Block || v.Action == Stop
+	if refused {
+		res := tool.ErrorResult(d.Message)
+		res.Details = detailsOf(d)
+		v.Result = &res
+		g.blocked[callKey(call)] = true
+	}
+	g.h.Record(call.ID, call.Name, call.Args, refused)
+	on := g.onEvent
+	g.mu.Unlock()
+	if kind != "" && on != nil {
+		on(Event{Kind: kind, CallID: call.ID, Tool: call.Name, Args: call.Args, Detection: d})
+	}
+	return v
+}
+
+func detailsOf(d Detection) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"loopguard": map[string]any{
+		"level": d.Level, "detector": d.Detector, "count": d.Count, "key": d.Key}})
+	return b
+}
+
+// After records the outcome of call. Results of calls Before refused are
+// ignored (they are recorded as blocked already).
+func (g *Guard) After(call tool.Call, res tool.Result) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.h.cfg.Disabled {
+		return
+	}
+	k := callKey(call)
+	if g.blocked[k] {
+		delete(g.blocked, k)
+		return
+	}
+	g.h.RecordOutcome(call.ID, call.Name, call.Args, OutcomeHash(call.Name, call.Args, res))
+}
+
+// Annotate returns res with the warning Before gave call appended as a
+// text block, and forgets the warning; without one it returns res
+// unchanged. The content slice is copied, never modified in place.
+func (g *Guard) Annotate(call tool.Call, res tool.Result) tool.Result {
+	g.mu.Lock()
+	k := callKey(call)
+	w, ok := g.warnings[k]
+	delete(g.warnings, k)
+	g.mu.Unlock()
+	if !ok {
+		return res
+	}
+	content := make([]llm.Content, 0, len(res.Content)+1)
+	content = append(content, res.Content...)
+	res.Content = append(content, llm.Text(w))
+	return res
+}
+
+// Records returns a copy of the remembered calls, oldest first.
+func (g *Guard) Records() []Record {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.h.Records()
+}
+
+// Stats summarises the remembered calls.
+func (g *Guard) Stats() Stats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.h.Stats()
+}
+
+// Reset forgets every call, for a guard reused across sessions.
+func (g *Guard) Reset() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.h.records = nil
+	clear(g.warnings)
+	clear(g.blocked)
+}
+
+// Hooks are functions with the signatures of the agent package's
+// BeforeToolCall, AfterToolCall and ToolResultPersist hooks. loopguard
+// does not import agent; the caller assigns them:
+//
+//	h := guard.Hooks(cancel) // cancel: the run's context.CancelCauseFunc
+//	cfg.Hooks.BeforeToolCall = h.BeforeToolCall
+//	cfg.Hooks.AfterToolCall = h.AfterToolCall
+//	cfg.Hooks.ToolResultPersist = h.ToolResultPersist
+type Hooks struct {
+	// BeforeToolCall blocks refused calls with their error result and,
+	// when the breaker trips, also calls stop with the *StopError.
+	BeforeToolCall func(ctx context.Context, call tool.Call) (tool.Call, *tool.Result)
+	// AfterToolCall records the outcome.
+	AfterToolCall func(ctx context.Context, call tool.Call, res tool.Result)
+	// ToolResultPersist appends the pending warning (Annotate).
+	ToolResultPersist func(ctx context.Context, call tool.Call, res tool.Result) tool.Result
+}
+
+// Hooks returns the guard as agent hooks. stop is called with a
+// *StopError when the global circuit breaker trips; pass the run's
+// context.CancelCauseFunc so the run ends and context.Cause(ctx) says why.
+// A nil stop only blocks the call.
+func (g *Guard) Hooks(stop func(error)) Hooks {
+	return Hooks{
+		BeforeToolCall: func(_ context.Context, call tool.Call) (tool.Call, *tool.Result) {
+			v := g.Before(call)
+			if v.Action == Stop && stop != nil {
+				stop(v.Err)
+			}
+			return call, v.Result
+		},
+		AfterToolCall: func(_ context.Context, call tool.Call, res tool.Result) { g.After(call, res) },
+		ToolResultPersist: func(_ context.Context, call tool.Call, res tool.Result) tool.Result {
+			return g.Annotate(call, res)
+		},
+	}
+}

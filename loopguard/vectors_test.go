@@ -1,0 +1,233 @@
+package loopguard_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/loopguard"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// The cases of testdata/tool_loop_detection.json are OpenClaw's own tests
+// as data (copied from ../shared/reference/vectors). They run through the
+// small adapter below. Where we deliberately count differently the
+// adapter translates, by name of the rule, never by skipping silently:
+//
+//   - global_circuit_breaker and known_poll_no_progress: OpenClaw counts the
+//     earlier identical calls in the history; we count the call being
+//     checked too ("the 10th call warns"), so our Count is theirs + 1 for
+//     the same history. ping_pong counts already include the current call in
+//     both, and must be equal.
+//   - messages are our own words: the adapter checks the phrases the
+//     original test asserts (messageContains) and the count, not the text.
+
+type loopCase struct {
+	Name     string          `json:"name"`
+	Function string          `json:"function"`
+	Input    json.RawMessage `json:"input"`
+	Expected json.RawMessage `json:"expected"`
+}
+
+type loopOp struct {
+	Op         string          `json:"op"`
+	Tool       string          `json:"tool"`
+	Params     json.RawMessage `json:"params"`
+	ToolCallID string          `json:"toolCallId"`
+	Result     *struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		Details json.RawMessage `json:"details"`
+	} `json:"result"`
+	Error json.RawMessage `json:"error"`
+}
+
+type loopExpected struct {
+	Hash            string `json:"hash"`
+	StableJSON      string `json:"stableJson"`
+	Length          int    `json:"length"`
+	NotEqualsHashOf *struct {
+		ToolName string          `json:"toolName"`
+		Params   json.RawMessage `json:"params"`
+	} `json:"notEqualsHashOf"`
+	HistoryLength  *int   `json:"historyLength"`
+	OldestArgsHash string `json:"oldestArgsHash"`
+	History        []struct {
+		ToolName   string `json:"toolName"`
+		ToolCallID string `json:"toolCallId"`
+		ArgsHash   string `json:"argsHash"`
+	} `json:"history"`
+	Detections []struct {
+		Stuck          bool   `json:"stuck"`
+		Level          string `json:"level"`
+		Detector       string `json:"detector"`
+		Count          int    `json:"count"`
+		PairedToolName string `json:"pairedToolName"`
+		Message        string `json:"message"`
+	} `json:"detections"`
+	MessageContains []string `json:"messageContains"`
+	TotalCalls      int      `json:"totalCalls"`
+	UniquePatterns  int      `json:"uniquePatterns"`
+	MostFrequent    *struct {
+		ToolName string `json:"toolName"`
+		Count    int    `json:"count"`
+	} `json:"mostFrequent"`
+}
+
+func TestVectors(t *testing.T) {
+	data, err := os.ReadFile("testdata/tool_loop_detection.json")
+	if err != nil {
+		t.Fatalf("read vectors: %v", err)
+	}
+	var cases []loopCase
+	if err := json.Unmarshal(data, &cases); err != nil {
+		t.Fatalf("parse vectors: %v", err)
+	}
+	if len(cases) == 0 {
+		t.Fatal("no vector cases")
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			var exp loopExpected
+			if err := json.Unmarshal(c.Expected, &exp); err != nil {
+				t.Fatalf("expected: %v", err)
+			}
+			switch c.Function {
+			case "hashToolCall":
+				var in struct {
+					ToolName string          `json:"toolName"`
+					Params   json.RawMessage `json:"params"`
+				}
+				mustUnmarshal(t, c.Input, &in)
+				checkHash(t, in.ToolName, in.Params, exp)
+			case "toolLoopDetection.sequence", "toolLoopDetection.stats":
+				runSequence(t, c.Input, exp)
+			default:
+				t.Fatalf("no adapter for function %q", c.Function)
+			}
+		})
+	}
+}
+
+func mustUnmarshal(t *testing.T, data []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkHash(t *testing.T, name string, params json.RawMessage, exp loopExpected) {
+	t.Helper()
+	got := loopguard.HashCall(name, params)
+	if got != exp.Hash {
+		t.Errorf("HashCall = %s, want %s", got, exp.Hash)
+	}
+	stable, err := loopguard.CanonicalJSON(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp.StableJSON != "" && string(stable) != exp.StableJSON {
+		t.Errorf("CanonicalJSON = %.80s, want %.80s", stable, exp.StableJSON)
+	}
+	if exp.Length != 0 && len(got) != exp.Length {
+		t.Errorf("len(hash) = %d, want %d", len(got), exp.Length)
+	}
+	if o := exp.NotEqualsHashOf; o != nil && loopguard.HashCall(o.ToolName, o.Params) == got {
+		t.Errorf("hash equals that of %s %s", o.ToolName, o.Params)
+	}
+}
+
+func runSequence(t *testing.T, input json.RawMessage, exp loopExpected) {
+	t.Helper()
+	var in struct {
+		Ops []loopOp `json:"ops"`
+	}
+	mustUnmarshal(t, input, &in)
+	h := loopguard.NewHistory(nil)
+	var dets []loopguard.Detection
+	for _, op := range in.Ops {
+		switch op.Op {
+		case "record":
+			h.Record(op.ToolCallID, op.Tool, op.Params, false)
+		case "outcome":
+			res := tool.Result{}
+			if op.Result != nil {
+				for _, b := range op.Result.Content {
+					res.Content = append(res.Content, llm.Text(b.Text))
+				}
+				res.Details = op.Result.Details
+			} else {
+				res = tool.ErrorResult(string(op.Error))
+			}
+			h.RecordOutcome(op.ToolCallID, op.Tool, op.Params, loopguard.OutcomeHash(op.Tool, op.Params, res))
+		case "detect":
+			dets = append(dets, h.Detect(op.Tool, op.Params))
+		default:
+			t.Fatalf("unknown op %q", op.Op)
+		}
+	}
+	recs := h.Records()
+	if exp.HistoryLength != nil && len(recs) != *exp.HistoryLength {
+		t.Errorf("history length = %d, want %d", len(recs), *exp.HistoryLength)
+	}
+	if exp.OldestArgsHash != "" && (len(recs) == 0 || recs[0].ArgsHash != exp.OldestArgsHash) {
+		t.Errorf("oldest record = %+v, want args hash %s", recs[0], exp.OldestArgsHash)
+	}
+	for i, w := range exp.History {
+		if i >= len(recs) {
+			t.Fatalf("history has %d records, want at least %d", len(recs), i+1)
+		}
+		r := recs[i]
+		if r.Tool != w.ToolName || r.CallID != w.ToolCallID || r.ArgsHash != w.ArgsHash {
+			t.Errorf("record %d = %+v, want %+v", i, r, w)
+		}
+	}
+	if exp.MostFrequent != nil {
+		s := h.Stats()
+		if s.TotalCalls != exp.TotalCalls || s.UniquePatterns != exp.UniquePatterns ||
+			s.MostFrequentTool != exp.MostFrequent.ToolName || s.MostFrequentCount != exp.MostFrequent.Count {
+			t.Errorf("stats = %+v, want total %d unique %d most %+v", s, exp.TotalCalls, exp.UniquePatterns, *exp.MostFrequent)
+		}
+	}
+	if len(dets) != len(exp.Detections) {
+		t.Fatalf("%d detect ops, %d expected detections", len(dets), len(exp.Detections))
+	}
+	for i, w := range exp.Detections {
+		d := dets[i]
+		if d.Stuck != w.Stuck {
+			t.Fatalf("detection %d: stuck = %v (%+v), want %v", i, d.Stuck, d, w.Stuck)
+		}
+		if !w.Stuck {
+			continue
+		}
+		if string(d.Level) != w.Level || string(d.Detector) != w.Detector {
+			t.Errorf("detection %d = %s/%s, want %s/%s", i, d.Level, d.Detector, w.Level, w.Detector)
+		}
+		wantCount := w.Count
+		if w.Detector != "ping_pong" {
+			wantCount++ // we count the call being checked; OpenClaw does not
+		}
+		if d.Count != wantCount {
+			t.Errorf("detection %d count = %d, want %d (OpenClaw's %d)", i, d.Count, wantCount, w.Count)
+		}
+		if w.PairedToolName != "" && d.PairedTool != w.PairedToolName {
+			t.Errorf("paired tool = %q, want %q", d.PairedTool, w.PairedToolName)
+		}
+		for _, phrase := range exp.MessageContains {
+			if !strings.Contains(d.Message, phrase) {
+				t.Errorf("message %q lacks %q", d.Message, phrase)
+			}
+		}
+		if !strings.Contains(d.Message, fmt.Sprint(d.Count)) {
+			t.Errorf("message %q does not give the count %d", d.Message, d.Count)
+		}
+		if !strings.HasPrefix(d.Message, strings.ToUpper(w.Level)+":") {
+			t.Errorf("message %q does not start with %s:", d.Message, strings.ToUpper(w.Level))
+		}
+	}
+}
