@@ -26,6 +26,7 @@ Try it offline on the scripted model:
 		newHooksCmd(env),
 		newTrustCmd(env),
 		newSessionsCmd(env),
+		newMCPCmd(env),
 	)
 	return root
 }
