@@ -52,6 +52,9 @@ type Session interface {
 	Transcript() *Transcript
 	// Context builds the model's context at the current leaf.
 	Context() Context
+	// Warnings says what opening the session tolerated or repaired, such
+	// as a torn last line cut off; the caller shows them to the user.
+	Warnings() []string
 	// EndTurn marks the end of a turn: under SyncEveryTurn it flushes the
 	// appends since the last turn to stable storage.
 	EndTurn() error

@@ -98,6 +98,15 @@ type JSONLStore struct {
 	Sync SyncPolicy
 }
 
+// DefaultStore returns the JSONL store in DefaultDir.
+func DefaultStore() (*JSONLStore, error) {
+	dir, err := DefaultDir()
+	if err != nil {
+		return nil, err
+	}
+	return NewJSONLStore(dir), nil
+}
+
 // NewJSONLStore returns a store rooted at dir with the default policy.
 func NewJSONLStore(dir string) *JSONLStore { return &JSONLStore{Dir: dir} }
 

@@ -1,9 +1,3 @@
-// Package sessiontest is the conformance suite of session.Store: every
-// backend runs Run from its tests and must pass it, so the agent, the
-// runner and the CLI can rely on one behaviour whatever keeps the
-// transcripts.
-//
-// It imports session, llm and the standard library's testing packages.
 package sessiontest
 
 import (
@@ -168,6 +162,9 @@ func testReopen(t *testing.T, st session.Store) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer s2.Close()
+	if w := s2.Warnings(); len(w) != 0 {
+		t.Errorf("a cleanly closed session reopened with warnings %q", w)
+	}
 	if s2.Leaf() != ids[1] {
 		t.Errorf("reopened leaf %s, want %s", s2.Leaf(), ids[1])
 	}
