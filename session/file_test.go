@@ -494,3 +494,38 @@ func TestRenderAndExport(t *testing.T) {
 		t.Errorf("json export %+v", x)
 	}
 }
+
+func TestCreateExistingAndLatest(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	if _, err := Latest(ctx, st, "/p"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("latest of an empty store: %v", err)
+	}
+	id, _ := writeSession(t, st, 1)
+	if _, err := st.Create(ctx, CreateOptions{ID: id, Cwd: "/p"}); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("creating an existing id: %v", err)
+	}
+	in, err := Latest(ctx, st, "/p")
+	if err != nil || in.ID != id {
+		t.Errorf("latest = %+v, %v; want %s", in, err, id)
+	}
+}
+
+func TestRepairFileEdges(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.jsonl")
+	os.WriteFile(path, []byte("not a header\n"), 0o600)
+	if _, err := RepairFile(path); err == nil || !strings.Contains(err.Error(), "header") {
+		t.Errorf("repair without a header: %v", err)
+	}
+	good := `{"type":"session","version":3,"id":"s"}` + "\n" +
+		`{"type":"message","id":"a","parentId":null,"timestamp":"","message":{"role":"user","content":[],"timestamp":0}}` + "\n"
+	os.WriteFile(path, []byte(good+`{"type":"mess`), 0o600)
+	rep, err := RepairFile(path)
+	if err != nil || len(rep.DroppedLines) != 1 || rep.DroppedLines[0] != 3 {
+		t.Fatalf("repair of a torn tail: %+v, %v", rep, err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != good {
+		t.Errorf("repaired file:\n%s", data)
+	}
+}

@@ -121,6 +121,11 @@ func (s *JSONLStore) Create(ctx context.Context, opts CreateOptions) (Session, e
 	if _, err := os.Stat(path); err == nil {
 		return nil, fmt.Errorf("create session %s: it already exists", h.ID)
 	}
+	if opts.ID != "" {
+		if p, err := s.Resolve(opts.ID); err == nil && idFromPath(p) == opts.ID {
+			return nil, fmt.Errorf("create session %s: it already exists (%s); open it instead", h.ID, p)
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
 	}
