@@ -14,10 +14,41 @@ import (
 	"github.com/agentloop/agentloop/llm/sse"
 )
 
+// name is a type field of the stream. Known names decode without
+// allocating; they arrive with every event.
+type name string
+
+var knownNames = func() map[string]name {
+	m := map[string]name{}
+	for _, n := range []string{
+		"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+		"message_delta", "message_stop", "ping", "error",
+		"text", "thinking", "redacted_thinking", "tool_use",
+		"text_delta", "thinking_delta", "signature_delta", "input_json_delta",
+	} {
+		m[`"`+n+`"`] = name(n)
+	}
+	return m
+}()
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (n *name) UnmarshalJSON(b []byte) error {
+	if k, ok := knownNames[string(b)]; ok {
+		*n = k
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*n = name(s)
+	return nil
+}
+
 // The stream events, decoded into one struct: only the fields of the
 // event's type are set.
 type streamEvent struct {
-	Type    string `json:"type"`
+	Type    name `json:"type"`
 	Message struct {
 		ID    string `json:"id"`
 		Model string `json:"model"`
@@ -25,7 +56,7 @@ type streamEvent struct {
 	} `json:"message"`
 	Index        int `json:"index"`
 	ContentBlock struct {
-		Type     string          `json:"type"`
+		Type     name            `json:"type"`
 		Text     string          `json:"text"`
 		Thinking string          `json:"thinking"`
 		Data     string          `json:"data"`
@@ -34,7 +65,7 @@ type streamEvent struct {
 		Input    json.RawMessage `json:"input"`
 	} `json:"content_block"`
 	Delta struct {
-		Type        string  `json:"type"`
+		Type        name    `json:"type"`
 		Text        string  `json:"text"`
 		Thinking    string  `json:"thinking"`
 		Signature   string  `json:"signature"`
@@ -164,6 +195,7 @@ type decoder struct {
 	blocks     map[int]int // server index → content index
 	stopReason string
 	ev         streamEvent
+	json       jsonReader
 }
 
 // handle applies one event; finished is true after message_stop.
@@ -171,11 +203,11 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 	m, b := d.m, d.b
 	d.ev = streamEvent{}
 	e := &d.ev
-	if err := json.Unmarshal(ev.Data, e); err != nil {
+	if err := d.json.decode(ev.Data, e); err != nil {
 		return false, malformed(m.provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
 	}
 	if e.Type == "" {
-		e.Type = ev.Type
+		e.Type = name(ev.Type)
 	}
 	switch e.Type {
 	case "message_start":

@@ -7,6 +7,7 @@ package anthropic
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -126,6 +127,30 @@ func malformed(provider, model, what string, data []byte) *llm.ProviderError {
 // truncatedStream reports a stream that ended before its terminator.
 func truncatedStream(provider, model string) *llm.ProviderError {
 	return llm.NetworkError(provider, model, fmt.Errorf("the stream ended before the reply was complete: %w", io.ErrUnexpectedEOF))
+}
+
+// jsonReader decodes one JSON document per call, reusing one json.Decoder
+// so the scanner's and decoder's buffers are not reallocated per event.
+type jsonReader struct {
+	r   bytes.Reader
+	dec *json.Decoder
+}
+
+func (j *jsonReader) decode(data []byte, v any) error {
+	data = bytes.TrimRight(data, " \t\r\n")
+	if j.dec == nil {
+		j.dec = json.NewDecoder(&j.r)
+	}
+	j.r.Reset(data)
+	start := j.dec.InputOffset()
+	err := j.dec.Decode(v)
+	if err == nil && (j.r.Len() > 0 || j.dec.InputOffset()-start != int64(len(data))) {
+		err = errors.New("unexpected data after the JSON value")
+	}
+	if err != nil {
+		j.dec = nil // a failed decoder keeps its error: start afresh
+	}
+	return err
 }
 
 // argsSnapshotFree is the size up to which tool arguments are re-parsed

@@ -19,10 +19,10 @@ import (
 type chunk struct {
 	Choices []struct {
 		Delta struct {
-			Content          *string `json:"content"`
-			ReasoningContent *string `json:"reasoning_content"`
-			Reasoning        *string `json:"reasoning"`
-			ReasoningText    *string `json:"reasoning_text"`
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+			ReasoningText    string `json:"reasoning_text"`
 			ToolCalls        []struct {
 				Index    *int   `json:"index"`
 				ID       string `json:"id"`
@@ -32,8 +32,8 @@ type chunk struct {
 				} `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-		Usage        *usage  `json:"usage"`
+		FinishReason string `json:"finish_reason"`
+		Usage        *usage `json:"usage"`
 	} `json:"choices"`
 	Usage *usage          `json:"usage"`
 	Error json.RawMessage `json:"error"`
@@ -155,13 +155,18 @@ type decoder struct {
 	nCalls int
 	finish string
 	ch     chunk
+	json   jsonReader
 }
 
 func (d *decoder) handle(ev *sse.Event) error {
 	m, b := d.m, d.b
-	d.ch = chunk{}
+	// Reuse the choices' backing array, zeroed: the decoder merges into
+	// what is there.
+	choices := d.ch.Choices
+	clear(choices)
+	d.ch = chunk{Choices: choices[:0]}
 	c := &d.ch
-	if err := json.Unmarshal(ev.Data, c); err != nil {
+	if err := d.json.decode(ev.Data, c); err != nil {
 		return malformed(m.provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", ev.Data)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
@@ -180,20 +185,20 @@ func (d *decoder) handle(ev *sse.Event) error {
 		ch.Usage.apply(b.msg.Usage)
 	}
 	delta := &ch.Delta
-	for i, r := range []*string{delta.ReasoningContent, delta.Reasoning, delta.ReasoningText} {
-		if r != nil && *r != "" {
+	for i, r := range [...]string{delta.ReasoningContent, delta.Reasoning, delta.ReasoningText} {
+		if r != "" {
 			if !d.ensure(llm.ContentThinking, llm.Content{Type: llm.ContentThinking, ThinkingSignature: reasoningFields[i]}) {
 				return nil
 			}
-			b.thinking(d.cur, *r)
+			b.thinking(d.cur, r)
 			break
 		}
 	}
-	if delta.Content != nil && *delta.Content != "" {
+	if delta.Content != "" {
 		if !d.ensure(llm.ContentText, llm.Content{Type: llm.ContentText}) {
 			return nil
 		}
-		b.text(d.cur, *delta.Content)
+		b.text(d.cur, delta.Content)
 	}
 	for i := range delta.ToolCalls {
 		tc := &delta.ToolCalls[i]
@@ -231,8 +236,8 @@ func (d *decoder) handle(ev *sse.Event) error {
 			b.toolArgs(ci, tc.Function.Arguments)
 		}
 	}
-	if ch.FinishReason != nil && *ch.FinishReason != "" {
-		d.finish = *ch.FinishReason
+	if ch.FinishReason != "" {
+		d.finish = ch.FinishReason
 		if d.finish == "error" {
 			return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, ev.Data)
 		}
