@@ -5,7 +5,7 @@
 // A Workspace is a directory tree the tools may touch. Every path a model
 // passes is resolved inside it: "..", absolute paths elsewhere and symlinks
 // that lead out are refused with an error that says so. Reads outside can be
-// allowed (Options.AllowReadOutside), and extra directories (the session's
+// allowed ([WorkspaceOptions].AllowReadOutside), and extra directories (the session's
 // data directory, where bash spills long output) can be made readable. A
 // read-only workspace refuses every write, and [New] leaves write and edit
 // out of the tool set.

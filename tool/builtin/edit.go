@@ -282,8 +282,8 @@ func findUnique(hay, needle string) (first, n int) {
 // normalised form can be replaced in the original.
 type mappedText struct {
 	text  string
-	start []int // nil when text is the original itself
-	end   []int
+	start []int32 // nil when text is the original itself
+	end   []int32
 }
 
 // origRange maps the normalised span [i, j), j > i, to the original.
@@ -291,7 +291,7 @@ func (m *mappedText) origRange(i, j int) (int, int) {
 	if m.start == nil {
 		return i, j
 	}
-	return m.start[i], m.end[j-1]
+	return int(m.start[i]), int(m.end[j-1])
 }
 
 // mapText normalises s: "\r\n" becomes "\n"; when fuzzy is set, trailing
@@ -301,14 +301,14 @@ func mapText(s string, fuzzy bool) *mappedText {
 	if !fuzzy && !strings.Contains(s, "\r\n") {
 		return &mappedText{text: s}
 	}
-	m := &mappedText{start: make([]int, 0, len(s)), end: make([]int, 0, len(s))}
+	m := &mappedText{start: make([]int32, 0, len(s)), end: make([]int32, 0, len(s))}
 	var b strings.Builder
 	b.Grow(len(s))
 	emit := func(t string, from, to int) {
 		b.WriteString(t)
 		for range len(t) {
-			m.start = append(m.start, from)
-			m.end = append(m.end, to)
+			m.start = append(m.start, int32(from))
+			m.end = append(m.end, int32(to))
 		}
 	}
 	for pos := 0; pos < len(s); {
@@ -355,20 +355,39 @@ func fuzzyChars(seg string) string {
 	if len(seg) == 1 && seg[0] < utf8.RuneSelf {
 		return seg
 	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '\u2018', '\u2019', '\u201a', '\u201b':
-			return '\''
-		case '\u201c', '\u201d', '\u201e', '\u201f':
-			return '"'
-		case '\u2010', '\u2011', '\u2012', '\u2013', '\u2014', '\u2015', '\u2212':
-			return '-'
+	if r, size := utf8.DecodeRuneInString(seg); size == len(seg) {
+		switch fuzzyRune(r) {
+		case '\'':
+			return "'"
+		case '"':
+			return `"`
+		case '-':
+			return "-"
+		case ' ':
+			return " "
 		}
-		if r != '\n' && unicode.IsSpace(r) {
-			return ' '
-		}
-		return r
-	}, norm.NFKC.String(seg))
+	}
+	if !norm.NFKC.IsNormalString(seg) {
+		seg = norm.NFKC.String(seg)
+	}
+	// strings.Map returns seg itself, unallocated, when nothing changes.
+	return strings.Map(fuzzyRune, seg)
+}
+
+// fuzzyRune maps typographic quotes, dashes and spaces to ASCII.
+func fuzzyRune(r rune) rune {
+	switch r {
+	case '\u2018', '\u2019', '\u201a', '\u201b':
+		return '\''
+	case '\u201c', '\u201d', '\u201e', '\u201f':
+		return '"'
+	case '\u2010', '\u2011', '\u2012', '\u2013', '\u2014', '\u2015', '\u2212':
+		return '-'
+	}
+	if r != '\n' && r >= utf8.RuneSelf && unicode.IsSpace(r) {
+		return ' '
+	}
+	return r
 }
 
 // lineStarts returns the offsets at which the lines of s begin.

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -244,4 +245,32 @@ func reverse(s string) string {
 		b[i], b[j] = b[j], b[i]
 	}
 	return string(b)
+}
+
+// BenchmarkApplyEdits edits one line near the end of a 10,000-line file
+// (about 500 KB): by exact match, and by the normalised match, which maps
+// the whole file.
+func BenchmarkApplyEdits(b *testing.B) {
+	var src strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&src, "\tx%05d := compute(%d) // “quoted” note — dash\n", i, i)
+	}
+	text := src.String()
+	for _, bc := range []struct {
+		name string
+		edit Edit
+	}{
+		{"exact", Edit{"\tx09990 := compute(9990) // “quoted”", "\ty := 1"}},
+		{"normalised", Edit{`	x09990 := compute(9990) // "quoted" note - dash`, "\ty := 1"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				if _, err := ApplyEdits("f.go", text, []Edit{bc.edit}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
