@@ -1,11 +1,17 @@
 package builtin
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
 )
 
 // newTestWorkspace builds a workspace in a temp dir with a sibling
@@ -202,4 +208,42 @@ func TestWorkspaceOptions(t *testing.T) {
 			t.Errorf("symlink loop err = %v", err)
 		}
 	})
+}
+
+// The read-only tools are classed concurrency-safe: run them side by side
+// (under -race) while a readable directory is being added.
+func TestConcurrentReadOnlyTools(t *testing.T) {
+	w, tmp := newTestWorkspace(t, nil)
+	reg, err := tool.NewRegistry(New(w)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []string{
+		`{"name":"read","args":{"path":"a.txt"}}`,
+		`{"name":"grep","args":{"pattern":"alpha|beta"}}`,
+		`{"name":"find","args":{"pattern":"*.txt"}}`,
+		`{"name":"ls","args":{"path":"sub"}}`,
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4*len(calls))
+	for i := range 4 * len(calls) {
+		wg.Go(func() {
+			var c struct {
+				Name string          `json:"name"`
+				Args json.RawMessage `json:"args"`
+			}
+			_ = json.Unmarshal([]byte(calls[i%len(calls)]), &c)
+			if res := reg.Execute(context.Background(), llm.ToolCall("c", c.Name, c.Args), nil); res.IsError {
+				errs <- c.Name + ": " + res.Text()
+			}
+		})
+	}
+	if err := w.AddReadable(filepath.Join(tmp, "outside")); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
