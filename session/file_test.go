@@ -529,3 +529,32 @@ func TestRepairFileEdges(t *testing.T) {
 		t.Errorf("repaired file:\n%s", data)
 	}
 }
+
+func TestDefaultDir(t *testing.T) {
+	t.Setenv(EnvHome, "/srv/agentloop")
+	if d, err := DefaultDir(); err != nil || d != "/srv/agentloop/sessions" {
+		t.Errorf("DefaultDir = %q, %v", d, err)
+	}
+	if st, err := DefaultStore(); err != nil || st.Dir != "/srv/agentloop/sessions" {
+		t.Errorf("DefaultStore = %+v, %v", st, err)
+	}
+}
+
+func TestWriteFailureBreaksTheSession(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	s, _ := st.Create(ctx, CreateOptions{})
+	defer s.Close()
+	mustAppend(t, s, MessageEntry(user("x")))
+	fs := s.(*FileSession)
+	fs.f.Close() // the next write and the truncate after it both fail
+	if _, err := s.Append(ctx, MessageEntry(user("y"))); err == nil || !strings.Contains(err.Error(), "reopen") {
+		t.Fatalf("append on a failed file: %v", err)
+	}
+	if _, err := s.Append(ctx, MessageEntry(user("z"))); err == nil {
+		t.Fatal("a broken session should refuse further appends")
+	}
+	if n := len(s.Transcript().Entries); n != 1 {
+		t.Errorf("failed appends were recorded in memory: %d entries", n)
+	}
+}
