@@ -143,7 +143,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		}, m.cfg.Headers)
 
 		x := newExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
-		defer x.close()
+		defer func() { x.close(b.finished) }()
 		if err := x.do(m.client, httpReq); err != nil {
 			b.fail(err)
 			return

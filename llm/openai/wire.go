@@ -54,13 +54,28 @@ func newExchange(ctx context.Context, provider, model string, idle time.Duration
 	return x
 }
 
-// close stops the timer and releases the body.
-func (x *exchange) close() {
-	x.timer.Stop()
-	x.cancel(context.Canceled)
+// drainLimit and drainTime bound how much of a finished stream's tail is
+// read so that its connection can be reused.
+const (
+	drainLimit = 16 << 10
+	drainTime  = 100 * time.Millisecond
+)
+
+// close stops the timer and releases the body. After a complete reply the
+// rest of the body (normally just its end) is read first, briefly, so the
+// connection goes back to the pool instead of being torn down.
+func (x *exchange) close(complete bool) {
 	if x.resp != nil {
+		if complete && x.timer.Stop() {
+			x.timer.Reset(drainTime)
+			io.CopyN(io.Discard, x.resp.Body, drainLimit)
+		}
+		x.timer.Stop()
 		x.resp.Body.Close()
+	} else {
+		x.timer.Stop()
 	}
+	x.cancel(context.Canceled)
 }
 
 func (x *exchange) touch() { x.timer.Reset(x.idle) }
@@ -160,14 +175,15 @@ const argsSnapshotFree = 16 << 10
 
 // builder accumulates the assistant message and yields its events.
 type builder struct {
-	msg     llm.Message
-	yield   func(llm.Event, error) bool
-	stopped bool // the consumer broke out of the loop
-	started bool
-	open    []bool                   // per content index: block not ended yet
-	args    map[int]*args            // per tool-call content index
-	texts   map[int]*strings.Builder // per text or thinking content index
-	prices  llm.Prices
+	msg      llm.Message
+	yield    func(llm.Event, error) bool
+	stopped  bool // the consumer broke out of the loop
+	started  bool
+	finished bool                     // the done event was emitted
+	open     []bool                   // per content index: block not ended yet
+	args     map[int]*args            // per tool-call content index
+	texts    map[int]*strings.Builder // per text or thinking content index
+	prices   llm.Prices
 }
 
 type args struct {
@@ -325,6 +341,7 @@ func (b *builder) done(reason llm.StopReason) {
 	}
 	b.finishUsage()
 	b.msg.StopReason = reason
+	b.finished = true
 	b.emit(llm.Event{Type: llm.EventDone, Reason: reason, Message: &b.msg})
 }
 
