@@ -64,6 +64,75 @@ type ProviderConfig struct {
 	// Profiles are alternative credentials, tried in order.
 	Profiles []AuthProfile `json:"profiles,omitempty"`
 	Models   []ModelConfig `json:"models,omitempty"`
+	// ModelOverrides change fields of this provider's built-in models, by
+	// id, without listing them again. Unknown ids are ignored.
+	ModelOverrides map[string]ModelOverride `json:"modelOverrides,omitempty"`
+}
+
+// ModelOverride is a partial model description: only the fields it sets
+// replace those of the built-in entry.
+type ModelOverride struct {
+	Name          string            `json:"name,omitempty"`
+	Reasoning     *bool             `json:"reasoning,omitempty"`
+	Input         []string          `json:"input,omitempty"`
+	Cost          *PartialPrices    `json:"cost,omitempty"`
+	ContextWindow int               `json:"contextWindow,omitempty"`
+	MaxTokens     int               `json:"maxTokens,omitempty"`
+	Headers       map[string]string `json:"headers,omitempty"`
+	Compat        json.RawMessage   `json:"compat,omitempty"`
+}
+
+// PartialPrices are prices of which only some may be given.
+type PartialPrices struct {
+	Input      *float64 `json:"input,omitempty"`
+	Output     *float64 `json:"output,omitempty"`
+	CacheRead  *float64 `json:"cacheRead,omitempty"`
+	CacheWrite *float64 `json:"cacheWrite,omitempty"`
+}
+
+// Apply returns m with the override's fields set.
+func (o ModelOverride) Apply(m ModelInfo) ModelInfo {
+	m = cloneInfo(m)
+	if o.Name != "" {
+		m.Name = o.Name
+	}
+	if o.Reasoning != nil {
+		m.Reasoning = *o.Reasoning
+	}
+	if len(o.Input) > 0 {
+		m.Input = append([]string(nil), o.Input...)
+	}
+	if o.ContextWindow > 0 {
+		m.ContextWindow = o.ContextWindow
+	}
+	if o.MaxTokens > 0 {
+		m.MaxTokens = o.MaxTokens
+	}
+	if c := o.Cost; c != nil {
+		set := func(dst *float64, v *float64) {
+			if v != nil {
+				*dst = *v
+			}
+		}
+		set(&m.Cost.Input, c.Input)
+		set(&m.Cost.Output, c.Output)
+		set(&m.Cost.CacheRead, c.CacheRead)
+		set(&m.Cost.CacheWrite, c.CacheWrite)
+	}
+	return m
+}
+
+// Override applies the file's modelOverrides for m's provider and id, if
+// any, to a built-in model. f may be nil.
+func (f *ModelsFile) Override(m ModelInfo) ModelInfo {
+	p := f.Provider(m.Provider)
+	if p == nil {
+		return m
+	}
+	if o, ok := p.ModelOverrides[m.ID]; ok {
+		return o.Apply(m)
+	}
+	return m
 }
 
 // AuthProfile is one named credential of a provider.
@@ -222,6 +291,11 @@ func (f *ModelsFile) check() error {
 				return fmt.Errorf("provider %q: no baseUrl; set it to the server's API root, like http://127.0.0.1:8080/v1", name)
 			}
 		}
+		for id, o := range p.ModelOverrides {
+			if o.ContextWindow < 0 || o.MaxTokens < 0 {
+				return fmt.Errorf("provider %q, modelOverrides %q: contextWindow and maxTokens must be positive", name, id)
+			}
+		}
 		ids := map[string]bool{}
 		for i, pr := range p.Profiles {
 			if strings.TrimSpace(pr.ID) == "" {
@@ -279,13 +353,18 @@ func (f *ModelsFile) Model(provider, id string) (ModelInfo, bool) {
 	return ModelInfo{}, false
 }
 
-// AddTo adds every model of the file to c, replacing built-in entries of
-// the same provider and id.
+// AddTo applies the file's modelOverrides to c's entries, then adds every
+// model of the file, replacing entries of the same provider and id.
 func (f *ModelsFile) AddTo(c *Catalog) {
 	if f == nil {
 		return
 	}
 	for name, p := range f.Providers {
+		for id, o := range p.ModelOverrides {
+			if m, ok := c.Lookup(name, id); ok {
+				c.Add(o.Apply(m))
+			}
+		}
 		for _, m := range p.Models {
 			c.Add(p.Info(name, m))
 		}
@@ -329,12 +408,16 @@ func (p *ProviderConfig) Info(provider string, m ModelConfig) ModelInfo {
 }
 
 // CompatLayers returns the compat records that apply to a model, in the
-// order to apply them: the provider's, then the model's. Entries are raw
-// JSON; the wire package decodes each over its defaults.
+// order to apply them: the provider's, the model override's, then the
+// model's. Entries are raw JSON; the wire package decodes each over its
+// defaults.
 func (p *ProviderConfig) CompatLayers(modelID string) []json.RawMessage {
 	var out []json.RawMessage
 	if len(p.Compat) > 0 {
 		out = append(out, p.Compat)
+	}
+	if o, ok := p.ModelOverrides[modelID]; ok && len(o.Compat) > 0 {
+		out = append(out, o.Compat)
 	}
 	for _, m := range p.Models {
 		if m.ID == modelID && len(m.Compat) > 0 {
@@ -344,11 +427,14 @@ func (p *ProviderConfig) CompatLayers(modelID string) []json.RawMessage {
 	return out
 }
 
-// ModelHeaders merges the provider's headers with a model's (the model's
-// win). Values are unresolved specs.
+// ModelHeaders merges the provider's headers with a model override's and
+// a model's (the most specific win). Values are unresolved specs.
 func (p *ProviderConfig) ModelHeaders(modelID string) map[string]string {
 	out := map[string]string{}
 	for k, v := range p.Headers {
+		out[k] = v
+	}
+	for k, v := range p.ModelOverrides[modelID].Headers {
 		out[k] = v
 	}
 	for _, m := range p.Models {

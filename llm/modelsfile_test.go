@@ -219,3 +219,41 @@ func ExampleParseModelsFile() {
 	fmt.Println(m.Provider, m.ID, m.API, m.BaseURL, m.ContextWindow, m.MaxTokens)
 	// Output: local qwen3 openai-completions http://127.0.0.1:8080/v1 32768 16384
 }
+
+func TestModelOverrides(t *testing.T) {
+	data := `{"providers": {"openrouter": {"modelOverrides": {
+	  "openai/gpt-5": {"name": "GPT-5 via OR", "reasoning": false, "maxTokens": 1000, "cost": {"output": 9}, "compat": {"x": 1}, "headers": {"H": "v"}},
+	  "no/such-model": {"name": "ignored"}}}}}`
+	f, err := ParseModelsFile("m.json", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := LookupModel("openrouter", "openai/gpt-5")
+	got := f.Override(base)
+	if got.Name != "GPT-5 via OR" || got.Reasoning || got.MaxTokens != 1000 || got.ContextWindow != base.ContextWindow ||
+		got.Cost.Output != 9 || got.Cost.Input != base.Cost.Input {
+		t.Errorf("Override = %+v", got)
+	}
+	if other, _ := LookupModel("openrouter", "openai/gpt-4.1"); f.Override(other).Name != other.Name {
+		t.Errorf("an override touched another model")
+	}
+	c := BuiltinCatalog()
+	f.AddTo(c)
+	if m, _ := c.Lookup("openrouter", "openai/gpt-5"); m.MaxTokens != 1000 {
+		t.Errorf("AddTo did not apply the override: %+v", m)
+	}
+	if _, ok := c.Lookup("openrouter", "no/such-model"); ok {
+		t.Errorf("an override of an unknown id created a model")
+	}
+	p := f.Provider("openrouter")
+	if len(p.CompatLayers("openai/gpt-5")) != 1 || p.ModelHeaders("openai/gpt-5")["H"] != "v" {
+		t.Errorf("override compat/headers not used")
+	}
+	if f.Override(ModelInfo{Provider: "nobody", ID: "x"}).ID != "x" {
+		t.Errorf("Override of a provider without entry changed the model")
+	}
+	var nilFile *ModelsFile
+	if nilFile.Override(base).Name != base.Name {
+		t.Errorf("nil file changed the model")
+	}
+}

@@ -264,6 +264,9 @@ func (r *resolver) resolve(ctx context.Context, provider, id string) (*Resolved,
 	known := fromFile
 	if !known {
 		info, known = llm.LookupModel(provider, id)
+		if known {
+			info = r.mf.Override(info)
+		}
 	}
 	if !known {
 		api := llm.DefaultAPI(provider)
@@ -346,9 +349,9 @@ func (r *resolver) resolve(ctx context.Context, provider, id string) (*Resolved,
 	case llm.APIAnthropicMessages:
 		cfg := anthropic.Config{Info: info, APIKey: key, BaseURL: base, HTTPClient: r.o.HTTPClient, IdleTimeout: r.o.IdleTimeout, Headers: headers}
 		if bearer && key != "" {
-			// Gateways that want the key as a bearer token, not x-api-key.
+			// Gateways that want the key as a bearer token too (pi's
+			// authHeader); the OpenAI wire sends one anyway.
 			cfg.Headers = withHeader(cfg.Headers, "Authorization", "Bearer "+key)
-			cfg.APIKey = ""
 		}
 		res.Model = newAnthropic(cfg)
 	case llm.APIOpenAICompletions:

@@ -230,7 +230,7 @@ const modelsJSON = `{"providers": {
     "models": [{"id": "qwen3", "contextWindow": 32768, "maxTokens": 4096, "compat": {"supportsStrictMode": false}}]},
   "gateway": {"baseUrl": "http://gw/anthropic", "api": "anthropic-messages", "apiKey": "GW_KEY", "authHeader": true,
     "models": [{"id": "claude-x", "reasoning": true}]},
-  "anthropic": {"apiKey": "!printf file-key"},
+  "anthropic": {"apiKey": "!printf file-key", "modelOverrides": {"claude-sonnet-4-5": {"name": "Sonnet via proxy", "contextWindow": 100000, "cost": {"input": 1}, "headers": {"X-Route": "eu"}}}},
   "openai": {"baseUrl": "http://file-proxy/v1"},
   "responses": {"baseUrl": "http://r/v1", "api": "openai-responses", "models": [{"id": "m"}]}
 }}`
@@ -295,7 +295,7 @@ func TestResolveModelsFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.wire != "anthropic" || got.apiKey != "" || got.headers["Authorization"] != "Bearer gw" || !got.info.Reasoning {
+		if got.wire != "anthropic" || got.apiKey != "gw" || got.headers["Authorization"] != "Bearer gw" || !got.info.Reasoning {
 			t.Errorf("got %+v", got)
 		}
 	})
@@ -311,6 +311,17 @@ func TestResolveModelsFile(t *testing.T) {
 		res, err := Resolve(context.Background(), "anthropic/claude-sonnet-4-5", &Options{ModelsFile: path, LookupEnv: envOf(t)})
 		if err != nil || got.apiKey != "file-key" || res.KeySource != "models file" || got.baseURL != llm.AnthropicBaseURL {
 			t.Errorf("got %+v source %q err %v", got, res.KeySource, err)
+		}
+	})
+	t.Run("model override", func(t *testing.T) {
+		got := capture(t)
+		res, err := Resolve(context.Background(), "anthropic/claude-sonnet-4-5", &Options{ModelsFile: path, LookupEnv: envOf(t, "ANTHROPIC_API_KEY", "k")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := res.Info
+		if i.Name != "Sonnet via proxy" || i.ContextWindow != 100000 || i.MaxTokens != 64000 || i.Cost.Input != 1 || i.Cost.Output != 15 || got.headers["X-Route"] != "eu" {
+			t.Errorf("override not applied: %+v headers %v", i, got.headers)
 		}
 	})
 	t.Run("file base url for a built-in provider beats env", func(t *testing.T) {
