@@ -226,7 +226,11 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 		case "redacted_thinking":
 			c = llm.Content{Type: llm.ContentThinking, Redacted: true, ThinkingSignature: cb.Data}
 		case "tool_use":
-			c = llm.Content{Type: llm.ContentToolCall, ID: cb.ID, Name: cb.Name, Arguments: json.RawMessage("{}")}
+			id := cb.ID
+			if id == "" {
+				id = fmt.Sprintf("toolu_auto_%d", len(b.msg.Content))
+			}
+			c = llm.Content{Type: llm.ContentToolCall, ID: id, Name: cb.Name, Arguments: json.RawMessage("{}")}
 		default:
 			return false, nil // server tools and other blocks we do not model
 		}

@@ -447,3 +447,17 @@ func TestConsumerBreak(t *testing.T) {
 	}
 	<-handlerDone
 }
+
+// A tool_use block without an id gets one, so its result can be paired.
+func TestToolUseWithoutID(t *testing.T) {
+	body := strings.Replace(fixture(t, "tools.sse"), `"id":"toolu_01B",`, ``, 1)
+	srv := serve(t, 200, nil, body, nil)
+	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	calls := r.msg.ToolCalls()
+	if len(calls) != 2 || calls[1].ID == "" || calls[1].ID == calls[0].ID {
+		t.Fatalf("calls %+v", calls)
+	}
+}

@@ -17,29 +17,33 @@ import (
 
 // chunk is one chat.completion.chunk (or an error object).
 type chunk struct {
-	Choices []struct {
-		Delta struct {
-			Content          string `json:"content"`
-			ReasoningContent string `json:"reasoning_content"`
-			Reasoning        string `json:"reasoning"`
-			ReasoningText    string `json:"reasoning_text"`
-			ToolCalls        []struct {
-				Index    *int   `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-		Usage        *usage `json:"usage"`
-	} `json:"choices"`
-	Usage *usage          `json:"usage"`
-	Error json.RawMessage `json:"error"`
-	XGroq *struct {
+	Choices []choice        `json:"choices"`
+	Usage   *usage          `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+	XGroq   *struct {
 		Usage *usage `json:"usage"`
 	} `json:"x_groq"`
+}
+
+type choice struct {
+	Delta struct {
+		Content          string          `json:"content"`
+		ReasoningContent string          `json:"reasoning_content"`
+		Reasoning        string          `json:"reasoning"`
+		ReasoningText    string          `json:"reasoning_text"`
+		ToolCalls        []toolCallDelta `json:"tool_calls"`
+	} `json:"delta"`
+	FinishReason string `json:"finish_reason"`
+	Usage        *usage `json:"usage"`
+}
+
+type toolCallDelta struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 type usage struct {
@@ -92,6 +96,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		}, m.cfg.Headers)
 
 		x := newExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
+		x.acceptJSON = true
 		defer func() { x.close(b.finished) }()
 		if err := x.do(m.client, httpReq); err != nil {
 			b.fail(err)
@@ -101,6 +106,10 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			return
 		}
 		d := decoder{m: m, b: b, calls: map[int]int{}, cur: -1}
+		if x.jsonBody != nil {
+			d.whole(x.jsonBody)
+			return
+		}
 		r := sse.NewReader(x.resp.Body)
 		for {
 			ev, err := r.Next()
@@ -159,7 +168,7 @@ type decoder struct {
 }
 
 func (d *decoder) handle(ev *sse.Event) error {
-	m, b := d.m, d.b
+	m := d.m
 	// Reuse the choices' backing array, zeroed: the decoder merges into
 	// what is there.
 	choices := d.ch.Choices
@@ -169,8 +178,68 @@ func (d *decoder) handle(ev *sse.Event) error {
 	if err := d.json.decode(ev.Data, c); err != nil {
 		return malformed(m.provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", ev.Data)
 	}
+	return d.apply(c, ev.Data)
+}
+
+// whole handles a reply that came as one chat.completion object, from a
+// server that does not stream: it is replayed as one chunk.
+func (d *decoder) whole(data []byte) {
+	m, b := d.m, d.b
+	var full struct {
+		Choices []struct {
+			Message struct {
+				Content          string `json:"content"`
+				ReasoningContent string `json:"reasoning_content"`
+				Reasoning        string `json:"reasoning"`
+				ToolCalls        []struct {
+					ID       string `json:"id"`
+					Function struct {
+						Name      string `json:"name"`
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage *usage          `json:"usage"`
+		Error json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(data, &full); err != nil || (len(full.Choices) == 0 && len(full.Error) == 0) {
+		b.fail(malformed(m.provider, m.cfg.Info.ID, "the provider answered with JSON that is not a chat completion", data))
+		return
+	}
+	c := &d.ch
+	c.Usage, c.Error = full.Usage, full.Error
+	if len(full.Choices) > 0 {
+		fc := &full.Choices[0]
+		c.Choices = make([]choice, 1)
+		ch := &c.Choices[0]
+		ch.FinishReason = fc.FinishReason
+		if ch.FinishReason == "" {
+			ch.FinishReason = "stop"
+		}
+		ch.Delta.Content = fc.Message.Content
+		ch.Delta.ReasoningContent = fc.Message.ReasoningContent
+		ch.Delta.Reasoning = fc.Message.Reasoning
+		for i, tc := range fc.Message.ToolCalls {
+			idx := i
+			ch.Delta.ToolCalls = append(ch.Delta.ToolCalls, toolCallDelta{Index: &idx, ID: tc.ID})
+			last := &ch.Delta.ToolCalls[len(ch.Delta.ToolCalls)-1]
+			last.Function.Name, last.Function.Arguments = tc.Function.Name, tc.Function.Arguments
+		}
+	}
+	if err := d.apply(c, data); err != nil {
+		b.fail(err)
+		return
+	}
+	d.done()
+}
+
+// apply maps one decoded chunk onto the builder.
+func (d *decoder) apply(c *chunk, data []byte) error {
+	m, b := d.m, d.b
 	if len(c.Error) > 0 && string(c.Error) != "null" {
-		return d.streamError(ev.Data, c.Error)
+		return d.streamError(data, c.Error)
 	}
 	if c.Usage != nil {
 		c.Usage.apply(b.msg.Usage)
@@ -226,7 +295,7 @@ func (d *decoder) handle(ev *sse.Event) error {
 			}
 		} else if ci != d.cur {
 			if !b.open[ci] {
-				return malformed(m.provider, m.cfg.Info.ID, "arguments arrived for a tool call that had already ended", ev.Data)
+				return malformed(m.provider, m.cfg.Info.ID, "arguments arrived for a tool call that had already ended", data)
 			}
 		}
 		if tc.Function.Name != "" && b.msg.Content[ci].Name == "" {
@@ -239,7 +308,7 @@ func (d *decoder) handle(ev *sse.Event) error {
 	if ch.FinishReason != "" {
 		d.finish = ch.FinishReason
 		if d.finish == "error" {
-			return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, ev.Data)
+			return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, data)
 		}
 		// The reply is complete: end the blocks now so tool calls can
 		// start before the usage chunk and [DONE] arrive.

@@ -440,3 +440,41 @@ func TestConsumerBreak(t *testing.T) {
 	}
 	<-handlerDone
 }
+
+// A server that ignores "stream": true and answers with one JSON object
+// still gives a normal stream of events.
+func TestNonStreamingAnswer(t *testing.T) {
+	tests := []struct {
+		name, body, types string
+		stop              llm.StopReason
+		errWords          string
+	}{
+		{"completion with a tool call",
+			`{"id":"chatcmpl-9","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Let me look.","reasoning_content":"Need a file.","tool_calls":[{"id":"call_J","type":"function","function":{"name":"read","arguments":"{\"path\":\"x\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":9,"completion_tokens":4}}`,
+			"start thinking_start thinking_delta thinking_end text_start text_delta text_end toolcall_start toolcall_delta toolcall_end done", llm.StopReasonToolUse, ""},
+		{"error object", `{"error":{"message":"Model is loading, please retry","type":"server_error","code":503}}`,
+			"start error", llm.StopReasonError, "Model is loading"},
+		{"not a completion", `{"hello":"world"}`, "start error", llm.StopReasonError, "not a chat completion"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := serve(t, 200, map[string]string{"Content-Type": "application/json"}, tt.body, nil)
+			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+			if got := typesString(r.types); got != tt.types {
+				t.Fatalf("events %s (err %v)", got, r.err)
+			}
+			if r.msg.StopReason != tt.stop {
+				t.Errorf("stop %q", r.msg.StopReason)
+			}
+			if tt.errWords != "" && (r.err == nil || !strings.Contains(r.err.Error(), tt.errWords)) {
+				t.Errorf("error %v does not quote %q", r.err, tt.errWords)
+			}
+			if tt.stop == llm.StopReasonToolUse {
+				c := r.msg.ToolCalls()[0]
+				if c.ID != "call_J" || string(c.Arguments) != `{"path":"x"}` || r.msg.Usage.Input != 9 {
+					t.Errorf("call %+v usage %+v", c, *r.msg.Usage)
+				}
+			}
+		})
+	}
+}

@@ -20,8 +20,12 @@ import (
 	"github.com/agentloop/agentloop/llm/jsonpartial"
 )
 
-// maxErrorBody caps how much of an error response is read.
-const maxErrorBody = 64 << 10
+// maxErrorBody caps how much of an error response is read, maxJSONBody a
+// whole reply sent without streaming.
+const (
+	maxErrorBody = 64 << 10
+	maxJSONBody  = 32 << 20
+)
 
 // errIdle is the cause of a stream given up for silence.
 type errIdle struct{ d time.Duration }
@@ -45,6 +49,10 @@ type exchange struct {
 	timer           *time.Timer
 	idle            time.Duration
 	resp            *http.Response
+	// acceptJSON takes a 200 application/json answer (a server that
+	// ignored "stream": true) into jsonBody instead of failing.
+	acceptJSON bool
+	jsonBody   []byte
 }
 
 func newExchange(ctx context.Context, provider, model string, idle time.Duration) *exchange {
@@ -96,7 +104,16 @@ func (x *exchange) do(client *http.Client, req *http.Request) error {
 		return llm.NewHTTPError(x.provider, x.model, resp.StatusCode, resp.Header, body)
 	}
 	ct := resp.Header.Get("Content-Type")
-	if mt, _, _ := mime.ParseMediaType(ct); ct != "" && mt != "text/event-stream" {
+	mt, _, _ := mime.ParseMediaType(ct)
+	if x.acceptJSON && mt == "application/json" {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBody))
+		if err != nil {
+			return x.failure(err)
+		}
+		x.jsonBody = body
+		return nil
+	}
+	if ct != "" && mt != "text/event-stream" {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		e := llm.NewHTTPError(x.provider, x.model, resp.StatusCode, resp.Header, body)
 		e.Message = fmt.Sprintf("expected an event stream but the server sent %s: %s", ct, e.Message)
