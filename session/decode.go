@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 
 	"github.com/agentloop/agentloop/llm"
 )
@@ -11,8 +12,8 @@ import (
 // for round trips, which costs them a second pass over every object. Our
 // own files have no unknown fields, so each line is first decoded into
 // plain mirrors of those types with unknown fields disallowed; only a line
-// that fails that (a field from a newer version or another tool, a content
-// string) goes through the preserving decoders.
+// that fails that (a field from a newer version or another tool, a message
+// content given as a string) goes through the preserving decoders.
 
 // fastContent has llm.Content's fields and no methods, so one converts to
 // the other.
@@ -53,16 +54,51 @@ type fastEntry struct {
 	Message *fastMessage `json:"message,omitempty"`
 }
 
-// decodeEntry decodes one line, through the fast path when it can.
-func decodeEntry(line []byte) (Entry, error) {
+// lineDecoder decodes the entry lines of one buffer through one
+// json.Decoder, so that lines share its buffer instead of each allocating
+// their own. It falls back to decoding a line alone, with the preserving
+// decoders, whenever the fast path fails.
+type lineDecoder struct {
+	data []byte        // whole lines
+	dec  *json.Decoder // nil when it must restart at the next line
+	base int           // the offset in data where dec started
+}
+
+// decode decodes the line data[start:end] (end is its newline).
+func (ld *lineDecoder) decode(start, end int) (Entry, error) {
+	if ld.dec == nil {
+		ld.dec = json.NewDecoder(bytes.NewReader(ld.data[start:]))
+		ld.dec.DisallowUnknownFields()
+		ld.base = start
+	}
 	var f fastEntry
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if dec.Decode(&f) != nil || dec.More() || (len(f.Content) > 0 && f.Content[0] != '[') {
+	err := ld.dec.Decode(&f)
+	if err == nil {
+		// The decoder skipped only whitespace to reach this line; the value
+		// must also end on it.
+		after := ld.base + int(ld.dec.InputOffset())
+		if after > end || len(bytes.TrimSpace(ld.data[after:end])) != 0 {
+			err = errSpansLines
+		}
+	}
+	if err != nil {
+		ld.dec = nil
 		var e Entry
-		err := json.Unmarshal(line, &e)
+		err := json.Unmarshal(ld.data[start:end], &e)
 		return e, err
 	}
+	return f.entry()
+}
+
+var errSpansLines = errors.New("an entry must be one line")
+
+// decodeEntry decodes one line, through the fast path when it can.
+func decodeEntry(line []byte) (Entry, error) {
+	ld := lineDecoder{data: line}
+	return ld.decode(0, len(line))
+}
+
+func (f *fastEntry) entry() (Entry, error) {
 	var e Entry
 	e.fromJSON(&f.entryJSON)
 	if len(f.Content) > 0 && string(f.Content) != "null" {

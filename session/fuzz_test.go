@@ -1,8 +1,13 @@
 package session
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
+	"strconv"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func FuzzParse(f *testing.F) {
@@ -72,5 +77,34 @@ func TestLoadPiFile(t *testing.T) {
 	}
 	if labels := tr.Labels(); labels["c3d4e5f6"] != "start" {
 		t.Errorf("labels %v", labels)
+	}
+}
+
+// The fast decode path must give what the preserving decoders give.
+func TestFastDecodeMatchesSlow(t *testing.T) {
+	pi, _ := os.ReadFile("testdata/pi-v3.jsonl")
+	lines := bytes.Split(bytes.TrimSpace(pi), []byte("\n"))[1:]
+	for k := range 8 {
+		e := crashEntry(k)
+		e.ID, e.ParentID, e.Timestamp = "id"+strconv.Itoa(k), "p", "2026-01-01T00:00:00.000Z"
+		b, _ := json.Marshal(e)
+		lines = append(lines, b)
+	}
+	lines = append(lines,
+		[]byte(`{"type":"tool_result_truncation","id":"t","parentId":"p","timestamp":"","toolCallId":"c","content":"cut"}`),
+		[]byte(`{"type":"message","id":"m","parentId":null,"timestamp":"","newField":1,"message":{"role":"user","content":[{"type":"text","text":"x","cache":true}],"timestamp":0}}`),
+	)
+	for _, line := range lines {
+		fast, err := decodeEntry(line)
+		if err != nil {
+			t.Fatalf("fast decode %s: %v", line, err)
+		}
+		var slow Entry
+		if err := json.Unmarshal(line, &slow); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(asJSONAny(t, slow), asJSONAny(t, fast)); d != "" {
+			t.Errorf("line %s decodes differently (-slow +fast):\n%s", line, d)
+		}
 	}
 }

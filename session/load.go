@@ -106,12 +106,13 @@ func Parse(path string, data []byte) (*Transcript, error) {
 	}
 	lineNo := 0
 	haveHeader := false
-	for len(complete) > 0 {
-		i := bytes.IndexByte(complete, '\n')
-		line := complete[:i]
-		complete = complete[i+1:]
+	ld := lineDecoder{data: complete}
+	for off := 0; off < len(complete); {
+		i := bytes.IndexByte(complete[off:], '\n')
+		start, end := off, off+i
+		off = end + 1
 		lineNo++
-		line = bytes.TrimSpace(line)
+		line := bytes.TrimSpace(complete[start:end])
 		if len(line) == 0 {
 			continue
 		}
@@ -123,10 +124,10 @@ func Parse(path string, data []byte) (*Transcript, error) {
 				return nil, &CorruptLineError{Path: path, Line: lineNo, Err: fmt.Errorf("bad header: %w", err)}
 			}
 			haveHeader = true
-			t.Entries = make([]Entry, 0, bytes.Count(complete, []byte{'\n'}))
+			t.Entries = make([]Entry, 0, bytes.Count(complete[off:], []byte{'\n'}))
 			continue
 		}
-		e, err := decodeEntry(line)
+		e, err := ld.decode(start, end)
 		if err != nil {
 			return nil, &CorruptLineError{Path: path, Line: lineNo, Err: err}
 		}
