@@ -321,12 +321,20 @@ func stripTags(s string) string {
 // seconds", "retry after 2 minutes".
 var retryHint = regexp.MustCompile(`(?i)(?:try again|retry)\s+(?:in|after)\s+(?:about\s+)?(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b`)
 
+// retryGoDuration matches compact durations: "try again in 7m12s".
+var retryGoDuration = regexp.MustCompile(`(?i)(?:try again|retry)\s+(?:in|after)\s+(?:about\s+)?((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)(?:[^a-z]|$)`)
+
 func retryHintFromText(s string) time.Duration {
 	if len(s) > maxHay {
 		s = s[:maxHay]
 	}
 	if l := strings.ToLower(s); !strings.Contains(l, "try again") && !strings.Contains(l, "retry") {
 		return 0
+	}
+	if m := retryGoDuration.FindStringSubmatch(s); m != nil {
+		if d, err := time.ParseDuration(m[1]); err == nil && d > 0 {
+			return d
+		}
 	}
 	m := retryHint.FindStringSubmatch(s)
 	if m == nil {

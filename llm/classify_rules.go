@@ -129,6 +129,11 @@ func classifyMessage(provider string, b errorBody) Reason {
 	if authPermanent.MatchString(hay) {
 		return ReasonAuthPermanent
 	}
+	// A rate limit message may point at the billing page ("increase your
+	// rate limit by adding a payment method"): the rate limit is the news.
+	if rateLimitStrong.MatchString(hay) && !strings.Contains(hay, "insufficient_quota") {
+		return ReasonRateLimit
+	}
 	if isBillingText(provider, hay) {
 		return ReasonBilling
 	}
@@ -177,6 +182,8 @@ var (
 	modelNotFound = rule(`model_not_found|model not found|no such model|unknown model|invalid model|model .{0,80} (?:does not exist|not found|is not found|is not supported|not supported)|(?:does not exist|not found)[^.]{0,40}\bmodel\b|no endpoints found|is not a valid model|not_found_error|unsupported model|model is not available`)
 
 	rateLimit = rule(`rate[ _-]?limit|too many requests|too many concurrent|resource_exhausted|resource has been exhausted|quota (?:exceeded|has been exhausted|limit|exhausted)|quota_exceeded|throttl|concurrency limit|tokens per (?:minute|day|hour)|requests per (?:minute|day|hour)|\b(?:tpm|rpm|tpd|rpd)\b|usage limit|limit exhausted|(?:daily|weekly|monthly|hourly) (?:usage |token |request )?limit (?:reached|exceeded|exhausted|hit)|slow down`)
+
+	rateLimitStrong = rule(`rate[ _-]?limit|too many requests`)
 
 	overloaded = rule(`overload|high demand|modelnotreadyexception|at capacity|over capacity|no capacity|capacity (?:exceeded|constraints)|server is busy|server busy|temporarily unavailable due to load`)
 

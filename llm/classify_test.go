@@ -49,6 +49,8 @@ var classifyCases = []struct {
 	{"openai context window", "openai", 400, `{"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.","type":"invalid_request_error","param":"input","code":"context_length_exceeded"}}`, ReasonContextOverflow},
 	{"openai insufficient quota 429", "openai", 429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`, ReasonBilling},
 	{"openai rate limit tpm", "openai", 429, `{"error":{"message":"Rate limit reached for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000. Please try again in 2s.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`, ReasonRateLimit},
+	{"openai free tier rate limit mentions billing", "openai", 429, `{"error":{"message":"Rate limit reached for gpt-4o-mini in organization org-abc on requests per day (RPD): Limit 200, Used 200, Requested 1. Please try again in 7m12s. Visit https://platform.openai.com/account/rate-limits to learn more. You can increase your rate limit by adding a payment method to your account at https://platform.openai.com/account/billing.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`, ReasonRateLimit},
+	{"openrouter free model limit", "openrouter", 429, `{"error":{"message":"Rate limit exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day","code":429}}`, ReasonRateLimit},
 	{"openai invalid key", "openai", 401, `{"error":{"message":"Incorrect API key provided: sk-proj-****abcd. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, ReasonAuth},
 	{"openai model not found", "openai", 404, `{"error":{"message":"The model ` + "`gpt-9`" + ` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`, ReasonModelNotFound},
 	{"openai server error", "openai", 500, `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`, ReasonServer},
@@ -283,6 +285,8 @@ func TestRetryAfterFromBody(t *testing.T) {
 		{"gemini retry info", `{"error":{"code":429,"message":"Quota exceeded.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"32s"}]}}`, 429, 32 * time.Second},
 		{"openai try again", `{"error":{"message":"Rate limit reached. Please try again in 1.5s.","code":"rate_limit_exceeded"}}`, 429, 1500 * time.Millisecond},
 		{"ms", `{"error":{"message":"Rate limit reached. Please try again in 120ms."}}`, 429, 120 * time.Millisecond},
+		{"minutes and seconds", `{"error":{"message":"Rate limit reached on requests per day (RPD). Please try again in 7m12s. Visit the docs."}}`, 429, 7*time.Minute + 12*time.Second},
+		{"gemini retry in", `{"error":{"code":429,"message":"Quota exceeded. Please retry in 38.170064862s.","status":"RESOURCE_EXHAUSTED"}}`, 429, 38170064862 * time.Nanosecond},
 		{"anthropic seconds", `{"type":"error","error":{"type":"rate_limit_error","message":"Rate limit reached. Try again in 30 seconds."}}`, 429, 30 * time.Second},
 		{"not for auth", `{"error":{"message":"Invalid key. Try again in 5 seconds."}}`, 401, 0},
 	}
