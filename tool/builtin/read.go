@@ -305,11 +305,21 @@ func readText(ctx context.Context, a readArgs, br *bufio.Reader) (tool.Result, e
 		if !ok {
 			break
 		}
-		s, cut := cutLine(text, full, ReadMaxLineChars)
-		if cut {
-			s += fmt.Sprintf(" [… line cut at %d characters]", ReadMaxLineChars)
+		// Most lines are short valid UTF-8 and are copied as they are.
+		plain := full == len(text) && len(text) <= ReadMaxLineChars && utf8.Valid(text)
+		var s string
+		cut := false
+		if !plain {
+			s, cut = cutLine(text, full, ReadMaxLineChars)
+			if cut {
+				s += fmt.Sprintf(" [… line cut at %d characters]", ReadMaxLineChars)
+			}
 		}
-		if used+len(s)+1 > ReadMaxBytes {
+		size := len(s)
+		if plain {
+			size = len(text)
+		}
+		if used+size+1 > ReadMaxBytes {
 			d.TruncatedBy = "bytes"
 			lr.unread(text, full)
 			break
@@ -320,8 +330,12 @@ func readText(ctx context.Context, a readArgs, br *bufio.Reader) (tool.Result, e
 		if shown > 0 {
 			out.WriteByte('\n')
 		}
-		out.WriteString(s)
-		used += len(s) + 1
+		if plain {
+			out.Write(text)
+		} else {
+			out.WriteString(s)
+		}
+		used += size + 1
 		shown++
 	}
 	if shown == 0 && d.TruncatedBy == "" {
