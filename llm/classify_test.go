@@ -450,3 +450,22 @@ func BenchmarkNewHTTPError(b *testing.B) {
 		_ = NewHTTPError("openai", "gpt-4o", 429, h, body)
 	}
 }
+
+// TestClassifySeam pins the status-only answers the wire packages rely on
+// when a body says nothing recognisable.
+func TestClassifySeam(t *testing.T) {
+	cases := []struct {
+		status int
+		want   Reason
+	}{
+		{401, ReasonAuth}, {403, ReasonAuth}, {402, ReasonBilling}, {404, ReasonModelNotFound},
+		{408, ReasonTimeout}, {413, ReasonContextOverflow}, {422, ReasonFormat}, {400, ReasonFormat},
+		{429, ReasonRateLimit}, {500, ReasonServer}, {502, ReasonServer}, {503, ReasonServer},
+		{504, ReasonTimeout}, {529, ReasonOverloaded}, {0, ReasonUnknown}, {200, ReasonUnknown},
+	}
+	for _, c := range cases {
+		if got := Classify(c.status, "something went wrong"); got != c.want {
+			t.Errorf("Classify(%d) = %s, want %s", c.status, got, c.want)
+		}
+	}
+}
