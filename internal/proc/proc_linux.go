@@ -137,14 +137,22 @@ func find(t Target) map[int]info {
 				return
 			}
 			in := all[pid]
+			// A child of this process from a nested pid namespace is a
+			// sandbox's pid 1 that outlived its bwrap parent and was
+			// reparented here; no exec.Cmd waits for it (agentloop never
+			// starts a child in a new pid namespace itself). It is taken
+			// whatever its state: while it exits its environment can no
+			// longer be read, and once it is a zombie it has none.
+			if in.ppid == self && nestedPidNS(pid) {
+				out[pid] = in
+				return
+			}
 			if in.state == 'Z' {
-				// A zombie carries no environment to match. One that is
-				// this process's child from a nested pid namespace is a
-				// sandbox's pid 1 that outlived its bwrap parent and was
-				// reparented here: no exec.Cmd waits for it, so it is
-				// collected (agentloop never starts a child in a new pid
-				// namespace itself).
-				if in.ppid == self && nestedPidNS(pid) {
+				// A zombie has no environment to match, but keeps its
+				// group. One of the command's group reparented here is
+				// collected; the group's leader is the exec.Cmd's own and
+				// is left to its Wait.
+				if t.Group > 0 && in.pgrp == t.Group && in.ppid == self && pid != t.Group {
 					out[pid] = in
 				}
 				return

@@ -68,7 +68,19 @@ func assertNoLeftovers(t *testing.T, marker string) {
 		t.Errorf("processes left running: %v", pids)
 	}
 	if _, zombies := proc.Alive(""); len(zombies) > 0 {
-		t.Errorf("zombie children left unreaped: %v", zombies)
+		var desc []string
+		for _, z := range zombies {
+			stat, _ := os.ReadFile("/proc/" + strconv.Itoa(z) + "/stat")
+			status, _ := os.ReadFile("/proc/" + strconv.Itoa(z) + "/status")
+			ns := ""
+			for line := range strings.Lines(string(status)) {
+				if strings.HasPrefix(line, "NSpid:") {
+					ns = strings.TrimSpace(line)
+				}
+			}
+			desc = append(desc, strings.TrimSpace(string(stat))+" "+ns)
+		}
+		t.Errorf("zombie children left unreaped: %q", desc)
 	}
 }
 
@@ -380,4 +392,36 @@ func BenchmarkBashEcho(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestBashConcurrentCallsKeepTheirOwnProcesses(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	b := NewBash(BashOptions{Dir: t.TempDir()})
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	// A waits (in a background job of its own) until B has finished; B's
+	// sweep must not touch A's processes.
+	slow := "(while [ ! -e " + ready + " ]; do sleep 0.01; done; echo a-done) & wait"
+	type out struct {
+		res tool.Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := b.Execute(context.Background(), bashCall(t, slow, 30), func(tool.Partial) {})
+		done <- out{res, err}
+	}()
+	for range 5 {
+		if res, err := b.Execute(context.Background(), bashCall(t, "sleep 0.01 & echo b", 30), func(tool.Partial) {}); err != nil || res.Text() != "b\n" {
+			t.Fatalf("B: %q, %v", res.Text(), err)
+		}
+	}
+	if err := os.WriteFile(ready, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil || a.res.IsError || a.res.Text() != "a-done\n" {
+		t.Fatalf("A: %q (isError %v), %v: its background job was killed by another call's sweep", a.res.Text(), a.res.IsError, a.err)
+	}
+	assertNoLeftovers(t, "no such process")
 }

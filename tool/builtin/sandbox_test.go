@@ -143,3 +143,18 @@ func TestSandboxAbortKillsTree(t *testing.T) {
 	}
 	assertNoLeftovers(t, "sleep "+marker)
 }
+
+// Without the sandbox, a process that both leaves the process group and
+// clears its environment escapes the sweep; in the sandbox's pid namespace
+// it dies with the sandbox.
+func TestSandboxCatchesUntaggedEscapee(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	sb := sandboxForTest(t)
+	const marker = "300.8123"
+	b := NewBash(BashOptions{Dir: t.TempDir(), Sandbox: sb})
+	res, err := b.Execute(context.Background(), bashCall(t, "setsid env -i sleep "+marker+" >/dev/null 2>&1 & echo started", 30), func(tool.Partial) {})
+	if err != nil || res.Text() != "started\n" {
+		t.Fatalf("result %q, %v", res.Text(), err)
+	}
+	assertNoLeftovers(t, "sleep "+marker)
+}
