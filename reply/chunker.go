@@ -1,0 +1,252 @@
+package reply
+
+import "strings"
+
+// Break is the kind of break a Chunker prefers.
+type Break int
+
+// The break preferences.
+const (
+	// BreakParagraph prefers a blank line, then a line end, then the end
+	// of a sentence. The default.
+	BreakParagraph Break = iota
+	// BreakNewline prefers a line end and otherwise waits for the
+	// maximum size before cutting at whitespace.
+	BreakNewline
+	// BreakSentence prefers the end of a sentence (., ! or ? before
+	// whitespace).
+	BreakSentence
+)
+
+// ChunkerOptions configure a Chunker. Sizes are in bytes; a block is never
+// cut inside a UTF-8 sequence.
+type ChunkerOptions struct {
+	// MinChars is the smallest block worth sending (at least 1). Before the
+	// end of the reply no block is shorter.
+	MinChars int
+	// MaxChars is the largest block (at least MinChars). A block that must
+	// be cut inside a code fence gets a closing fence line, and the next
+	// block reopens the fence with the original opening line; the limit
+	// includes both.
+	MaxChars int
+	// Prefer is the preferred kind of break.
+	Prefer Break
+	// FlushOnParagraph sends a block at every blank line once it has
+	// MinChars, instead of waiting for MaxChars.
+	FlushOnParagraph bool
+}
+
+// Chunker cuts a growing reply into blocks for chat channels. Write adds
+// text; Drain returns the blocks that are ready. It never splits inside a
+// code fence without closing and reopening it, never drops a block because
+// it equals the previous one, and never emits a block of only whitespace.
+// A Chunker is not safe for concurrent use.
+type Chunker struct {
+	min, max int
+	prefer   Break
+	flushPar bool
+	buf      strings.Builder
+}
+
+// NewChunker returns a chunker with opts.
+func NewChunker(opts ChunkerOptions) *Chunker {
+	c := &Chunker{min: max(1, opts.MinChars), prefer: opts.Prefer, flushPar: opts.FlushOnParagraph}
+	c.max = max(c.min, opts.MaxChars)
+	return c
+}
+
+// Write appends text to the buffer.
+func (c *Chunker) Write(text string) { c.buf.WriteString(text) }
+
+// Buffered returns the text not yet emitted.
+func (c *Chunker) Buffered() string { return c.buf.String() }
+
+// Reset drops the buffer.
+func (c *Chunker) Reset() { c.buf.Reset() }
+
+// Drain returns the blocks ready to send. Without force it emits only
+// when the buffer has MaxChars (or, with FlushOnParagraph, a blank line
+// after MinChars) and keeps the rest. With force (the end of the reply)
+// it empties the buffer.
+func (c *Chunker) Drain(force bool) []string {
+	var out []string
+	c.DrainFunc(force, func(b string) { out = append(out, b) })
+	return out
+}
+
+// DrainFunc is Drain calling emit for each block instead of collecting
+// them.
+func (c *Chunker) DrainFunc(force bool, emit func(string)) {
+	n := c.buf.Len()
+	if n == 0 || (!force && n < c.min) || (!force && !c.flushPar && n < c.max) {
+		return
+	}
+	buf := c.buf.String()
+	if force && n <= c.max {
+		if strings.TrimSpace(buf) != "" {
+			emit(buf)
+		}
+		c.buf.Reset()
+		return
+	}
+	spans := fenceSpans(buf)
+	pos := 0
+	reopen := "" // the fence to reopen at the start of the next block
+	send := func(b string) {
+		if strings.TrimSpace(b) != "" {
+			emit(b)
+		}
+	}
+	for pos < len(buf) {
+		rem := buf[pos:]
+		total := len(reopen) + len(rem)
+		minAt := max(1, c.min-len(reopen))
+		winEnd := max(c.max-len(reopen), c.max/2, 1)
+		if force && total <= c.max {
+			send(reopen + rem)
+			reopen, pos = "", len(buf)
+			break
+		}
+		if !force && total < c.min {
+			break
+		}
+		if !force && c.flushPar {
+			if p, skip, ok := c.paragraphFlush(buf, spans, pos, minAt, winEnd); ok {
+				send(reopen + rem[:p])
+				reopen, pos = "", pos+p+skip
+				continue
+			}
+		}
+		if !force && total < c.max {
+			break
+		}
+		if p, ok := c.pick(buf, spans, pos, minAt, winEnd); ok {
+			send(reopen + rem[:p])
+			reopen = ""
+			pos += p
+			if pos < len(buf) && isSpace(buf[pos]) {
+				pos++
+			}
+			for pos < len(buf) && buf[pos] == '\n' {
+				pos++
+			}
+			continue
+		}
+		// No good break: cut as late as allowed, closing a fence if the
+		// cut lands in one.
+		h := min(winEnd, len(rem))
+		if s := spanAt(spans, pos+h); s != nil {
+			closing := s.indent + s.marker
+			h = max(1, min(h, winEnd-len(closing)-1))
+			if nl := strings.LastIndexByte(rem[:h], '\n'); nl >= minAt && spanAt(spans, pos+nl) == s {
+				h = nl + 1 // keep code lines whole when one fits
+			}
+			h = runeStart(buf, pos, h)
+			blk := reopen + rem[:h]
+			if !strings.HasSuffix(blk, "\n") {
+				blk += "\n"
+			}
+			send(blk + closing)
+			reopen = s.openLine + "\n"
+			pos += h
+			continue
+		}
+		h = runeStart(buf, pos, h)
+		send(reopen + rem[:h])
+		reopen = ""
+		pos += h
+		for pos < len(buf) && buf[pos] == '\n' {
+			pos++
+		}
+	}
+	rest := reopen + buf[pos:]
+	c.buf.Reset()
+	c.buf.WriteString(rest)
+}
+
+// runeStart moves a cut at pos+h back to the start of a UTF-8 sequence
+// (but never to h == 0).
+func runeStart(buf string, pos, h int) int {
+	for h > 1 && pos+h < len(buf) && buf[pos+h]&0xC0 == 0x80 {
+		h--
+	}
+	return h
+}
+
+// paragraphFlush finds the first safe blank line at or after minAt from
+// pos whose block fits in winEnd. It returns the block length and how many
+// bytes of line breaks follow it.
+func (c *Chunker) paragraphFlush(buf string, spans []fenceSpan, pos, minAt, winEnd int) (p, skip int, ok bool) {
+	rem := buf[pos:]
+	for i := 0; i < len(rem) && i <= winEnd; {
+		k := strings.IndexByte(rem[i:], '\n')
+		if k < 0 {
+			return 0, 0, false
+		}
+		i += k
+		if n := blankLineLen(rem[i:]); n > 0 && i >= minAt && i <= winEnd && spanAt(spans, pos+i) == nil {
+			return i, n, true
+		}
+		i++
+	}
+	return 0, 0, false
+}
+
+// blankLineLen returns the length of a paragraph break at the start of s
+// (a newline, optional spaces or tabs, one or more newlines), or 0.
+func blankLineLen(s string) int {
+	if s == "" || s[0] != '\n' {
+		return 0
+	}
+	i := 1
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	if i == len(s) || s[i] != '\n' {
+		return 0
+	}
+	for i < len(s) && s[i] == '\n' {
+		i++
+	}
+	return i
+}
+
+// pick finds the best break at an index in [minAt, winEnd] of buf[pos:]
+// (the block is the text before it, so it has at most winEnd bytes), by
+// preference: the last safe paragraph break, the last safe line end, the
+// last sentence end, the last safe whitespace.
+func (c *Chunker) pick(buf string, spans []fenceSpan, pos, minAt, winEnd int) (int, bool) {
+	rem := buf[pos:]
+	safe := func(i int) bool { return spanAt(spans, pos+i) == nil }
+	last := func(ok func(i int) bool) (int, bool) {
+		for i := min(winEnd, len(rem)-1); i >= minAt; i-- {
+			if ok(i) && safe(i) {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	if c.prefer == BreakParagraph {
+		if i, ok := last(func(i int) bool { return blankLineLen(rem[i:]) > 0 }); ok {
+			return i, true
+		}
+	}
+	if c.prefer != BreakSentence {
+		if i, ok := last(func(i int) bool { return rem[i] == '\n' }); ok {
+			return i, true
+		}
+	}
+	if c.prefer != BreakNewline {
+		if i, ok := last(func(i int) bool {
+			return isSpace(rem[i]) && i > 0 && (rem[i-1] == '.' || rem[i-1] == '!' || rem[i-1] == '?')
+		}); ok {
+			return i, true
+		}
+	}
+	if c.prefer == BreakSentence {
+		if i, ok := last(func(i int) bool { return rem[i] == '\n' }); ok {
+			return i, true
+		}
+	}
+	return last(func(i int) bool { return isSpace(rem[i]) })
+}
