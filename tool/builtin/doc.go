@@ -4,20 +4,22 @@
 //
 // A Workspace is a directory tree the tools may touch. Every path a model
 // passes is resolved inside it: "..", absolute paths elsewhere and symlinks
-// that lead out are refused with an error that says so. Reads outside can be
-// allowed ([WorkspaceOptions].AllowReadOutside), and extra directories (the session's
-// data directory, where bash spills long output) can be made readable. A
-// read-only workspace refuses every write, and [New] leaves write and edit
-// out of the tool set.
+// that lead out are refused with an error that says so. Reads outside can
+// be allowed ([WorkspaceOptions].AllowReadOutside), and extra directories
+// (the session's data directory, where bash spills long output) can be
+// made readable. A read-only workspace refuses every write, and [New]
+// leaves write and edit out of the tool set.
 //
 // Paths from the model are cleaned before they are resolved: a leading "@"
-// (models copy it from @-mentions) is dropped, Unicode spaces become plain
-// spaces, and "~" or "~/..." expands to the user's home directory (which is
-// then subject to confinement like any other absolute path: without
-// AllowReadOutside it is refused unless the home directory is inside the
-// workspace). Expanding "~" gives the model a clear "outside the workspace"
-// answer instead of a confusing "not found" for a directory literally named
-// "~".
+// (models copy it from @-mentions) is dropped, and "~" or "~/..." expands
+// to the user's home directory, which is then confined like any other
+// absolute path. Expanding "~" gives the model a clear "outside the
+// workspace" answer instead of a confusing "not found" for a directory
+// literally named "~". A path that does not exist as given is tried in the
+// spellings a model may have meant: Unicode spaces as plain ones, the
+// narrow no-break space macOS puts before AM/PM in screenshot names,
+// decomposed Unicode (NFD, as macOS file names often are) and a
+// typographic apostrophe.
 //
 // Confinement guards against a model's mistakes and path tricks, not
 // against a hostile process racing the tools inside the workspace (a path

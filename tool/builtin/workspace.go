@@ -6,10 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // ErrOutsideWorkspace is wrapped by every error about a path that resolves
@@ -196,7 +199,7 @@ func (w *Workspace) escape(p, lexical, real string) error {
 
 // resolve cleans p and returns its lexical absolute path and its real path.
 func (w *Workspace) resolve(p string) (real, lexical string, err error) {
-	p = cleanInput(p)
+	p = strings.TrimPrefix(p, "@")
 	if p == "~" || strings.HasPrefix(p, "~/") || strings.HasPrefix(p, "~"+string(filepath.Separator)) {
 		home, herr := os.UserHomeDir()
 		if herr != nil {
@@ -212,6 +215,14 @@ func (w *Workspace) resolve(p string) (real, lexical string, err error) {
 	} else {
 		lexical = filepath.Join(w.root, p)
 	}
+	if _, err := os.Lstat(lexical); errors.Is(err, fs.ErrNotExist) {
+		for _, v := range pathVariants(lexical) {
+			if _, err := os.Lstat(v); err == nil {
+				lexical = v
+				break
+			}
+		}
+	}
 	real, err = realPath(lexical)
 	if err != nil {
 		return "", "", fmt.Errorf("path %q: %w", p, err)
@@ -219,18 +230,37 @@ func (w *Workspace) resolve(p string) (real, lexical string, err error) {
 	return real, lexical, nil
 }
 
-// cleanInput drops a leading "@" and turns Unicode spaces into plain ones.
-func cleanInput(p string) string {
-	p = strings.TrimPrefix(p, "@")
-	if strings.IndexFunc(p, isOddSpace) < 0 {
-		return p
-	}
-	return strings.Map(func(r rune) rune {
+// amPM finds a time followed by a plain space and AM or PM, as a model
+// types the name of a macOS screenshot whose real name has a narrow
+// no-break space there.
+var amPM = regexp.MustCompile(`(\d) (AM|PM)\b`)
+
+// pathVariants returns spellings of a path that does not exist that a
+// model may have meant: Unicode spaces as plain spaces, the macOS
+// screenshot's narrow space before AM/PM, the decomposed (NFD) form macOS
+// file names often have, and a typographic apostrophe for a plain one.
+func pathVariants(p string) []string {
+	spaces := strings.Map(func(r rune) rune {
 		if isOddSpace(r) {
 			return ' '
 		}
 		return r
 	}, p)
+	narrow := amPM.ReplaceAllString(spaces, "${1}\u202f${2}")
+	var out []string
+	for _, v := range []string{
+		spaces,
+		narrow,
+		norm.NFD.String(p),
+		norm.NFD.String(narrow),
+		strings.ReplaceAll(spaces, "'", "\u2019"),
+		norm.NFD.String(strings.ReplaceAll(narrow, "'", "\u2019")),
+	} {
+		if v != p && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func isOddSpace(r rune) bool {

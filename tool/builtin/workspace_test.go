@@ -84,7 +84,7 @@ func TestWorkspaceResolve(t *testing.T) {
 		{"new/dir/file.txt", ws + "/new/dir/file.txt", false, false},
 		{ws + "/sub/b.txt", ws + "/sub/b.txt", false, false},
 		{"in/b.txt", ws + "/sub/b.txt", false, false},
-		{"sub\u00a0x", ws + "/sub x", false, false},
+		{"sub\u00a0x", ws + "/sub\u00a0x", false, false},
 		{"../outside/secret", "", false, false},
 		{"sub/../../outside", "", false, false},
 		{tmp + "/outside/secret", "", false, false},
@@ -245,5 +245,41 @@ func TestConcurrentReadOnlyTools(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+func TestPathVariants(t *testing.T) {
+	w, tmp := newTestWorkspace(t, nil)
+	ws := filepath.Join(tmp, "ws")
+	for _, name := range []string{
+		"Screenshot 2024-05-01 at 10.21.33\u202fAM.png",
+		"cafe\u0301.txt",
+		"it\u2019s.md",
+		"two words.txt",
+		"plain 9 AM.txt",
+	} {
+		writeFile(t, filepath.Join(ws, name), "x")
+	}
+	tests := []struct{ asked, found string }{
+		{"Screenshot 2024-05-01 at 10.21.33 AM.png", "Screenshot 2024-05-01 at 10.21.33\u202fAM.png"},
+		{"caf\u00e9.txt", "cafe\u0301.txt"},
+		{"it's.md", "it\u2019s.md"},
+		{"two\u00a0words.txt", "two words.txt"},
+		{"plain 9 AM.txt", "plain 9 AM.txt"}, // exists as given: no variant
+		{"missing AM.txt", "missing AM.txt"},
+	}
+	for _, tt := range tests {
+		got, err := w.ResolveRead(tt.asked)
+		if err != nil || got != filepath.Join(ws, tt.found) {
+			t.Errorf("ResolveRead(%q) = %q, %v; want %q", tt.asked, got, err, tt.found)
+		}
+	}
+	// A variant is confined like any path.
+	writeFile(t, filepath.Join(tmp, "outside", "caf\u00e9"), "x")
+	if err := os.Symlink(filepath.Join(tmp, "outside", "caf\u00e9"), filepath.Join(ws, "cafe\u0301")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.ResolveRead("caf\u00e9"); !errors.Is(err, ErrOutsideWorkspace) {
+		t.Errorf("variant through a symlink out: %v", err)
 	}
 }
