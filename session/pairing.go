@@ -75,6 +75,17 @@ func RepairPairing(msgs []llm.Message, opts PairingOptions) ([]llm.Message, Pair
 	if now == nil {
 		now = llm.NowMillis
 	}
+	policy := opts.FailedTurns
+	if policy == FailedTurnAuto {
+		policy = FailedTurnKeep
+	}
+	if ok, moved := pairedAlready(msgs, policy); ok {
+		return msgs, PairingReport{Moved: moved}
+	}
+	return repairPairing(msgs, policy, now)
+}
+
+func repairPairing(msgs []llm.Message, policy FailedTurnPolicy, now func() int64) ([]llm.Message, PairingReport) {
 	var rep PairingReport
 	out := make([]llm.Message, 0, len(msgs)+2)
 	answered := map[string]bool{}
@@ -135,10 +146,11 @@ func RepairPairing(msgs []llm.Message, opts PairingOptions) ([]llm.Message, Pair
 		if sawResult && sawOther {
 			rep.Moved = true
 		}
-		if reused := reusedCalls(calls, answered); reused > 0 {
-			// A call id answered in an earlier turn cannot be answered
-			// again: drop the repeated call rather than send it unpaired.
-			m = withoutCalls(m, answered)
+		if repeatedCalls(calls, answered) {
+			// A call id answered in an earlier turn, or used twice in this
+			// one, cannot be answered again: drop the repeat rather than
+			// send it unpaired.
+			m = withoutRepeats(m, answered)
 			calls = m.ToolCalls()
 			rep.Changed = true
 		}
@@ -150,12 +162,12 @@ func RepairPairing(msgs []llm.Message, opts PairingOptions) ([]llm.Message, Pair
 		for _, c := range calls {
 			r, ok := found[c.ID]
 			switch {
-			case ok && failed && opts.FailedTurns == FailedTurnDrop:
+			case ok && failed && policy == FailedTurnDrop:
 				rep.Changed = true
 				continue
 			case ok:
 				out = append(out, r)
-			case failed && opts.FailedTurns != FailedTurnPlaceholder:
+			case failed && policy != FailedTurnPlaceholder:
 				continue
 			case failed:
 				out = append(out, syntheticResult(c, AbortedResultText, now()))
@@ -194,27 +206,107 @@ func sameSpan(got, orig []llm.Message) bool {
 	return true
 }
 
-func reusedCalls(calls []llm.Content, answered map[string]bool) int {
-	n := 0
-	for _, c := range calls {
+// repeatedCalls reports whether a call id was answered before or appears
+// twice among calls.
+func repeatedCalls(calls []llm.Content, answered map[string]bool) bool {
+	for i, c := range calls {
 		if answered[c.ID] {
-			n++
+			return true
+		}
+		for _, d := range calls[:i] {
+			if d.ID == c.ID {
+				return true
+			}
 		}
 	}
-	return n
+	return false
 }
 
-// withoutCalls returns m without the tool calls whose ids are in drop.
-func withoutCalls(m llm.Message, drop map[string]bool) llm.Message {
+// withoutRepeats returns m without the tool calls whose id was answered
+// before or was already used earlier in m.
+func withoutRepeats(m llm.Message, answered map[string]bool) llm.Message {
 	content := make([]llm.Content, 0, len(m.Content))
+	seen := map[string]bool{}
 	for _, c := range m.Content {
-		if c.Type == llm.ContentToolCall && drop[c.ID] {
-			continue
+		if c.Type == llm.ContentToolCall {
+			if answered[c.ID] || seen[c.ID] {
+				continue
+			}
+			seen[c.ID] = true
 		}
 		content = append(content, c)
 	}
 	m.Content = content
 	return m
+}
+
+// pairedAlready reports whether RepairPairing would return msgs as they
+// are, and the Moved flag it would report, without allocating a copy: the
+// common case of a history that was repaired or written in order.
+func pairedAlready(msgs []llm.Message, policy FailedTurnPolicy) (ok, moved bool) {
+	var answered map[string]bool
+	for i := 0; i < len(msgs); i++ {
+		m := &msgs[i]
+		if m.Role == llm.RoleToolResult {
+			return false, false // an orphan
+		}
+		if m.Role != llm.RoleAssistant {
+			continue
+		}
+		// The span: results first, then anything but results, up to the
+		// next assistant message.
+		j := i + 1
+		for j < len(msgs) && msgs[j].Role == llm.RoleToolResult {
+			j++
+		}
+		results := msgs[i+1 : j]
+		for ; j < len(msgs) && msgs[j].Role != llm.RoleAssistant; j++ {
+			if msgs[j].Role == llm.RoleToolResult {
+				return false, false // a displaced result
+			}
+		}
+		sawOther := j > i+1+len(results)
+		next := 0 // the next result to match
+		calls := 0
+		failed := m.StopReason.Failed()
+		for k := range m.Content {
+			c := &m.Content[k]
+			if c.Type != llm.ContentToolCall {
+				continue
+			}
+			calls++
+			if answered[c.ID] {
+				return false, false
+			}
+			for _, d := range m.Content[:k] {
+				if d.Type == llm.ContentToolCall && d.ID == c.ID {
+					return false, false
+				}
+			}
+			if next < len(results) && results[next].ToolCallID == c.ID {
+				if results[next].ToolName != c.Name || failed && policy == FailedTurnDrop {
+					return false, false
+				}
+				if answered == nil {
+					answered = map[string]bool{}
+				}
+				answered[c.ID] = true
+				next++
+				continue
+			}
+			if !failed || policy == FailedTurnPlaceholder {
+				return false, false // a missing result would be added
+			}
+		}
+		if next != len(results) {
+			return false, false // results out of order, foreign or repeated
+		}
+		if calls > 0 && len(results) > 0 && sawOther {
+			moved = true
+		}
+		i = j - 1
+	}
+	return true, moved
 }
 
 func syntheticResult(call llm.Content, text string, ts int64) llm.Message {

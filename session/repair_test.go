@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -352,5 +354,51 @@ func TestRepairPipeline(t *testing.T) {
 	cancel()
 	if _, err := Transform(RepairOptions{})(ctx, history); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: err = %v", err)
+	}
+}
+
+// pairedAlready is a shortcut of RepairPairing; on random histories it must
+// agree with the full repair about what needs no change.
+func TestPairedAlreadyAgreesWithRepair(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	pick := func() llm.Message {
+		id := strconv.Itoa(rng.IntN(3))
+		switch rng.IntN(7) {
+		case 0:
+			return user("u")
+		case 1:
+			return asst(llm.Text("t"))
+		case 2:
+			return asst(call(id, "n"+id))
+		case 3:
+			return asst(call(id, "n"+id), call(strconv.Itoa(rng.IntN(3)), "n"))
+		case 4:
+			return failed(llm.StopReasonAborted, call(id, "n"+id))
+		default:
+			return result(id, "n"+id, "r")
+		}
+	}
+	agreeOK := 0
+	for range 20000 {
+		msgs := make([]llm.Message, 1+rng.IntN(6))
+		for i := range msgs {
+			msgs[i] = pick()
+		}
+		for _, policy := range []FailedTurnPolicy{FailedTurnKeep, FailedTurnDrop, FailedTurnPlaceholder} {
+			ok, moved := pairedAlready(msgs, policy)
+			out, rep := repairPairing(msgs, policy, func() int64 { return 0 })
+			if ok && (rep.Changed || rep.Moved != moved) {
+				t.Fatalf("policy %d: shortcut says unchanged (moved %v) but repair says %+v for %v -> %v", policy, moved, rep, shape(msgs), shape(out))
+			}
+			if !ok && !rep.Changed {
+				t.Fatalf("policy %d: shortcut missed an unchanged history %v", policy, shape(msgs))
+			}
+			if ok {
+				agreeOK++
+			}
+		}
+	}
+	if agreeOK == 0 {
+		t.Fatal("no random history was already paired; the test proves nothing")
 	}
 }

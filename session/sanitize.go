@@ -81,7 +81,10 @@ func SanitizeToolCalls(msgs []llm.Message, opts SanitizeOptions) []llm.Message {
 func sanitizeMessage(m *llm.Message, allowed map[string]bool, preserveSigned bool, signedIDs map[string]bool) (llm.Message, bool) {
 	signed := preserveSigned && hasSignedThinking(m)
 	var content []llm.Content // nil until a block changes
-	seen := map[string]bool{}
+	var seen map[string]bool  // call ids of a signed turn
+	if signed {
+		seen = map[string]bool{}
+	}
 	for j, c := range m.Content {
 		if c.Type != llm.ContentToolCall {
 			if content != nil {

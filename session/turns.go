@@ -28,6 +28,9 @@ var resultIDKeys = []string{"toolUseId", "toolCallId", "tool_use_id", "tool_call
 //
 // It is idempotent.
 func ValidateAnthropicTurns(msgs []llm.Message) []llm.Message {
+	if anthropicValid(msgs) {
+		return msgs
+	}
 	out := make([]llm.Message, 0, len(msgs))
 	for i := range msgs {
 		m := msgs[i]
@@ -41,6 +44,38 @@ func ValidateAnthropicTurns(msgs []llm.Message) []llm.Message {
 		out = append(out, m)
 	}
 	return out
+}
+
+// anthropicValid reports whether ValidateAnthropicTurns has nothing to
+// do: no consecutive user messages, and every call answered by a result of
+// its name before the next assistant message.
+func anthropicValid(msgs []llm.Message) bool {
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Role == llm.RoleUser && i > 0 && msgs[i-1].Role == llm.RoleUser {
+			return false
+		}
+		if m.Role != llm.RoleAssistant {
+			continue
+		}
+		for k := range m.Content {
+			c := &m.Content[k]
+			if c.Type != llm.ContentToolCall {
+				continue
+			}
+			answered := false
+			for j := i + 1; j < len(msgs) && msgs[j].Role != llm.RoleAssistant; j++ {
+				if r := &msgs[j]; r.Role == llm.RoleToolResult && r.ToolCallID == c.ID && r.ToolName == c.Name {
+					answered = true
+					break
+				}
+			}
+			if !answered {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // stripDanglingCalls returns msgs[i] without the calls that have no result
@@ -139,6 +174,13 @@ func MergeUserTurns(prev, cur llm.Message) llm.Message {
 // message's fields, the content of both, and the later message's usage,
 // stop reason and error when it has them.
 func ValidateGeminiTurns(msgs []llm.Message) []llm.Message {
+	merge := false
+	for i := 1; i < len(msgs) && !merge; i++ {
+		merge = msgs[i].Role == llm.RoleAssistant && msgs[i-1].Role == llm.RoleAssistant
+	}
+	if !merge {
+		return msgs
+	}
 	out := make([]llm.Message, 0, len(msgs))
 	for _, m := range msgs {
 		n := len(out)
