@@ -57,3 +57,36 @@ func BenchmarkStreamText(b *testing.B) {
 	}
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 }
+
+func longResponsesStream(n int) string {
+	var sb strings.Builder
+	sb.WriteString("event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_b\",\"status\":\"in_progress\",\"output\":[]}}\n\n")
+	sb.WriteString("event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"sequence_number\":1,\"output_index\":0,\"item\":{\"id\":\"msg_b\",\"type\":\"message\",\"status\":\"in_progress\",\"content\":[],\"role\":\"assistant\"}}\n\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&sb, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":%d,\"item_id\":\"msg_b\",\"output_index\":0,\"content_index\":0,\"delta\":\" token%d\"}\n\n", i+2, i%100)
+	}
+	sb.WriteString("event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{\"id\":\"msg_b\",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\"}}\n\n")
+	sb.WriteString("event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_b\",\"status\":\"completed\",\"usage\":{\"input_tokens\":100,\"output_tokens\":1000}}}\n\n")
+	return sb.String()
+}
+
+// BenchmarkResponsesStreamText is BenchmarkStreamText on the Responses
+// wire.
+func BenchmarkResponsesStreamText(b *testing.B) {
+	const deltas = 1000
+	body := longResponsesStream(deltas)
+	m := openai.NewResponses(openai.Config{Info: llm.ModelInfo{ID: "gpt-test", Provider: "openai"}, HTTPClient: &http.Client{Transport: replay(body)}})
+	req := simpleRequest()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	events := 0
+	for b.Loop() {
+		for ev, err := range m.Stream(context.Background(), req) {
+			if err != nil || ev.Type == llm.EventError {
+				b.Fatal(err, ev.Err)
+			}
+			events++
+		}
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}

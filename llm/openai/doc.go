@@ -12,6 +12,13 @@
 // the usage-only final chunk, and turns every failure into an
 // *llm.ProviderError through llm.NewHTTPError and llm.NetworkError.
 //
+// NewResponses speaks the OpenAI Responses API (POST /responses) on the
+// same plumbing: output items become blocks (reasoning items are kept whole,
+// encrypted content included, and replayed to the same model; a function
+// call's id is "call_id|item_id"), requests are stateless ("store": false),
+// and response.completed / incomplete / failed map to stop, length and
+// error.
+//
 // This room may import llm, llm/sse and llm/jsonpartial, and the standard
 // library; nothing above llm.
 package openai

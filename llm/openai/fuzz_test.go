@@ -12,7 +12,8 @@ import (
 	"github.com/agentloop/agentloop/llm/openai"
 )
 
-// FuzzStream feeds arbitrary bodies to the decoder: it must never panic or
+// FuzzStream feeds arbitrary bodies to both decoders (Chat Completions and
+// Responses): it must never panic or
 // hang, must end every stream with exactly one terminal event (or one bare
 // error), and must keep partial tool arguments valid JSON.
 func FuzzStream(f *testing.F) {
@@ -25,7 +26,14 @@ func FuzzStream(f *testing.F) {
 		f.Add(string(b))
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		m := openai.New(openai.Config{Info: llm.ModelInfo{ID: "fuzz", Provider: "openai"}, HTTPClient: &http.Client{Transport: replay(body)}})
+		cfg := openai.Config{Info: llm.ModelInfo{ID: "fuzz", Provider: "openai"}, HTTPClient: &http.Client{Transport: replay(body)}}
+		checkStream(t, openai.New(cfg))
+		checkStream(t, openai.NewResponses(cfg))
+	})
+}
+
+func checkStream(t *testing.T, m llm.Model) {
+	{
 		n, terminal := 0, 0
 		for ev, err := range m.Stream(context.Background(), simpleRequest()) {
 			n++
@@ -59,5 +67,5 @@ func FuzzStream(f *testing.F) {
 		if n > 1 && terminal != 1 {
 			t.Fatalf("%d events, %d terminal", n, terminal)
 		}
-	})
+	}
 }

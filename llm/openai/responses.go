@@ -1,0 +1,244 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"iter"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/jsonpartial"
+)
+
+// ResponsesModel streams replies from the OpenAI Responses API (POST
+// /responses). It implements llm.Model and is safe for concurrent use.
+//
+// Requests are stateless ("store": false): the whole history is sent each
+// time, with earlier reasoning items replayed verbatim (their encrypted
+// content included) so reasoning carries across turns.
+type ResponsesModel struct {
+	cfg      Config
+	endpoint string
+	client   *http.Client
+	idle     time.Duration
+	provider string
+}
+
+var _ llm.Model = (*ResponsesModel)(nil)
+
+// NewResponses returns a Responses API model for cfg: BaseURL "" means
+// DefaultBaseURL, and /responses is appended. Compat is not used.
+func NewResponses(cfg Config) *ResponsesModel {
+	m := &ResponsesModel{cfg: cfg, client: cfg.HTTPClient, idle: cfg.IdleTimeout, provider: cfg.Info.Provider}
+	if cfg.Headers != nil {
+		m.cfg.Headers = make(map[string]string, len(cfg.Headers))
+		for k, v := range cfg.Headers {
+			m.cfg.Headers[k] = v
+		}
+	}
+	m.cfg.Compat = nil
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	m.endpoint = strings.TrimSuffix(base, "/responses") + "/responses"
+	if m.client == nil {
+		m.client = &http.Client{}
+	}
+	if m.idle <= 0 {
+		m.idle = DefaultIdleTimeout
+	}
+	if m.provider == "" {
+		m.provider = "openai"
+	}
+	return m
+}
+
+// Info returns the model's description.
+func (m *ResponsesModel) Info() llm.ModelInfo { return m.cfg.Info }
+
+// Stream sends req and streams the reply. See llm.Model for the contract.
+func (m *ResponsesModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	return m.stream(ctx, req)
+}
+
+// The request body of POST /responses.
+type responsesRequest struct {
+	Model           string            `json:"model"`
+	Input           []json.RawMessage `json:"input"`
+	Stream          bool              `json:"stream"`
+	Store           bool              `json:"store"`
+	MaxOutputTokens int               `json:"max_output_tokens,omitempty"`
+	Temperature     *float64          `json:"temperature,omitempty"`
+	Tools           []responsesTool   `json:"tools,omitempty"`
+	ToolChoice      any               `json:"tool_choice,omitempty"`
+	Reasoning       *responsesEffort  `json:"reasoning,omitempty"`
+	Include         []string          `json:"include,omitempty"`
+	PromptCacheKey  string            `json:"prompt_cache_key,omitempty"`
+}
+
+type responsesTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      bool            `json:"strict"`
+}
+
+type responsesEffort struct {
+	Effort  string `json:"effort"`
+	Summary string `json:"summary,omitempty"`
+}
+
+type inputPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	ImageURL string `json:"image_url,omitempty"`
+}
+
+type outputText struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	Annotations []any  `json:"annotations"`
+}
+
+func (m *ResponsesModel) buildRequest(req *llm.Request) *responsesRequest {
+	info := &m.cfg.Info
+	r := &responsesRequest{Model: info.ID, Stream: true, Temperature: req.Options.Temperature, PromptCacheKey: req.Options.SessionID}
+	r.MaxOutputTokens = req.Options.MaxTokens
+	if r.MaxOutputTokens <= 0 {
+		r.MaxOutputTokens = info.MaxTokens
+	}
+	if lvl := req.Options.Thinking; info.Reasoning && lvl.Enabled() {
+		e := string(lvl)
+		if lvl == llm.ThinkingXHigh {
+			e = string(llm.ThinkingHigh)
+		}
+		r.Reasoning = &responsesEffort{Effort: e, Summary: "auto"}
+		r.Include = []string{"reasoning.encrypted_content"}
+		r.Temperature = nil // reasoning models reject it
+	}
+	add := func(v any) {
+		b, err := json.Marshal(v)
+		if err == nil {
+			r.Input = append(r.Input, b)
+		}
+	}
+	if req.SystemPrompt != "" {
+		role := "system"
+		if info.Reasoning {
+			role = "developer"
+		}
+		add(map[string]any{"role": role, "content": req.SystemPrompt})
+	}
+	for _, t := range req.Tools {
+		params := t.Parameters
+		if len(bytes.TrimSpace(params)) == 0 {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		r.Tools = append(r.Tools, responsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: params})
+	}
+	if len(r.Tools) > 0 {
+		switch c := req.Options.ToolChoice; c {
+		case "", "auto":
+		case "none", "required":
+			r.ToolChoice = c
+		default:
+			r.ToolChoice = map[string]string{"type": "function", "name": c}
+		}
+	}
+	images := info.AcceptsImages() || len(info.Input) == 0
+	for i := range req.Messages {
+		msg := &req.Messages[i]
+		switch msg.Role {
+		case llm.RoleUser:
+			var parts []inputPart
+			for _, c := range msg.Content {
+				switch {
+				case c.Type == llm.ContentText && c.Text != "":
+					parts = append(parts, inputPart{Type: "input_text", Text: c.Text})
+				case c.Type == llm.ContentImage && images:
+					parts = append(parts, inputPart{Type: "input_image", ImageURL: "data:" + c.MimeType + ";base64," + c.Data})
+				}
+			}
+			if len(parts) > 0 {
+				add(map[string]any{"role": "user", "content": parts})
+			}
+		case llm.RoleAssistant:
+			m.appendAssistant(msg, add)
+		case llm.RoleToolResult:
+			var text []string
+			var imgs []inputPart
+			for _, c := range msg.Content {
+				switch c.Type {
+				case llm.ContentText:
+					text = append(text, c.Text)
+				case llm.ContentImage:
+					if images {
+						imgs = append(imgs, inputPart{Type: "input_image", ImageURL: "data:" + c.MimeType + ";base64," + c.Data})
+					}
+				}
+			}
+			out := strings.Join(text, "\n")
+			if out == "" {
+				out = "(no output)"
+			}
+			callID, _, _ := strings.Cut(msg.ToolCallID, "|")
+			add(map[string]any{"type": "function_call_output", "call_id": callID, "output": out})
+			if len(imgs) > 0 {
+				add(map[string]any{"role": "user", "content": append([]inputPart{{Type: "input_text", Text: "Images from the tool result above:"}}, imgs...)})
+			}
+		}
+	}
+	return r
+}
+
+// appendAssistant replays an assistant message as output items: reasoning
+// items verbatim (same model only), text as a message, calls as
+// function_call items.
+func (m *ResponsesModel) appendAssistant(msg *llm.Message, add func(any)) {
+	calls := msg.ToolCalls()
+	if msg.StopReason.Failed() && len(calls) == 0 {
+		return
+	}
+	same := msg.API == string(llm.APIOpenAIResponses) && msg.Provider == m.provider && msg.Model == m.cfg.Info.ID
+	for _, c := range msg.Content {
+		switch c.Type {
+		case llm.ContentThinking:
+			if same && json.Valid([]byte(c.ThinkingSignature)) && strings.HasPrefix(strings.TrimSpace(c.ThinkingSignature), "{") {
+				add(json.RawMessage(c.ThinkingSignature))
+			} else if c.Thinking != "" && !c.Redacted {
+				add(map[string]any{"type": "message", "role": "assistant", "content": []outputText{{Type: "output_text", Text: c.Thinking, Annotations: []any{}}}})
+			}
+		case llm.ContentText:
+			if c.Text == "" {
+				continue
+			}
+			item := map[string]any{"type": "message", "role": "assistant", "status": "completed",
+				"content": []outputText{{Type: "output_text", Text: c.Text, Annotations: []any{}}}}
+			if same && strings.HasPrefix(c.TextSignature, "msg_") {
+				item["id"] = c.TextSignature
+			}
+			add(item)
+		case llm.ContentToolCall:
+			callID, itemID, _ := strings.Cut(c.ID, "|")
+			args := string(c.Arguments)
+			if jsonpartial.IsInvalid(c.Arguments) {
+				var raw string
+				if json.Unmarshal(c.Arguments, &raw) == nil {
+					args = raw
+				}
+			} else if len(bytes.TrimSpace(c.Arguments)) == 0 {
+				args = "{}"
+			}
+			item := map[string]any{"type": "function_call", "call_id": callID, "name": c.Name, "arguments": args}
+			if same && strings.HasPrefix(itemID, "fc") {
+				item["id"] = itemID
+			}
+			add(item)
+		}
+	}
+}

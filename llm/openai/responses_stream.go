@@ -1,0 +1,336 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"strings"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/sse"
+)
+
+// eventName is the type of a Responses event. Known names decode without
+// allocating; one arrives with every event.
+type eventName string
+
+var knownEventNames = func() map[string]eventName {
+	m := map[string]eventName{}
+	for _, n := range []string{
+		"response.created", "response.in_progress", "response.output_item.added", "response.output_item.done",
+		"response.content_part.added", "response.content_part.done", "response.output_text.delta",
+		"response.output_text.done", "response.refusal.delta", "response.reasoning_summary_part.added",
+		"response.reasoning_summary_part.done", "response.reasoning_summary_text.delta",
+		"response.reasoning_summary_text.done", "response.reasoning_text.delta",
+		"response.function_call_arguments.delta", "response.function_call_arguments.done",
+		"response.completed", "response.incomplete", "response.failed", "error",
+	} {
+		m[`"`+n+`"`] = eventName(n)
+	}
+	return m
+}()
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (n *eventName) UnmarshalJSON(b []byte) error {
+	if k, ok := knownEventNames[string(b)]; ok {
+		*n = k
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*n = eventName(s)
+	return nil
+}
+
+// responsesEvent is one Responses API stream event; only the fields of its
+// type are set.
+type responsesEvent struct {
+	Type        eventName       `json:"type"`
+	OutputIndex int             `json:"output_index"`
+	Delta       string          `json:"delta"`
+	Item        json.RawMessage `json:"item"`
+	Arguments   string          `json:"arguments"`
+	Response    struct {
+		Status            string `json:"status"`
+		IncompleteDetails *struct {
+			Reason string `json:"reason"`
+		} `json:"incomplete_details"`
+		Error json.RawMessage `json:"error"`
+		Usage *struct {
+			InputTokens        int `json:"input_tokens"`
+			OutputTokens       int `json:"output_tokens"`
+			InputTokensDetails *struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"input_tokens_details"`
+		} `json:"usage"`
+	} `json:"response"`
+	// The error event's own fields.
+	Code    json.RawMessage `json:"code"`
+	Message string          `json:"message"`
+}
+
+// outputItem is the part of an output item the decoder reads.
+type outputItem struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	Summary   []struct {
+		Text string `json:"text"`
+	} `json:"summary"`
+}
+
+func (m *ResponsesModel) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		b := newBuilder(m.cfg.Info, m.provider, llm.APIOpenAIResponses, yield)
+		body, err := json.Marshal(m.buildRequest(req))
+		if err != nil {
+			b.fail(fmt.Errorf("openai: encode request: %w", err))
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			b.fail(context.Cause(ctx))
+			return
+		}
+		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))
+		if err != nil {
+			b.fail(fmt.Errorf("openai: build request for %s: %w", m.endpoint, err))
+			return
+		}
+		auth := ""
+		if m.cfg.APIKey != "" {
+			auth = "Bearer " + m.cfg.APIKey
+		}
+		setHeaders(httpReq.Header, map[string]string{
+			"Content-Type":  "application/json",
+			"Accept":        "text/event-stream",
+			"Authorization": auth,
+		}, m.cfg.Headers)
+
+		x := newExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
+		defer func() { x.close(b.finished) }()
+		if err := x.do(m.client, httpReq); err != nil {
+			b.fail(err)
+			return
+		}
+		if !b.start() {
+			return
+		}
+		d := responsesDecoder{m: m, b: b, items: map[int]int{}}
+		r := sse.NewReader(x.resp.Body)
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				switch {
+				case err == io.EOF:
+					err = truncatedStream(m.provider, m.cfg.Info.ID)
+				case errors.Is(err, sse.ErrEventTooLarge):
+					err = malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
+				default:
+					err = x.failure(err)
+				}
+				b.fail(err)
+				return
+			}
+			x.touch()
+			if ev.Done() {
+				continue
+			}
+			finished, err := d.handle(&ev)
+			if err != nil {
+				if r.Truncated() {
+					err = truncatedStream(m.provider, m.cfg.Info.ID)
+				}
+				b.fail(err)
+				return
+			}
+			if finished || b.stopped {
+				return
+			}
+		}
+	}
+}
+
+// responsesDecoder maps Responses events onto the builder. Output items
+// become blocks: reasoning → thinking (the item JSON kept as the signature,
+// replayed next turn), message → text (its id as the text signature),
+// function_call → a tool call with id "call_id|item_id".
+type responsesDecoder struct {
+	m     *ResponsesModel
+	b     *builder
+	items map[int]int // output_index → content index
+	parts map[int]int // content index → summary parts seen
+	json  jsonReader
+	ev    responsesEvent
+}
+
+func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
+	m, b := d.m, d.b
+	d.ev = responsesEvent{}
+	e := &d.ev
+	if err := d.json.decode(ev.Data, e); err != nil {
+		return false, malformed(m.provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
+	}
+	if e.Type == "" {
+		e.Type = eventName(ev.Type)
+	}
+	switch e.Type {
+	case "response.output_item.added":
+		var it outputItem
+		if err := json.Unmarshal(e.Item, &it); err != nil {
+			return false, malformed(m.provider, m.cfg.Info.ID, "an output item that is not valid JSON", ev.Data)
+		}
+		var c llm.Content
+		switch it.Type {
+		case "reasoning":
+			c = llm.Content{Type: llm.ContentThinking}
+		case "message":
+			c = llm.Content{Type: llm.ContentText, TextSignature: it.ID}
+		case "function_call":
+			id := it.CallID
+			if it.ID != "" {
+				id += "|" + it.ID
+			}
+			c = llm.Content{Type: llm.ContentToolCall, ID: id, Name: it.Name, Arguments: json.RawMessage("{}")}
+		default:
+			return false, nil // built-in tools and other items we do not model
+		}
+		i, ok := b.begin(c)
+		d.items[e.OutputIndex] = i
+		if ok && it.Type == "function_call" && it.Arguments != "" {
+			b.toolArgs(i, it.Arguments)
+		}
+	case "response.output_text.delta", "response.refusal.delta":
+		if i, ok := d.block(e.OutputIndex, llm.ContentText); ok && e.Delta != "" {
+			b.text(i, e.Delta)
+		}
+	case "response.reasoning_summary_part.added":
+		if i, ok := d.block(e.OutputIndex, llm.ContentThinking); ok {
+			if d.parts == nil {
+				d.parts = map[int]int{}
+			}
+			if d.parts[i] > 0 {
+				b.thinking(i, "\n\n")
+			}
+			d.parts[i]++
+		}
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		if i, ok := d.block(e.OutputIndex, llm.ContentThinking); ok && e.Delta != "" {
+			b.thinking(i, e.Delta)
+		}
+	case "response.function_call_arguments.delta":
+		if i, ok := d.block(e.OutputIndex, llm.ContentToolCall); ok && e.Delta != "" {
+			b.toolArgs(i, e.Delta)
+		}
+	case "response.output_item.done":
+		i, ok := d.items[e.OutputIndex]
+		if !ok {
+			return false, nil
+		}
+		var it outputItem
+		json.Unmarshal(e.Item, &it)
+		switch b.msg.Content[i].Type {
+		case llm.ContentThinking:
+			b.msg.Content[i].ThinkingSignature = string(e.Item)
+			if b.msg.Content[i].Thinking == "" && len(it.Summary) > 0 {
+				var parts []string
+				for _, s := range it.Summary {
+					parts = append(parts, s.Text)
+				}
+				b.thinking(i, joinParts(parts))
+			}
+		case llm.ContentToolCall:
+			// The finished item's arguments are authoritative.
+			if a := b.args[i]; a != nil && it.Arguments != "" && string(a.raw) != it.Arguments {
+				a.raw = append(a.raw[:0], it.Arguments...)
+			}
+		}
+		b.end(i)
+	case "response.completed", "response.incomplete", "response.failed", "response.cancelled":
+		return true, d.finish(e, ev.Data)
+	case "error":
+		status := 0
+		if n := codeStatus(e.Code); n != 0 {
+			status = n
+		}
+		return true, llm.NewHTTPError(m.provider, m.cfg.Info.ID, status, nil, ev.Data)
+	}
+	return false, nil
+}
+
+func joinParts(parts []string) string {
+	var sb bytes.Buffer
+	for i, p := range parts {
+		if i > 0 {
+			sb.WriteString("\n\n")
+		}
+		sb.WriteString(p)
+	}
+	return sb.String()
+}
+
+// codeStatus reads a numeric error code as an HTTP status.
+func codeStatus(code json.RawMessage) int {
+	var n int
+	if json.Unmarshal(bytes.Trim(code, `"`), &n) == nil && n >= 400 && n <= 599 {
+		return n
+	}
+	return 0
+}
+
+// block returns the open content index for an output index when it holds a
+// block of type t.
+func (d *responsesDecoder) block(outputIndex int, t llm.ContentType) (int, bool) {
+	i, ok := d.items[outputIndex]
+	if !ok || d.b.msg.Content[i].Type != t || !d.b.open[i] {
+		return 0, false
+	}
+	return i, true
+}
+
+func (d *responsesDecoder) finish(e *responsesEvent, data []byte) error {
+	m, b := d.m, d.b
+	resp := &e.Response
+	if u := resp.Usage; u != nil {
+		cached := 0
+		if u.InputTokensDetails != nil {
+			cached = u.InputTokensDetails.CachedTokens
+		}
+		b.msg.Usage.Input = max(0, u.InputTokens-cached)
+		b.msg.Usage.CacheRead = cached
+		b.msg.Usage.Output = u.OutputTokens
+	}
+	status := resp.Status
+	if status == "" {
+		status = strings.TrimPrefix(string(e.Type), "response.")
+	}
+	switch status {
+	case "completed":
+		reason := llm.StopReasonStop
+		if len(b.msg.ToolCalls()) > 0 {
+			reason = llm.StopReasonToolUse
+		}
+		b.done(reason)
+		return nil
+	case "incomplete":
+		if resp.IncompleteDetails != nil && resp.IncompleteDetails.Reason == "content_filter" {
+			return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte("content_filter: the provider's content filter stopped the reply"))
+		}
+		b.done(llm.StopReasonLength)
+		return nil
+	default:
+		body := []byte(resp.Error)
+		if len(body) == 0 || string(body) == "null" {
+			body = data
+		}
+		return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, body)
+	}
+}
