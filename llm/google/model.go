@@ -1,0 +1,94 @@
+package google
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// DefaultBaseURL is where requests go when Config.BaseURL is empty.
+const DefaultBaseURL = "https://generativelanguage.googleapis.com/v1beta"
+
+// DefaultIdleTimeout is how long a stream may stay silent (no real chunk;
+// SSE comments do not count) before it fails with a timeout.
+const DefaultIdleTimeout = 120 * time.Second
+
+// Config describes one Gemini model endpoint. The zero values of the
+// optional fields mean the defaults documented on each field.
+type Config struct {
+	// Info names the model and carries its limits and prices (ID, Provider,
+	// ContextWindow, MaxTokens, Cost, Reasoning, Input).
+	Info llm.ModelInfo
+	// APIKey is sent as x-goog-api-key, never in the URL. It never appears
+	// in errors or logs.
+	APIKey string
+	// BaseURL is the API root including its version; "" means
+	// DefaultBaseURL. /models/{id}:streamGenerateContent?alt=sse is
+	// appended.
+	BaseURL string
+	// HTTPClient sends the requests; nil means a client without an overall
+	// timeout (streams are bounded by the idle timer and the context).
+	HTTPClient *http.Client
+	// IdleTimeout bounds the silence between real stream chunks; 0 means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// Headers are extra request headers, sent after the defaults.
+	Headers map[string]string
+}
+
+// Model streams replies from the Gemini API. It implements llm.Model and
+// is safe for concurrent use.
+type Model struct {
+	cfg      Config
+	endpoint string
+	client   *http.Client
+	idle     time.Duration
+	provider string
+	// ids numbers synthesised tool-call ids; shared by concurrent streams.
+	ids idCounter
+}
+
+var _ llm.Model = (*Model)(nil)
+
+// New returns a Model for cfg. The config is copied; later changes to it do
+// not affect the model.
+func New(cfg Config) *Model {
+	m := &Model{cfg: cfg, client: cfg.HTTPClient, idle: cfg.IdleTimeout, provider: cfg.Info.Provider}
+	if cfg.Headers != nil {
+		m.cfg.Headers = make(map[string]string, len(cfg.Headers))
+		for k, v := range cfg.Headers {
+			m.cfg.Headers[k] = v
+		}
+	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	// Accept a base URL that already names the models collection.
+	base = strings.TrimSuffix(base, "/models")
+	id := strings.TrimPrefix(cfg.Info.ID, "models/")
+	m.endpoint = base + "/models/" + url.PathEscape(id) + ":streamGenerateContent?alt=sse"
+	if m.client == nil {
+		m.client = &http.Client{}
+	}
+	if m.idle <= 0 {
+		m.idle = DefaultIdleTimeout
+	}
+	if m.provider == "" {
+		m.provider = "google"
+	}
+	return m
+}
+
+// Info returns the model's description.
+func (m *Model) Info() llm.ModelInfo { return m.cfg.Info }
+
+// Stream sends req and streams the reply. See llm.Model for the contract.
+func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	return m.stream(ctx, req)
+}

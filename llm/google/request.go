@@ -1,0 +1,323 @@
+package google
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// The request body of streamGenerateContent.
+type request struct {
+	Contents          []content         `json:"contents"`
+	SystemInstruction *content          `json:"systemInstruction,omitempty"`
+	Tools             []toolSet         `json:"tools,omitempty"`
+	ToolConfig        *toolConfig       `json:"toolConfig,omitempty"`
+	GenerationConfig  *generationConfig `json:"generationConfig,omitempty"`
+}
+
+type content struct {
+	Role  string `json:"role,omitempty"`
+	Parts []part `json:"parts"`
+}
+
+// part is any part we send; only the fields of its kind are set. Text is a
+// pointer so that an empty text part that carries only a thought signature
+// still says "text": "".
+type part struct {
+	Text             *string           `json:"text,omitempty"`
+	Thought          bool              `json:"thought,omitempty"`
+	ThoughtSignature string            `json:"thoughtSignature,omitempty"`
+	InlineData       *blob             `json:"inlineData,omitempty"`
+	FunctionCall     *functionCall     `json:"functionCall,omitempty"`
+	FunctionResponse *functionResponse `json:"functionResponse,omitempty"`
+}
+
+type blob struct {
+	MimeType string `json:"mimeType"`
+	Data     string `json:"data"`
+}
+
+type functionCall struct {
+	ID   string          `json:"id,omitempty"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+type functionResponse struct {
+	ID       string         `json:"id,omitempty"`
+	Name     string         `json:"name"`
+	Response map[string]any `json:"response"`
+}
+
+type toolSet struct {
+	FunctionDeclarations []functionDeclaration `json:"functionDeclarations"`
+}
+
+type functionDeclaration struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+type toolConfig struct {
+	FunctionCallingConfig functionCallingConfig `json:"functionCallingConfig"`
+}
+
+type functionCallingConfig struct {
+	Mode                 string   `json:"mode"`
+	AllowedFunctionNames []string `json:"allowedFunctionNames,omitempty"`
+}
+
+type generationConfig struct {
+	MaxOutputTokens int             `json:"maxOutputTokens,omitempty"`
+	Temperature     *float64        `json:"temperature,omitempty"`
+	ThinkingConfig  *thinkingConfig `json:"thinkingConfig,omitempty"`
+}
+
+type thinkingConfig struct {
+	IncludeThoughts bool   `json:"includeThoughts,omitempty"`
+	ThinkingBudget  *int   `json:"thinkingBudget,omitempty"`
+	ThinkingLevel   string `json:"thinkingLevel,omitempty"`
+}
+
+// SkipSignature is the placeholder thought signature Gemini documents for
+// function calls it did not produce itself (history from another model):
+// Gemini 3 rejects a replayed call without any signature.
+const SkipSignature = "skip_thought_signature_validator"
+
+// Thinking budgets (tokens) per level for the Gemini 2.5 family, which
+// takes a budget rather than a level.
+var (
+	// ProBudgets are for Gemini 2.5 Pro, which cannot turn thinking off
+	// (128 is its least budget).
+	ProBudgets = map[llm.ThinkingLevel]int{
+		llm.ThinkingOff: 128, llm.ThinkingMinimal: 128, llm.ThinkingLow: 2048,
+		llm.ThinkingMedium: 8192, llm.ThinkingHigh: 32768, llm.ThinkingXHigh: 32768,
+	}
+	// FlashBudgets are for Gemini 2.5 Flash and Flash-Lite; 0 turns
+	// thinking off.
+	FlashBudgets = map[llm.ThinkingLevel]int{
+		llm.ThinkingOff: 0, llm.ThinkingMinimal: 128, llm.ThinkingLow: 2048,
+		llm.ThinkingMedium: 8192, llm.ThinkingHigh: 24576, llm.ThinkingXHigh: 24576,
+	}
+)
+
+// flashLiteMinBudget is the least non-zero budget Flash-Lite accepts.
+const flashLiteMinBudget = 512
+
+func isGemini3(id string) bool { return strings.Contains(id, "gemini-3") }
+
+func isFlash(id string) bool { return strings.Contains(id, "flash") }
+
+// thinking builds the thinkingConfig for a level, or nil for a model that
+// does not think.
+func thinking(info *llm.ModelInfo, lvl llm.ThinkingLevel) *thinkingConfig {
+	if !info.Reasoning {
+		return nil
+	}
+	if lvl == "" {
+		lvl = llm.ThinkingOff
+	}
+	id := strings.ToLower(info.ID)
+	tc := &thinkingConfig{IncludeThoughts: lvl.Enabled()}
+	if isGemini3(id) {
+		// Gemini 3 takes a level and cannot stop thinking: off asks for
+		// the least thinking and hides it.
+		switch {
+		case isFlash(id):
+			tc.ThinkingLevel = map[llm.ThinkingLevel]string{
+				llm.ThinkingOff: "MINIMAL", llm.ThinkingMinimal: "MINIMAL", llm.ThinkingLow: "LOW",
+				llm.ThinkingMedium: "MEDIUM", llm.ThinkingHigh: "HIGH", llm.ThinkingXHigh: "HIGH",
+			}[lvl]
+		default:
+			tc.ThinkingLevel = "HIGH"
+			if lvl == llm.ThinkingOff || lvl == llm.ThinkingMinimal || lvl == llm.ThinkingLow {
+				tc.ThinkingLevel = "LOW"
+			}
+		}
+		if tc.ThinkingLevel == "" {
+			tc.ThinkingLevel = "HIGH"
+		}
+		return tc
+	}
+	budgets := ProBudgets
+	if isFlash(id) {
+		budgets = FlashBudgets
+	}
+	b, ok := budgets[lvl]
+	if !ok {
+		b = budgets[llm.ThinkingMedium]
+	}
+	if strings.Contains(id, "flash-lite") && b > 0 && b < flashLiteMinBudget {
+		b = flashLiteMinBudget
+	}
+	tc.ThinkingBudget = &b
+	return tc
+}
+
+func (m *Model) buildRequest(req *llm.Request) *request {
+	info := &m.cfg.Info
+	r := &request{}
+	gc := &generationConfig{MaxOutputTokens: req.Options.MaxTokens, Temperature: req.Options.Temperature}
+	gc.ThinkingConfig = thinking(info, req.Options.Thinking)
+	if gc.MaxOutputTokens > 0 || gc.Temperature != nil || gc.ThinkingConfig != nil {
+		r.GenerationConfig = gc
+	}
+	if req.SystemPrompt != "" {
+		s := req.SystemPrompt
+		r.SystemInstruction = &content{Parts: []part{{Text: &s}}}
+	}
+	if len(req.Tools) > 0 {
+		decls := make([]functionDeclaration, 0, len(req.Tools))
+		for _, t := range req.Tools {
+			decls = append(decls, functionDeclaration{Name: t.Name, Description: t.Description, Parameters: SanitizeSchema(t.Parameters)})
+		}
+		r.Tools = []toolSet{{FunctionDeclarations: decls}}
+		switch c := req.Options.ToolChoice; c {
+		case "", "auto":
+		case "none":
+			r.ToolConfig = &toolConfig{functionCallingConfig{Mode: "NONE"}}
+		case "required", "any":
+			r.ToolConfig = &toolConfig{functionCallingConfig{Mode: "ANY"}}
+		default:
+			r.ToolConfig = &toolConfig{functionCallingConfig{Mode: "ANY", AllowedFunctionNames: []string{c}}}
+		}
+	}
+	r.Contents = m.convertMessages(req.Messages)
+	return r
+}
+
+// convertMessages turns the history into Gemini contents: user and tool
+// results become "user" contents, assistant messages "model" contents, and
+// adjacent contents of one role are merged (Gemini wants the roles to
+// alternate, and all responses to one turn's calls in one content).
+func (m *Model) convertMessages(msgs []llm.Message) []content {
+	out := make([]content, 0, len(msgs))
+	add := func(role string, parts []part) {
+		if len(parts) == 0 {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Parts = append(out[n-1].Parts, parts...)
+			return
+		}
+		out = append(out, content{Role: role, Parts: parts})
+	}
+	for i := range msgs {
+		msg := &msgs[i]
+		switch msg.Role {
+		case llm.RoleUser:
+			add("user", userParts(msg.Content))
+		case llm.RoleAssistant:
+			add("model", m.modelParts(msg))
+		case llm.RoleToolResult:
+			add("user", toolResultParts(msg))
+		}
+	}
+	return out
+}
+
+func userParts(cs []llm.Content) []part {
+	parts := make([]part, 0, len(cs))
+	for _, c := range cs {
+		switch c.Type {
+		case llm.ContentText:
+			if c.Text != "" {
+				t := c.Text
+				parts = append(parts, part{Text: &t})
+			}
+		case llm.ContentImage:
+			parts = append(parts, part{InlineData: &blob{MimeType: c.MimeType, Data: c.Data}})
+		}
+	}
+	return parts
+}
+
+// toolResultParts answers one call: its text as the function's output (or
+// error), and its images as inline data after it.
+func toolResultParts(msg *llm.Message) []part {
+	var text strings.Builder
+	var images []part
+	for _, c := range msg.Content {
+		switch c.Type {
+		case llm.ContentText:
+			if text.Len() > 0 {
+				text.WriteByte('\n')
+			}
+			text.WriteString(c.Text)
+		case llm.ContentImage:
+			images = append(images, part{InlineData: &blob{MimeType: c.MimeType, Data: c.Data}})
+		}
+	}
+	s := text.String()
+	if s == "" && len(images) > 0 {
+		s = "(see the attached image)"
+	}
+	key := "output"
+	if msg.IsError {
+		key = "error"
+	}
+	parts := []part{{FunctionResponse: &functionResponse{Name: msg.ToolName, Response: map[string]any{key: s}}}}
+	return append(parts, images...)
+}
+
+// modelParts replays an assistant message. Thought parts and signatures go
+// back only to the model that made them; another model's thinking becomes
+// plain text. A failed message without calls is left out.
+func (m *Model) modelParts(msg *llm.Message) []part {
+	hasCalls := false
+	for _, c := range msg.Content {
+		if c.Type == llm.ContentToolCall {
+			hasCalls = true
+			break
+		}
+	}
+	if msg.StopReason.Failed() && !hasCalls {
+		return nil
+	}
+	same := msg.API == string(llm.APIGoogleGenerativeAI) && msg.Provider == m.provider && msg.Model == m.cfg.Info.ID
+	gemini3 := isGemini3(strings.ToLower(m.cfg.Info.ID))
+	parts := make([]part, 0, len(msg.Content))
+	for _, c := range msg.Content {
+		switch c.Type {
+		case llm.ContentText:
+			sig := ""
+			if same {
+				sig = c.TextSignature
+			}
+			if c.Text != "" || sig != "" {
+				t := c.Text
+				parts = append(parts, part{Text: &t, ThoughtSignature: sig})
+			}
+		case llm.ContentThinking:
+			switch {
+			case c.Redacted:
+				// Another provider's opaque reasoning: nothing to send.
+			case same:
+				if c.Thinking != "" || c.ThinkingSignature != "" {
+					t := c.Thinking
+					parts = append(parts, part{Text: &t, Thought: true, ThoughtSignature: c.ThinkingSignature})
+				}
+			case c.Thinking != "":
+				t := c.Thinking
+				parts = append(parts, part{Text: &t})
+			}
+		case llm.ContentToolCall:
+			args := c.Arguments
+			if t := bytes.TrimSpace(args); len(t) == 0 || t[0] != '{' {
+				args = json.RawMessage("{}")
+			}
+			sig := ""
+			if same {
+				sig = c.ThoughtSignature
+			}
+			if sig == "" && gemini3 && !same {
+				sig = SkipSignature
+			}
+			parts = append(parts, part{FunctionCall: &functionCall{Name: c.Name, Args: args}, ThoughtSignature: sig})
+		}
+	}
+	return parts
+}

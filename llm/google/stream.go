@@ -1,0 +1,375 @@
+package google
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/sse"
+)
+
+// chunk is one GenerateContentResponse of the stream.
+type chunk struct {
+	Candidates []struct {
+		Content struct {
+			Parts []streamPart `json:"parts"`
+		} `json:"content"`
+		FinishReason  string         `json:"finishReason"`
+		FinishMessage string         `json:"finishMessage"`
+		SafetyRatings []safetyRating `json:"safetyRatings"`
+	} `json:"candidates"`
+	UsageMetadata  *usageMetadata `json:"usageMetadata"`
+	PromptFeedback *struct {
+		BlockReason        string         `json:"blockReason"`
+		BlockReasonMessage string         `json:"blockReasonMessage"`
+		SafetyRatings      []safetyRating `json:"safetyRatings"`
+	} `json:"promptFeedback"`
+	Error json.RawMessage `json:"error"`
+}
+
+type streamPart struct {
+	Text             *string `json:"text"`
+	Thought          bool    `json:"thought"`
+	ThoughtSignature string  `json:"thoughtSignature"`
+	FunctionCall     *struct {
+		ID   string          `json:"id"`
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	} `json:"functionCall"`
+}
+
+type safetyRating struct {
+	Category    string `json:"category"`
+	Probability string `json:"probability"`
+	Blocked     bool   `json:"blocked"`
+}
+
+type usageMetadata struct {
+	PromptTokenCount        int `json:"promptTokenCount"`
+	CandidatesTokenCount    int `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      int `json:"thoughtsTokenCount"`
+	CachedContentTokenCount int `json:"cachedContentTokenCount"`
+}
+
+// apply sets the counters; Gemini's are cumulative, so the last chunk's
+// win. The prompt count includes the cached part, which Usage keeps apart.
+func (u *usageMetadata) apply(to *llm.Usage) {
+	to.Input = max(0, u.PromptTokenCount-u.CachedContentTokenCount)
+	to.Output = u.CandidatesTokenCount + u.ThoughtsTokenCount
+	to.CacheRead = u.CachedContentTokenCount
+}
+
+// idCounter numbers synthesised tool-call ids.
+type idCounter struct{ n atomic.Uint64 }
+
+// next returns an id for a call that came without one: the tool's name,
+// the time and a counter, unique across the conversation.
+func (c *idCounter) next(name string) string {
+	n := c.n.Add(1)
+	return sanitizeID(fmt.Sprintf("%s_%d_%d", name, time.Now().UnixMilli(), n), 64)
+}
+
+func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		b := newBuilder(m.cfg.Info, m.provider, llm.APIGoogleGenerativeAI, yield)
+		body, err := json.Marshal(m.buildRequest(req))
+		if err != nil {
+			b.fail(fmt.Errorf("google: encode request: %w", err))
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			b.fail(context.Cause(ctx))
+			return
+		}
+		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))
+		if err != nil {
+			b.fail(fmt.Errorf("google: build request for %s: %w", m.endpoint, err))
+			return
+		}
+		setHeaders(httpReq.Header, map[string]string{
+			"Content-Type":   "application/json",
+			"Accept":         "text/event-stream",
+			"X-Goog-Api-Key": m.cfg.APIKey,
+		}, m.cfg.Headers)
+
+		x := newExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
+		defer x.close()
+		if err := x.do(m.client, httpReq); err != nil {
+			b.fail(err)
+			return
+		}
+		if !b.start() {
+			return
+		}
+		d := decoder{m: m, b: b, cur: -1}
+		r := sse.NewReader(x.resp.Body)
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				switch {
+				case err == io.EOF && d.finish != "":
+					// Gemini has no terminator: the body ends after the
+					// chunk that gave the finish reason.
+					d.end()
+					return
+				case err == io.EOF:
+					err = truncatedStream(m.provider, m.cfg.Info.ID)
+				case errors.Is(err, sse.ErrEventTooLarge):
+					err = malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
+				default:
+					err = x.failure(err)
+				}
+				b.fail(err)
+				return
+			}
+			x.touch()
+			if ev.Done() || len(bytes.TrimSpace(ev.Data)) == 0 {
+				continue // a proxy's sentinel, or an empty event
+			}
+			if err := d.handle(ev.Data); err != nil {
+				if r.Truncated() {
+					err = truncatedStream(m.provider, m.cfg.Info.ID)
+				}
+				b.fail(err)
+				return
+			}
+			if b.stopped {
+				return
+			}
+		}
+	}
+}
+
+// decoder maps the chunks onto the builder.
+type decoder struct {
+	m      *Model
+	b      *builder
+	cur    int // content index of the open text or thinking block, or -1
+	finish string
+	// finishMessage and blocked explain a safety or policy stop.
+	finishMessage string
+	blocked       []string
+	seenIDs       map[string]bool
+	c             chunk
+}
+
+// handle applies one chunk.
+func (d *decoder) handle(data []byte) error {
+	m, b := d.m, d.b
+	d.c = chunk{}
+	c := &d.c
+	if err := json.Unmarshal(data, c); err != nil {
+		return malformed(m.provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", data)
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, data)
+	}
+	if c.UsageMetadata != nil {
+		c.UsageMetadata.apply(b.msg.Usage)
+	}
+	if pf := c.PromptFeedback; pf != nil && pf.BlockReason != "" {
+		return d.blockedPrompt(pf.BlockReason, pf.BlockReasonMessage, pf.SafetyRatings)
+	}
+	if len(c.Candidates) == 0 {
+		return nil
+	}
+	cand := &c.Candidates[0]
+	for i := range cand.Content.Parts {
+		if !d.part(&cand.Content.Parts[i]) {
+			return nil
+		}
+	}
+	if cand.FinishReason != "" {
+		d.finish = cand.FinishReason
+		d.finishMessage = cand.FinishMessage
+		d.blocked = flagged(cand.SafetyRatings)
+	}
+	return nil
+}
+
+// part applies one part; false means the consumer has gone.
+func (d *decoder) part(p *streamPart) bool {
+	b := d.b
+	if fc := p.FunctionCall; fc != nil {
+		if d.cur >= 0 && !b.end(d.cur) {
+			return false
+		}
+		d.cur = -1
+		id := fc.ID
+		if d.seenIDs == nil {
+			d.seenIDs = map[string]bool{}
+		}
+		if id == "" || d.seenIDs[id] {
+			id = d.m.ids.next(fc.Name)
+		}
+		d.seenIDs[id] = true
+		i, ok := b.begin(llm.Content{Type: llm.ContentToolCall, ID: id, Name: fc.Name, Arguments: json.RawMessage("{}"), ThoughtSignature: p.ThoughtSignature})
+		if !ok {
+			return false
+		}
+		// Calls arrive whole: one delta with all the arguments.
+		if args := bytes.TrimSpace(fc.Args); len(args) > 0 && string(args) != "null" && !b.toolArgs(i, string(args)) {
+			return false
+		}
+		return b.end(i)
+	}
+	if p.Text == nil {
+		return true // inline data, executable code and the like: not modelled
+	}
+	text, sig := *p.Text, p.ThoughtSignature
+	typ := llm.ContentText
+	if p.Thought {
+		typ = llm.ContentThinking
+	}
+	if text == "" {
+		if sig == "" {
+			return true
+		}
+		// A signature alone closes the part it follows.
+		if d.cur >= 0 && signature(&b.msg.Content[d.cur]) == "" {
+			setSignature(&b.msg.Content[d.cur], sig)
+			return true
+		}
+	}
+	// A new block when the kind changes, or when the open block has been
+	// sealed by a signature (the signature belongs to its own part).
+	if d.cur >= 0 && (b.msg.Content[d.cur].Type != typ || signature(&b.msg.Content[d.cur]) != "") {
+		if !b.end(d.cur) {
+			return false
+		}
+		d.cur = -1
+	}
+	if d.cur < 0 {
+		i, ok := b.begin(llm.Content{Type: typ})
+		if !ok {
+			return false
+		}
+		d.cur = i
+	}
+	if text != "" {
+		var ok bool
+		if typ == llm.ContentThinking {
+			ok = b.thinking(d.cur, text)
+		} else {
+			ok = b.text(d.cur, text)
+		}
+		if !ok {
+			return false
+		}
+	}
+	if sig != "" {
+		setSignature(&b.msg.Content[d.cur], sig)
+	}
+	return true
+}
+
+func signature(c *llm.Content) string {
+	if c.Type == llm.ContentThinking {
+		return c.ThinkingSignature
+	}
+	return c.TextSignature
+}
+
+func setSignature(c *llm.Content, sig string) {
+	if c.Type == llm.ContentThinking {
+		c.ThinkingSignature = sig
+	} else {
+		c.TextSignature = sig
+	}
+}
+
+// The finish reasons that mean Gemini withheld the reply, with what each
+// one means, in our words.
+var withheld = map[string]string{
+	"SAFETY":             "its safety filters flagged the reply",
+	"RECITATION":         "the reply would have recited copyrighted or training material",
+	"BLOCKLIST":          "the reply contained a term from a blocklist",
+	"PROHIBITED_CONTENT": "the reply touched prohibited content",
+	"SPII":               "the reply contained sensitive personal information",
+	"IMAGE_SAFETY":       "its safety filters flagged a generated image",
+	"LANGUAGE":           "the reply was in a language the model does not support",
+	"OTHER":              "of an unspecified policy",
+}
+
+// The finish reasons that mean the model's tool use went wrong.
+var toolTrouble = map[string]string{
+	"MALFORMED_FUNCTION_CALL": "the model produced a function call that could not be parsed",
+	"UNEXPECTED_TOOL_CALL":    "the model called a tool although tools were disabled for this request",
+	"TOO_MANY_TOOL_CALLS":     "the model made more tool calls in a row than Gemini allows",
+}
+
+// end finishes a stream whose body ended after a finish reason.
+func (d *decoder) end() {
+	m, b := d.m, d.b
+	hasCalls := len(b.msg.ToolCalls()) > 0
+	switch r := d.finish; {
+	case r == "STOP" || r == "FINISH_REASON_UNSPECIFIED":
+		if hasCalls {
+			b.done(llm.StopReasonToolUse)
+		} else {
+			b.done(llm.StopReasonStop)
+		}
+	case r == "MAX_TOKENS":
+		// Gemini's calls arrive whole, so a call made before the cap is
+		// complete and is run.
+		if hasCalls {
+			b.done(llm.StopReasonToolUse)
+		} else {
+			b.done(llm.StopReasonLength)
+		}
+	case withheld[r] != "":
+		text := fmt.Sprintf("%s: Gemini withheld the reply because %s", r, withheld[r])
+		if len(d.blocked) > 0 {
+			text += " (" + strings.Join(d.blocked, ", ") + ")"
+		}
+		if d.finishMessage != "" {
+			text += ": " + d.finishMessage
+		}
+		b.fail(llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte(text+". Rephrase the request or leave out the flagged content.")))
+	case toolTrouble[r] != "":
+		text := fmt.Sprintf("%s: %s", r, toolTrouble[r])
+		if d.finishMessage != "" {
+			text += ": " + d.finishMessage
+		}
+		b.fail(llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte(text)))
+	default:
+		// A finish reason newer than this code: the message is complete.
+		if hasCalls {
+			b.done(llm.StopReasonToolUse)
+		} else {
+			b.done(llm.StopReasonStop)
+		}
+	}
+}
+
+// blockedPrompt reports a prompt Gemini refused to answer at all.
+func (d *decoder) blockedPrompt(reason, message string, ratings []safetyRating) error {
+	text := fmt.Sprintf("prompt blocked (%s): Gemini refused to answer this prompt", reason)
+	if f := flagged(ratings); len(f) > 0 {
+		text += " (" + strings.Join(f, ", ") + ")"
+	}
+	if message != "" {
+		text += ": " + message
+	}
+	return llm.NewHTTPError(d.m.provider, d.m.cfg.Info.ID, 0, nil, []byte(text+". Rephrase the request or leave out the flagged content."))
+}
+
+// flagged names the safety categories that blocked or rated high.
+func flagged(ratings []safetyRating) []string {
+	var out []string
+	for _, r := range ratings {
+		if r.Blocked || r.Probability == "HIGH" || r.Probability == "MEDIUM" {
+			out = append(out, fmt.Sprintf("%s %s", strings.TrimPrefix(r.Category, "HARM_CATEGORY_"), strings.ToLower(r.Probability)))
+		}
+	}
+	return out
+}
