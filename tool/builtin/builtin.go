@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/agentloop/agentloop/tool"
 )
@@ -139,4 +140,42 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// fileLocks serialises writes and edits of one file within the process.
+// The agent loop already runs them one at a time, but several runs (or
+// sessions of a gateway) may share a workspace, and an edit reads, changes
+// and writes back: two interleaved would lose one.
+var fileLocks struct {
+	mu sync.Mutex
+	m  map[string]*fileLock
+}
+
+type fileLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lockFile locks the real path p for a mutation and returns the unlock.
+func lockFile(p string) (unlock func()) {
+	fileLocks.mu.Lock()
+	if fileLocks.m == nil {
+		fileLocks.m = make(map[string]*fileLock)
+	}
+	l := fileLocks.m[p]
+	if l == nil {
+		l = &fileLock{}
+		fileLocks.m[p] = l
+	}
+	l.refs++
+	fileLocks.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		fileLocks.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(fileLocks.m, p)
+		}
+		fileLocks.mu.Unlock()
+	}
 }

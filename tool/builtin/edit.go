@@ -100,6 +100,7 @@ func (t *EditTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 	if err != nil {
 		return tool.Result{}, err
 	}
+	defer lockFile(real)()
 	if st, err := os.Stat(real); err == nil {
 		if st.IsDir() {
 			return tool.Result{}, fmt.Errorf("%s is a directory; edit changes files", a.Path)

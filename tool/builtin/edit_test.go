@@ -1,13 +1,17 @@
 package builtin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/agentloop/agentloop/tool"
 )
 
 func TestApplyEdits(t *testing.T) {
@@ -272,5 +276,33 @@ func BenchmarkApplyEdits(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// Edits of one file from concurrent runs are serialised: none is lost.
+func TestEditConcurrentSameFile(t *testing.T) {
+	w, tmp := newTestWorkspace(t, nil)
+	var src strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&src, "line a%02d\n", i)
+	}
+	writeFile(t, tmp+"/ws/shared.txt", src.String())
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			args := fmt.Sprintf(`{"path":"shared.txt","edits":[{"oldText":"a%02d","newText":"b%02d"}]}`, i, i)
+			res, err := NewEdit(w).Execute(context.Background(), tool.Call{Name: "edit", Args: json.RawMessage(args)}, func(tool.Partial) {})
+			if err != nil || res.IsError {
+				t.Errorf("edit %d: %v %s", i, err, res.Text())
+			}
+		})
+	}
+	wg.Wait()
+	got, _ := os.ReadFile(tmp + "/ws/shared.txt")
+	if strings.Count(string(got), "line b") != 20 {
+		t.Errorf("lost edits:\n%s", got)
+	}
+	if len(fileLocks.m) != 0 {
+		t.Errorf("file locks left: %v", fileLocks.m)
 	}
 }

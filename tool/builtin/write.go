@@ -63,6 +63,7 @@ func (t *WriteTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Par
 	if err := ctx.Err(); err != nil {
 		return tool.Result{}, err
 	}
+	defer lockFile(real)()
 	created := false
 	if fi, err := os.Stat(real); err == nil && fi.IsDir() {
 		return tool.Result{}, fmt.Errorf("%s is a directory; give the path of a file", a.Path)
