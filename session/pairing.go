@@ -67,7 +67,10 @@ type PairingReport struct {
 //   - a result for a call that was already answered is a duplicate, and a
 //     result outside the span of its call's turn is an orphan: both dropped;
 //     a second result for one call within a span is dropped too;
-//   - a result whose tool name is blank gets the call's name.
+//   - a result whose tool name differs from its call's (blank, say) gets
+//     the call's name;
+//   - a call whose id was answered in an earlier turn, or repeats within its
+//     turn, is removed, since it cannot be answered twice.
 //
 // It returns msgs itself when nothing changed.
 func RepairPairing(msgs []llm.Message, opts PairingOptions) ([]llm.Message, PairingReport) {
