@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -118,4 +119,14 @@ func FuzzNameMap(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Names with characters providers reject are renamed on the way out and
+// restored on the way back.
+func ExampleNameMap() {
+	m := NewNameMap([]string{"read", "github.get_issue", "files/list"})
+	wire := m.Wire("github.get_issue")
+	back, _ := m.Original(wire)
+	fmt.Println(m.Wire("read"), wire, m.Wire("files/list"), back)
+	// Output: read github_get_issue files_list github.get_issue
 }

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -105,4 +106,25 @@ func TestPolicyCallOutsideSet(t *testing.T) {
 	if !res.IsError || res.Text() != `Tool "bash" not found. Available tools: find, grep, ls, read.` {
 		t.Errorf("call outside the set: %+v", res)
 	}
+}
+
+// A read-only run with the GitHub MCP tools: the profile gives the base
+// set, Allow adds to it, Deny removes, and ReadOnly keeps only the tools
+// that declare themselves read-only.
+func ExamplePolicy_Apply() {
+	yes, no := true, false
+	r, _ := NewRegistry(
+		&policyTool{Func{ToolName: "read"}, &yes},
+		&policyTool{Func{ToolName: "edit"}, &no},
+		&policyTool{Func{ToolName: "mcp__github__list_issues"}, &yes},
+		&policyTool{Func{ToolName: "mcp__github__delete_repo"}, &no},
+		&policyTool{Func{ToolName: "mcp__slack__read"}, &yes},
+	)
+	p := Policy{Profile: ProfileCoding, Allow: []string{"mcp__github__*"}, ReadOnly: true}
+	filtered, err := p.Apply(r)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(filtered.Names())
+	// Output: [read mcp__github__list_issues]
 }
