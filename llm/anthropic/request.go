@@ -71,8 +71,10 @@ type thinkingConfig struct {
 
 var ephemeral = &cacheControl{Type: "ephemeral"}
 
-// ThinkingBudgets are the thinking token budgets per level.
-var ThinkingBudgets = map[llm.ThinkingLevel]int{
+// ThinkingBudget returns the thinking token budget of a level (0 for off).
+func ThinkingBudget(level llm.ThinkingLevel) int { return thinkingBudgets[level] }
+
+var thinkingBudgets = map[llm.ThinkingLevel]int{
 	llm.ThinkingMinimal: 1024,
 	llm.ThinkingLow:     2048,
 	llm.ThinkingMedium:  8192,
@@ -95,9 +97,9 @@ func (m *Model) buildRequest(req *llm.Request) *request {
 		r.MaxTokens = defaultMaxTokens
 	}
 	if lvl := req.Options.Thinking; lvl.Enabled() && info.Reasoning {
-		budget := ThinkingBudgets[lvl]
+		budget := thinkingBudgets[lvl]
 		if budget == 0 {
-			budget = ThinkingBudgets[llm.ThinkingMedium]
+			budget = thinkingBudgets[llm.ThinkingMedium]
 		}
 		// The budget comes out of max_tokens: make room for it, within the
 		// model's output limit.

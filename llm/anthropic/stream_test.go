@@ -461,3 +461,14 @@ func TestToolUseWithoutID(t *testing.T) {
 		t.Fatalf("calls %+v", calls)
 	}
 }
+
+// A cancellation cause is kept beside context.Canceled.
+func TestCancelCause(t *testing.T) {
+	srv := serve(t, 200, nil, fixture(t, "text.sse"), nil)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("user pressed ctrl-c"))
+	r := collect(t, newModel(srv, 0), ctx, simpleRequest())
+	if !r.bare || !errors.Is(r.err, context.Canceled) || !strings.Contains(r.err.Error(), "ctrl-c") {
+		t.Fatalf("bare %v err %v", r.bare, r.err)
+	}
+}

@@ -76,8 +76,8 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			b.fail(fmt.Errorf("openai: encode request: %w", err))
 			return
 		}
-		if err := ctx.Err(); err != nil {
-			b.fail(context.Cause(ctx))
+		if ctx.Err() != nil {
+			b.fail(abortError(ctx))
 			return
 		}
 		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))

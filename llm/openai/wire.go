@@ -131,13 +131,24 @@ func (x *exchange) do(client *http.Client, req *http.Request) error {
 // as a network failure.
 func (x *exchange) failure(err error) error {
 	if x.parent.Err() != nil {
-		return context.Cause(x.parent)
+		return abortError(x.parent)
 	}
 	var idle errIdle
 	if cause := context.Cause(x.ctx); errors.As(cause, &idle) {
 		return llm.NetworkError(x.provider, x.model, idle)
 	}
 	return llm.NetworkError(x.provider, x.model, err)
+}
+
+// abortError is the error of a call the caller cancelled: ctx.Err(), so
+// errors.Is(err, context.Canceled) holds, with the cancellation cause
+// attached when there is one.
+func abortError(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("%w: %w", err, cause)
+	}
+	return err
 }
 
 // malformed reports stream content that could not be understood, quoting
@@ -382,7 +393,7 @@ func (b *builder) fail(err error) {
 	}
 	b.finishUsage()
 	reason := llm.StopReasonError
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) && !isProviderError(err) {
+	if !isProviderError(err) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		reason = llm.StopReasonAborted
 	}
 	b.msg.StopReason = reason
