@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentloop/agentloop/tool"
 )
@@ -55,6 +56,9 @@ func (t *WriteTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Par
 	}
 	if err := decodeToolArgs(call, &a); err != nil {
 		return tool.Result{}, err
+	}
+	if strings.HasSuffix(a.Path, "/") {
+		return tool.Result{}, fmt.Errorf("path %q ends in /, which names a directory; give the path of a file", a.Path)
 	}
 	real, err := t.ws.ResolveWrite(a.Path)
 	if err != nil {

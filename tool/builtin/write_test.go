@@ -23,6 +23,7 @@ func TestWrite(t *testing.T) {
 		{name: "overwrite", args: `{"path":"a.txt","content":""}`, want: "Overwrote a.txt: wrote 0 bytes.", file: "a.txt", content: ""},
 		{name: "through an inner symlink", args: `{"path":"in/c.txt","content":"c"}`, want: "Created in/c.txt: wrote 1 bytes.", file: "sub/c.txt", content: "c"},
 		{name: "directory", args: `{"path":"sub","content":"x"}`, wantErr: "sub is a directory; give the path of a file"},
+		{name: "trailing slash", args: `{"path":"newdir/","content":"x"}`, wantErr: `path "newdir/" ends in /, which names a directory`},
 		{name: "missing content", args: `{"path":"x"}`, wantErr: "Invalid arguments"},
 		{name: "dotdot escape", args: `{"path":"../outside/new","content":"x"}`, wantErr: "outside the workspace"},
 		{name: "absolute escape", args: `{"path":"` + tmp + `/outside/new","content":"x"}`, wantErr: "outside the workspace"},
