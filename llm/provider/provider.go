@@ -15,6 +15,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/anthropic"
 	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/llm/google"
 	"github.com/agentloop/agentloop/llm/openai"
 )
 
@@ -114,6 +115,7 @@ type Resolved struct {
 var (
 	newAnthropic = func(c anthropic.Config) llm.Model { return anthropic.New(c) }
 	newOpenAI    = func(c openai.Config) llm.Model { return openai.New(c) }
+	newGoogle    = func(c google.Config) llm.Model { return google.New(c) }
 )
 
 // Resolve turns a model spec ("provider/id"; "" for the default) into a
@@ -249,7 +251,7 @@ func geminiPending(spec string) error {
 
 func wireAvailable(api llm.API) bool {
 	switch api {
-	case llm.APIAnthropicMessages, llm.APIOpenAICompletions:
+	case llm.APIAnthropicMessages, llm.APIOpenAICompletions, llm.APIGoogleGenerativeAI:
 		return true
 	}
 	return false
@@ -292,7 +294,7 @@ func (r *resolver) resolve(ctx context.Context, provider, id string) (*Resolved,
 		return nil, geminiPending(provider + "/" + id)
 	}
 	if !wireAvailable(info.API) {
-		return nil, fmt.Errorf("model %s/%s: %w: agentloop speaks anthropic-messages and openai-completions so far, not %s", provider, id, ErrWireMissing, info.API)
+		return nil, fmt.Errorf("model %s/%s: %w: agentloop speaks anthropic-messages, openai-completions and google-generative-ai so far, not %s", provider, id, ErrWireMissing, info.API)
 	}
 
 	// Base URL: --base-url, then the models file, then the environment,
@@ -362,6 +364,8 @@ func (r *resolver) resolve(ctx context.Context, provider, id string) (*Resolved,
 			}
 		}
 		res.Model = newOpenAI(openai.Config{Info: info, APIKey: key, BaseURL: base, HTTPClient: r.o.HTTPClient, IdleTimeout: r.o.IdleTimeout, Headers: headers, Compat: &c})
+	case llm.APIGoogleGenerativeAI:
+		res.Model = newGoogle(google.Config{Info: info, APIKey: key, BaseURL: base, HTTPClient: r.o.HTTPClient, IdleTimeout: r.o.IdleTimeout, Headers: headers})
 	}
 	res.Info = info
 	return res, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/anthropic"
 	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/llm/google"
 	"github.com/agentloop/agentloop/llm/openai"
 )
 
@@ -36,7 +37,7 @@ type captured struct {
 func capture(t *testing.T) *captured {
 	t.Helper()
 	c := &captured{}
-	oldA, oldO := newAnthropic, newOpenAI
+	oldA, oldO, oldG := newAnthropic, newOpenAI, newGoogle
 	newAnthropic = func(cfg anthropic.Config) llm.Model {
 		*c = captured{wire: "anthropic", apiKey: cfg.APIKey, baseURL: cfg.BaseURL, headers: cfg.Headers, info: cfg.Info}
 		return stubModel{}
@@ -45,7 +46,11 @@ func capture(t *testing.T) *captured {
 		*c = captured{wire: "openai", apiKey: cfg.APIKey, baseURL: cfg.BaseURL, headers: cfg.Headers, info: cfg.Info, compat: cfg.Compat}
 		return stubModel{}
 	}
-	t.Cleanup(func() { newAnthropic, newOpenAI = oldA, oldO })
+	newGoogle = func(cfg google.Config) llm.Model {
+		*c = captured{wire: "google", apiKey: cfg.APIKey, baseURL: cfg.BaseURL, headers: cfg.Headers, info: cfg.Info}
+		return stubModel{}
+	}
+	t.Cleanup(func() { newAnthropic, newOpenAI, newGoogle = oldA, oldO, oldG })
 	return c
 }
 
@@ -140,8 +145,7 @@ func TestResolveErrors(t *testing.T) {
 		{"openai without key", "openai/gpt-5", nil, nil, []string{"OPENAI_API_KEY"}},
 		{"openrouter without key", "openrouter/openai/gpt-5", nil, nil, []string{"OPENROUTER_API_KEY"}},
 		{"groq without key", "groq/x", nil, nil, []string{"GROQ_API_KEY"}},
-		{"google", "google/gemini-2.5-pro", []string{"GEMINI_API_KEY", "g"}, ErrWireMissing, []string{"Gemini", "issue 12"}},
-		{"google unknown id", "google/gemini-9", []string{"GEMINI_API_KEY", "g"}, ErrWireMissing, []string{"issue 12"}},
+		{"google without key", "google/gemini-2.5-pro", nil, nil, []string{"GEMINI_API_KEY or GOOGLE_API_KEY"}},
 		{"unknown provider", "acme/m1", nil, nil, []string{`unknown provider "acme"`, "anthropic", "--base-url", "models.json"}},
 		{"no slash", "claude", nil, nil, []string{"provider/model"}},
 		{"empty id", "openai/", nil, nil, []string{"provider/model"}},
@@ -175,8 +179,8 @@ func TestResolveDefaultOrder(t *testing.T) {
 	}{
 		{"anthropic first", []string{"OPENROUTER_API_KEY", "o", "OPENAI_API_KEY", "p", "ANTHROPIC_API_KEY", "a"}, "anthropic/" + DefaultModels["anthropic"], ""},
 		{"openai second", []string{"OPENROUTER_API_KEY", "o", "OPENAI_API_KEY", "p"}, "openai/" + DefaultModels["openai"], ""},
-		{"google skipped until its wire lands", []string{"GEMINI_API_KEY", "g", "OPENROUTER_API_KEY", "o"}, "openrouter/" + DefaultModels["openrouter"], "Gemini wire"},
-		{"google alias var", []string{"GOOGLE_API_KEY", "g", "OPENROUTER_API_KEY", "o"}, "openrouter/" + DefaultModels["openrouter"], "Gemini wire"},
+		{"google third", []string{"GEMINI_API_KEY", "g", "OPENROUTER_API_KEY", "o"}, "google/" + DefaultModels["google"], ""},
+		{"google alias var", []string{"GOOGLE_API_KEY", "g", "OPENROUTER_API_KEY", "o"}, "google/" + DefaultModels["google"], ""},
 		{"openrouter last", []string{"OPENROUTER_API_KEY", "o"}, "openrouter/" + DefaultModels["openrouter"], ""},
 		{"groq is not a default", []string{"GROQ_API_KEY", "q"}, "", ""},
 		{"nothing set", nil, "", ""},
@@ -203,9 +207,10 @@ func TestResolveDefaultOrder(t *testing.T) {
 		})
 	}
 	t.Run("only google", func(t *testing.T) {
-		_, err := Resolve(context.Background(), "", &Options{LookupEnv: envOf(t, "GEMINI_API_KEY", "g")})
-		if !errors.Is(err, ErrWireMissing) {
-			t.Errorf("err = %v, want the Gemini wire error", err)
+		got := capture(t)
+		res, err := Resolve(context.Background(), "", &Options{LookupEnv: envOf(t, "GOOGLE_API_KEY", "g")})
+		if err != nil || got.wire != "google" || got.apiKey != "g" || got.baseURL != llm.GoogleBaseURL || res.KeySource != "GOOGLE_API_KEY" {
+			t.Errorf("got %+v err %v", got, err)
 		}
 	})
 }
