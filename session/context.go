@@ -135,13 +135,16 @@ func (t *Transcript) Context(leafID string) Context {
 		}
 	}
 	if compaction >= 0 {
-		c := path[compaction]
-		ctx.Messages = append(ctx.Messages, llm.Message{
-			Role:      llm.RoleUser,
-			Content:   []llm.Content{llm.Text(summaryPrefix + c.Summary + summarySuffix)},
-			Timestamp: c.Time().UnixMilli(),
-		})
-		ctx.EntryIDs = append(ctx.EntryIDs, c.ID)
+		// An empty summary records history dropped without one (a
+		// compaction fallback): the kept entries alone remain.
+		if c := path[compaction]; c.Summary != "" {
+			ctx.Messages = append(ctx.Messages, llm.Message{
+				Role:      llm.RoleUser,
+				Content:   []llm.Content{llm.Text(summaryPrefix + c.Summary + summarySuffix)},
+				Timestamp: c.Time().UnixMilli(),
+			})
+			ctx.EntryIDs = append(ctx.EntryIDs, c.ID)
+		}
 		for _, e := range path[from:compaction] {
 			emit(e)
 		}
@@ -150,6 +153,34 @@ func (t *Transcript) Context(leafID string) Context {
 		emit(e)
 	}
 	return ctx
+}
+
+// EntryID finds the entry behind msgs[i], where msgs was derived from
+// c.Messages by the repair pipeline or a compactor (messages inserted,
+// dropped or edited, but kept in order, with their role, timestamp and
+// tool call id). A message with no entry (a synthetic result, say) maps to
+// the entry of the next message that has one. It is how a compaction's
+// first kept message becomes its FirstKeptEntryID.
+func (c *Context) EntryID(msgs []llm.Message, i int) (string, bool) {
+	p := 0
+	for j := 0; j < len(msgs); j++ {
+		q := p
+		for q < len(c.Messages) && !sameOrigin(&c.Messages[q], &msgs[j]) {
+			q++
+		}
+		if q == len(c.Messages) {
+			continue // not from the context
+		}
+		p = q + 1
+		if j >= i {
+			return c.EntryIDs[q], true
+		}
+	}
+	return "", false
+}
+
+func sameOrigin(a, b *llm.Message) bool {
+	return a.Role == b.Role && a.Timestamp == b.Timestamp && a.ToolCallID == b.ToolCallID
 }
 
 // entryMessage returns the message an entry contributes to the context.

@@ -54,13 +54,14 @@ type Header struct {
 //   - compaction: Summary, FirstKeptEntryID, TokensBefore, Details, FromHook.
 //     The context built through a compaction is the summary, then the
 //     entries from FirstKeptEntryID up to the compaction, then the entries
-//     after it;
+//     after it. An empty Summary records history dropped without a summary;
 //   - model_change: Provider, ModelID;
 //   - thinking_level_change: ThinkingLevel;
 //   - label: TargetID, Label (empty clears the label);
 //   - custom: CustomType, Data (state for extensions, never sent to a model);
 //   - tool_result_truncation: ToolCallID and Content, the replacement content
-//     of that call's result in every context built through this entry;
+//     of that call's result in every context built through this entry, and
+//     optionally Details (sizes, reason) for people;
 //   - branch_summary: FromID, Summary; custom_message: CustomType, Content,
 //     Display; session_info: Name (read from pi's files, written by Append
 //     like any other entry).

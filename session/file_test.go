@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -556,5 +557,39 @@ func TestWriteFailureBreaksTheSession(t *testing.T) {
 	}
 	if n := len(s.Transcript().Entries); n != 1 {
 		t.Errorf("failed appends were recorded in memory: %d entries", n)
+	}
+}
+
+func TestContextEntryID(t *testing.T) {
+	tr := &Transcript{}
+	msg := func(m llm.Message, ts int64) Entry { m.Timestamp = ts; return MessageEntry(m) }
+	for i, e := range []Entry{
+		msg(user("u1"), 1), msg(asst(call("c1", "x")), 2), msg(user("u2"), 3), msg(asst(llm.Text("a")), 4), msg(user("u3"), 5),
+	} {
+		e.ID = "e" + strconv.Itoa(i+1)
+		if i > 0 {
+			e.ParentID = "e" + strconv.Itoa(i)
+		}
+		tr.add(e)
+	}
+	c := tr.Context("")
+	repaired := Repair(c.Messages, RepairOptions{Now: func() int64 { return 99 }}) // adds a synthetic result after e2
+	if len(repaired) != 6 {
+		t.Fatalf("repaired %v", shape(repaired))
+	}
+	for i, want := range []string{"e1", "e2", "e3", "e3", "e4", "e5"} {
+		if got, ok := c.EntryID(repaired, i); !ok || got != want {
+			t.Errorf("EntryID(%d) = %q, %v; want %s", i, got, ok, want)
+		}
+	}
+	if _, ok := c.EntryID(repaired[:3], 2); ok {
+		t.Error("a synthetic last message has no entry")
+	}
+	// An empty compaction summary keeps only the kept entries.
+	comp := CompactionEntry("", "e3", 10)
+	comp.ID, comp.ParentID = "e6", "e5"
+	tr.add(comp)
+	if got := shape(tr.Context("").Messages); len(got) != 3 || got[0] != "u:u2" {
+		t.Errorf("context after a summary-less compaction %v", got)
 	}
 }
