@@ -199,7 +199,7 @@ func (j *jsonReader) decode(data []byte, v any) error {
 // argsSnapshotFree is the size up to which tool arguments are re-parsed
 // after every fragment; beyond it, after every 1/8 growth, so long
 // arguments cost linear time overall.
-const argsSnapshotFree = 16 << 10
+const argsSnapshotFree = 4 << 10
 
 // builder accumulates the assistant message and yields its events.
 type builder struct {
