@@ -1,0 +1,254 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/compact"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/loopguard"
+	"github.com/agentloop/agentloop/session"
+)
+
+// loop runs attempts and applies the cascade between them.
+func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt llm.Message) Result {
+	p := s.p
+	policy := s.r.cfg.Retry
+	if p.Retry != nil {
+		policy = *p.Retry
+	}
+	if policy.Jitter == nil {
+		policy.Jitter = jitter
+	}
+	maxIter := p.MaxIterations
+	if maxIter <= 0 {
+		maxIter = MaxIterations(p.Profiles)
+	}
+	window := p.Info.ContextWindow
+	if window == 0 {
+		window = llm.DefaultContextWindow
+	}
+	st := State{Window: window, Profiles: max(1, p.Profiles)}
+	first := true
+	var res Result
+	for {
+		if s.iterations >= maxIter {
+			return Result{Reason: ReasonRetryLimit, StopReason: llm.StopReasonError, Retries: st.Retries,
+				Err:     fmt.Errorf("gave up after %d attempts (the limit is %d)", s.iterations, maxIter),
+				Message: RetryLimitUserMessage}
+		}
+		s.iterations++
+		s.attemptCompacted = false
+		s.notice(EventAttemptStart, Notice{Attempt: s.iterations, Max: maxIter})
+		var end *agent.Event
+		seq := a.Continue(ctx)
+		if first {
+			seq = a.Run(ctx, prompt)
+			first = false
+		}
+		for ev, err := range seq {
+			if err != nil {
+				return Result{Reason: string(llm.ReasonUnknown), StopReason: llm.StopReasonError, Err: err, Message: err.Error()}
+			}
+			s.onAgentEvent(ctx, ev)
+			if ev.Type == agent.EventAgentEnd {
+				e := ev
+				end = &e
+			}
+		}
+		if end == nil {
+			return Result{Reason: string(llm.ReasonUnknown), StopReason: llm.StopReasonError, Err: errors.New("the attempt ended without a result")}
+		}
+		res = Result{StopReason: end.StopReason, Err: end.Err, Retries: st.Retries}
+		if ctx.Err() != nil {
+			return s.stopped(ctx, res)
+		}
+		o := Outcome{End: end.Reason, Compacted: s.attemptCompacted, Err: end.Err}
+		if end.Reason == agent.ReasonError {
+			o.Failure = llm.ClassifyError(end.Err)
+			var pe *llm.ProviderError
+			if errors.As(end.Err, &pe) {
+				o.RetryAfter = pe.RetryAfter
+			}
+			o.PromptTokens = s.promptTokens(a)
+		}
+		for {
+			d := Decide(o, st, policy)
+			switch d.Action {
+			case ActionFinish:
+				res.Reason = d.Reason
+				if d.Reason == agent.ReasonMaxTurns {
+					res.Message = "the run reached its turn limit"
+				}
+				return res
+			case ActionFail:
+				res.Reason, res.Message = d.Reason, d.Message
+				res.StopReason = llm.StopReasonError
+				if res.Err == nil {
+					res.Err = errors.New(d.Message)
+				}
+				return res
+			case ActionRetry:
+				streamed := s.dropFailedTail(a)
+				st.Retries++
+				res.Retries = st.Retries
+				s.notice(EventRetry, Notice{Reason: d.Reason, DelayMs: d.Delay.Milliseconds(), Attempt: st.Retries,
+					Max: policy.withDefaults().Attempts, Streamed: streamed, Message: d.Message})
+				if err := s.clock.Sleep(ctx, d.Delay); err != nil {
+					return s.stopped(ctx, res)
+				}
+			case ActionOverflowRetry:
+				st.OverflowCompactions++
+				streamed := s.dropFailedTail(a)
+				s.notice(EventOverflowRetry, Notice{Reason: d.Reason, Attempt: st.OverflowCompactions, Max: MaxOverflowCompactions, Streamed: streamed, Message: d.Message})
+			case ActionCompact, ActionTimeoutCompact:
+				streamed := s.dropFailedTail(a)
+				if d.Action == ActionCompact {
+					st.OverflowCompactions++
+					s.notice(EventCompactionRetry, Notice{Reason: d.Reason, Attempt: st.OverflowCompactions, Max: MaxOverflowCompactions, Streamed: streamed, Message: d.Message})
+				} else {
+					st.TimeoutCompactions++
+					s.notice(EventTimeoutCompaction, Notice{Reason: d.Reason, Attempt: st.TimeoutCompactions, Max: MaxTimeoutCompactions, Streamed: streamed, Message: d.Message})
+				}
+				if err := s.recover(ctx, a, comp); err != nil {
+					if ctx.Err() != nil {
+						return s.stopped(ctx, res)
+					}
+					s.warn(fmt.Sprintf("compaction did not help: %v", err))
+					if d.Action == ActionCompact {
+						st.OverflowCompactions = MaxOverflowCompactions
+					} else {
+						st.TimeoutCompactions = MaxTimeoutCompactions
+					}
+					continue // decide again without an attempt
+				}
+			case ActionTruncate:
+				st.TruncationTried = true
+				streamed := s.dropFailedTail(a)
+				n := s.truncate(ctx, a, window)
+				if n == 0 {
+					continue // nothing to shorten: decide again
+				}
+				s.notice(EventTruncationRetry, Notice{Reason: d.Reason, Attempt: n, Streamed: streamed,
+					Message: fmt.Sprintf("%s (%d results)", d.Message, n)})
+			}
+			break
+		}
+	}
+}
+
+// stopped is the result of a run whose context ended: why it ended decides
+// the reason code.
+func (s *run) stopped(ctx context.Context, res Result) Result {
+	cause := context.Cause(ctx)
+	res.Err = cause
+	var be *BudgetError
+	var he *HaltError
+	switch {
+	case errors.As(cause, &be):
+		res.Reason, res.Message = be.Kind, be.Error()
+	case errors.As(cause, &he):
+		res.Reason, res.Message = ReasonHalted, he.Error()
+	case errors.Is(cause, ErrRunTimeout):
+		res.Reason, res.Message = ReasonTimeout, "the run was stopped at its timeout (--timeout)"
+	case errors.Is(cause, loopguard.ErrCircuitBreaker):
+		res.Reason, res.Message = ReasonLoopDetected, cause.Error()
+	default:
+		res.Reason, res.Message = ReasonAborted, "the run was aborted"
+	}
+	res.StopReason = llm.StopReasonAborted
+	return res
+}
+
+// dropFailedTail removes the failed assistant message that ends the
+// history before a retry (a turn whose tools ran is kept: its results
+// follow it), and moves the session's leaf back before it, so the retried
+// reply continues from the same point and the failed one stays only as a
+// dead branch of the file. It reports whether the dropped reply had
+// streamed text.
+func (s *run) dropFailedTail(a *agent.Agent) (streamed bool) {
+	msgs := a.Messages()
+	n := len(msgs)
+	if n == 0 || msgs[n-1].Role != llm.RoleAssistant || !msgs[n-1].StopReason.Failed() {
+		return false
+	}
+	streamed = msgs[n-1].Text() != ""
+	if err := a.SetMessages(msgs[:n-1]); err != nil {
+		return streamed
+	}
+	if len(s.ids) == n {
+		id := s.ids[n-1]
+		s.ids = s.ids[:n-1]
+		if s.sess != nil && id != "" && s.sess.Leaf() == id {
+			if err := s.sess.Branch(s.leafBefore); err != nil {
+				s.sessionError(err)
+			}
+		}
+	}
+	if k := len(s.added); k > 0 && s.added[k-1].Role == llm.RoleAssistant && s.added[k-1].StopReason.Failed() {
+		s.added = s.added[:k-1]
+	}
+	return streamed
+}
+
+// recover compacts after an overflow or a big timed-out prompt.
+func (s *run) recover(ctx context.Context, a *agent.Agent, comp Compactor) error {
+	if comp == nil {
+		return errors.New("compaction is off")
+	}
+	s.compacting.Store(true)
+	defer s.compacting.Store(false)
+	if _, err := comp.Recover(ctx, a.Messages()); err != nil {
+		return err
+	}
+	s.compactions++
+	return nil
+}
+
+// truncate shortens the tool results of the history once, after
+// compaction could not bring it under the window: every result over the
+// per-result cap is cut to it, or, when none is, all of them lose half of
+// their text together. The shortened results are recorded in the session.
+// It returns how many results were shortened.
+func (s *run) truncate(ctx context.Context, a *agent.Agent, window int) int {
+	msgs := a.Messages()
+	out, recs := compact.CapToolResults(msgs, compact.MaxToolResultChars(window))
+	if len(recs) == 0 {
+		total := 0
+		for i := range msgs {
+			total += compact.ToolResultTextChars(&msgs[i])
+		}
+		var ok bool
+		out, recs, ok = compact.ShrinkToolResults(msgs, total/2, 0)
+		if !ok {
+			return 0
+		}
+	}
+	if len(recs) == 0 || a.SetMessages(out) != nil {
+		return 0
+	}
+	if s.sess != nil {
+		for _, t := range recs {
+			if _, err := s.sess.Append(context.WithoutCancel(ctx), session.TruncationEntry(t.ToolCallID, t.Content)); err != nil {
+				s.sessionError(err)
+				break
+			}
+		}
+	}
+	return len(recs)
+}
+
+// promptTokens is the prompt size of the last model call: its reported
+// usage, or an estimate of the history.
+func (s *run) promptTokens(a *agent.Agent) int {
+	msgs := a.Messages()
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := &msgs[i]
+		if m.Role == llm.RoleAssistant && m.Usage != nil && m.Usage.Input+m.Usage.CacheRead > 0 {
+			return m.Usage.Input + m.Usage.CacheRead + m.Usage.CacheWrite
+		}
+	}
+	return compact.Estimate(compact.Prompt{System: s.p.SystemPrompt, Messages: msgs, UsageFrom: -1}).Tokens
+}

@@ -1,0 +1,31 @@
+package runner
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// BenchmarkRun20 is a 20-round tool loop through the runner (lanes,
+// compaction, repair, loop detection bound; no session), to compare with the
+// agent's own BenchmarkLoop20: the runner's cost per run and per turn.
+func BenchmarkRun20(b *testing.B) {
+	reg, _ := tool.NewRegistry(&tool.Func{ToolName: "echo", Run: func(_ context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
+		return tool.TextResult("ok"), nil
+	}})
+	r := New(nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		steps := make([]faux.Step, 0, 21)
+		for i := range 20 {
+			steps = append(steps, faux.Call("", "echo", map[string]any{"i": i}))
+		}
+		steps = append(steps, faux.Say("done"))
+		res, err := r.Run(context.Background(), Params{Prompt: "go", Model: faux.New(steps...), Tools: reg})
+		if err != nil || !res.OK() {
+			b.Fatal(err, res.Reason)
+		}
+	}
+}

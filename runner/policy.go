@@ -1,0 +1,315 @@
+package runner
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// Loop limits of a run (reference: the outer retry loop's constants).
+const (
+	// MaxOverflowCompactions is how many times a context overflow is
+	// answered with a compaction before the run tries truncation.
+	MaxOverflowCompactions = 3
+	// MaxTimeoutCompactions is how many times a timed-out call with a big
+	// prompt is answered with a compaction.
+	MaxTimeoutCompactions = 2
+	// TimeoutCompactionRatio is the share of the window the last prompt
+	// must exceed for a timeout to be answered with a compaction.
+	TimeoutCompactionRatio = 0.65
+
+	// DefaultRetryAttempts is how many times a transient failure is retried.
+	DefaultRetryAttempts = 3
+	// DefaultRetryBase is the first backoff wait; it doubles per retry.
+	DefaultRetryBase = 2 * time.Second
+	// DefaultRetryMax caps one backoff wait, Retry-After included.
+	DefaultRetryMax = 60 * time.Second
+
+	// DefaultRunTimeout bounds a run; it is extended once by the compaction
+	// timeout when it expires while a compaction is in flight.
+	DefaultRunTimeout = 600 * time.Second
+	// DefaultCompactionTimeout is that one extension.
+	DefaultCompactionTimeout = 900 * time.Second
+	// DefaultIdleTimeout is the per-call idle timeout of the wire packages.
+	DefaultIdleTimeout = 120 * time.Second
+	// MaxTimerDuration is the largest timer a timeout is clamped to; a run
+	// timeout at least this long disables the idle timeout.
+	MaxTimerDuration = 2_147_000_000 * time.Millisecond
+	// LaneWaitWarn is how long a queued run waits before the wait is
+	// reported a second time, as a warning.
+	LaneWaitWarn = 2 * time.Second
+)
+
+// OverflowUserMessage is what a user reads when the context could not be
+// brought under the model's window.
+const OverflowUserMessage = "The conversation is too large for the model's context window, even after compaction and shortening tool results. " +
+	"Compact it (agentloop compact) or start a new session, or use a model with a larger context window."
+
+// RetryLimitUserMessage is what a user reads when the run hit its iteration cap.
+const RetryLimitUserMessage = "The request failed after repeated internal retries. Try again, or start a new session."
+
+// MaxIterations is the iteration cap of a run with the given number of
+// auth profiles: min(160, max(32, 24 + 8 × max(1, profiles))).
+func MaxIterations(profiles int) int {
+	return min(160, max(32, 24+8*max(1, profiles)))
+}
+
+// Action is what the runner does after an attempt.
+type Action string
+
+// The actions, in the order the cascade considers them.
+const (
+	// ActionFinish ends the run with the attempt's outcome (success, max
+	// turns, abort).
+	ActionFinish Action = "finish"
+	// ActionTimeoutCompact compacts a big prompt after a timed-out call,
+	// then retries.
+	ActionTimeoutCompact Action = "timeout_compaction"
+	// ActionOverflowRetry retries an overflow without compacting again: the
+	// attempt already compacted.
+	ActionOverflowRetry Action = "overflow_retry"
+	// ActionCompact compacts after a context overflow, then retries.
+	ActionCompact Action = "compaction_retry"
+	// ActionTruncate shortens oversized tool results once, then retries.
+	ActionTruncate Action = "truncation_retry"
+	// ActionRetry waits Delay and retries the same model.
+	ActionRetry Action = "retry"
+	// ActionFail ends the run with Reason and Message.
+	ActionFail Action = "fail"
+)
+
+// Outcome is how one attempt ended, as the cascade reads it.
+type Outcome struct {
+	// End is the agent's reason: stop, max_turns, aborted or error.
+	End string
+	// Failure is the classified reason of a failed model call ("" when the
+	// attempt did not fail on the model).
+	Failure llm.Reason
+	// RetryAfter is the wait the provider asked for.
+	RetryAfter time.Duration
+	// Compacted is set when the attempt compacted on its own (precheck).
+	Compacted bool
+	// PromptTokens is the prompt size of the attempt's last model call.
+	PromptTokens int
+	// Err is the attempt's error, for messages.
+	Err error
+}
+
+// State is what the run has done so far.
+type State struct {
+	Window              int
+	Profiles            int
+	OverflowCompactions int
+	TimeoutCompactions  int
+	TruncationTried     bool
+	// Retries counts transient retries since the last success.
+	Retries int
+}
+
+// RetryPolicy shapes the waits between transient retries. Zero values mean
+// the defaults.
+type RetryPolicy struct {
+	Attempts int
+	Base     time.Duration
+	Max      time.Duration
+	// Jitter returns a number in [0, 1); nil means no jitter (tests), the
+	// runner sets a random source.
+	Jitter func() float64
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.Attempts == 0 {
+		p.Attempts = DefaultRetryAttempts
+	}
+	if p.Base <= 0 {
+		p.Base = DefaultRetryBase
+	}
+	if p.Max <= 0 {
+		p.Max = DefaultRetryMax
+	}
+	return p
+}
+
+// Backoff returns the wait before retry n (1-based): Base doubled per
+// retry plus up to 25% jitter, capped at Max. A Retry-After from the
+// provider replaces it when longer.
+func (p RetryPolicy) Backoff(n int, retryAfter time.Duration) time.Duration {
+	p = p.withDefaults()
+	d := float64(p.Base) * math.Pow(2, float64(max(0, n-1)))
+	if p.Jitter != nil {
+		d += d * 0.25 * p.Jitter()
+	}
+	wait := time.Duration(min(d, float64(p.Max)))
+	if retryAfter > wait {
+		wait = min(retryAfter, p.Max)
+	}
+	return wait
+}
+
+// Decision is the cascade's answer.
+type Decision struct {
+	Action Action
+	// Reason is the reason code: the failure reason for a retry or a
+	// failure; for ActionFinish the agent's end reason.
+	Reason string
+	// Delay is the wait before a retry.
+	Delay time.Duration
+	// Message is a sentence for people (the event line, or the user error).
+	Message string
+}
+
+// Decide is the decision cascade after an attempt, in the reference order
+// for what the runner owns (first match wins):
+//
+//  1. not a failure (stop, max_turns) or an abort: finish;
+//  2. a timeout with the last prompt over 65% of the window, fewer than 2
+//     timeout compactions: compact and retry;
+//  3. a context overflow: retry without compacting when the attempt already
+//     compacted, else compact (up to 3 times in all), then shorten tool
+//     results once, then fail with OverflowUserMessage. An overflow never
+//     fails over;
+//  4. a transient failure (overloaded, server, network, timeout, rate limit
+//     with one profile): retry the same model after a backoff, Attempts
+//     times; a Retry-After beyond Max is not waited for: the run fails;
+//  5. anything else fails with the classified reason's user message.
+//
+// Decide is pure: the caller applies the decision and updates State.
+func Decide(o Outcome, s State, p RetryPolicy) Decision {
+	p = p.withDefaults()
+	switch {
+	case o.End != "error":
+		return Decision{Action: ActionFinish, Reason: o.End}
+	}
+	reason := o.Failure
+	if reason == "" {
+		reason = llm.ReasonUnknown
+	}
+	if reason == llm.ReasonTimeout && s.Window > 0 && s.TimeoutCompactions < MaxTimeoutCompactions &&
+		float64(o.PromptTokens)/float64(s.Window) > TimeoutCompactionRatio {
+		return Decision{Action: ActionTimeoutCompact, Reason: string(reason),
+			Message: fmt.Sprintf("the model call timed out with a large prompt (%d of %d tokens): compacting and retrying", o.PromptTokens, s.Window)}
+	}
+	if reason == llm.ReasonContextOverflow {
+		switch {
+		case o.Compacted && s.OverflowCompactions < MaxOverflowCompactions:
+			return Decision{Action: ActionOverflowRetry, Reason: string(reason),
+				Message: fmt.Sprintf("context overflow after this attempt's own compaction: retrying without compacting again (%d/%d)", s.OverflowCompactions+1, MaxOverflowCompactions)}
+		case s.OverflowCompactions < MaxOverflowCompactions:
+			return Decision{Action: ActionCompact, Reason: string(reason),
+				Message: fmt.Sprintf("context overflow: compacting and retrying (%d/%d)", s.OverflowCompactions+1, MaxOverflowCompactions)}
+		case !s.TruncationTried:
+			return Decision{Action: ActionTruncate, Reason: string(reason),
+				Message: "context overflow after compaction: shortening large tool results and retrying"}
+		}
+		return Decision{Action: ActionFail, Reason: string(reason), Message: OverflowUserMessage}
+	}
+	transient := reason.Transient()
+	if reason == llm.ReasonRateLimit && s.Profiles > 1 {
+		// With several profiles a rate limit is for rotation, which is not
+		// ours yet: it still retries, as with one profile.
+		transient = true
+	}
+	if transient {
+		if s.Retries >= p.Attempts {
+			return Decision{Action: ActionFail, Reason: string(reason),
+				Message: fmt.Sprintf("%s (gave up after %d retries)", reason.UserMessage(), s.Retries)}
+		}
+		if o.RetryAfter > p.Max {
+			return Decision{Action: ActionFail, Reason: string(reason),
+				Message: fmt.Sprintf("%s (the provider asked to wait %s, longer than the %s the run waits)", reason.UserMessage(), roundSec(o.RetryAfter), roundSec(p.Max))}
+		}
+		n := s.Retries + 1
+		d := p.Backoff(n, o.RetryAfter)
+		return Decision{Action: ActionRetry, Reason: string(reason), Delay: d,
+			Message: fmt.Sprintf("%s: retrying in %s (%d/%d)", reasonWords(reason), roundSec(d), n, p.Attempts)}
+	}
+	return Decision{Action: ActionFail, Reason: string(reason), Message: reason.UserMessage()}
+}
+
+func reasonWords(r llm.Reason) string {
+	switch r {
+	case llm.ReasonOverloaded:
+		return "the model is overloaded"
+	case llm.ReasonRateLimit:
+		return "rate limited"
+	case llm.ReasonServer:
+		return "the provider had a server error"
+	case llm.ReasonNetwork:
+		return "the connection failed"
+	case llm.ReasonTimeout:
+		return "the model call timed out"
+	}
+	return strings.ReplaceAll(string(r), "_", " ")
+}
+
+func roundSec(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// TimeoutAction is what a run timeout does when it fires.
+type TimeoutAction string
+
+// The run-timeout actions.
+const (
+	TimeoutAbort  TimeoutAction = "abort"
+	TimeoutExtend TimeoutAction = "extend"
+)
+
+// RunTimeoutDuringCompaction decides what a run timeout that fires does:
+// extend once (by the compaction timeout) when a compaction is pending or in
+// flight and the grace was not used yet, otherwise abort.
+func RunTimeoutDuringCompaction(compacting, graceUsed bool) TimeoutAction {
+	if compacting && !graceUsed {
+		return TimeoutExtend
+	}
+	return TimeoutAbort
+}
+
+// RunTimeoutWithCompactionGrace is the longest a run may take: its timeout
+// plus one compaction timeout.
+func RunTimeoutWithCompactionGrace(run, compaction time.Duration) time.Duration {
+	return run + compaction
+}
+
+// ResolveIdleTimeout returns the per-call idle timeout of a run: the
+// configured idle timeout (0 disables; clamped to MaxTimerDuration), else
+// a run timeout that differs from the configured one (at least
+// MaxTimerDuration disables), else the configured run timeout, else 0 for
+// cron runs, else DefaultIdleTimeout. A negative configured value means unset.
+func ResolveIdleTimeout(idle, runTimeout, configuredRunTimeout time.Duration, lane string) time.Duration {
+	switch {
+	case idle == 0:
+		return 0
+	case idle > 0:
+		return min(idle, MaxTimerDuration)
+	case runTimeout > 0 && runTimeout != configuredRunTimeout:
+		if runTimeout >= MaxTimerDuration {
+			return 0
+		}
+		return runTimeout
+	case configuredRunTimeout > 0:
+		return min(configuredRunTimeout, MaxTimerDuration)
+	case lane == LaneCron:
+		return 0
+	}
+	return DefaultIdleTimeout
+}
+
+// IdleTimeoutMessage is the error text of a call that produced nothing for
+// the idle timeout.
+func IdleTimeoutMessage(d time.Duration) string {
+	return fmt.Sprintf("LLM idle timeout (%ds): no response from model", int(d/time.Second))
+}
+
+// FlagCompactionTimeout reports whether a timeout counts as one that came
+// during compaction: the run timed out while a compaction was pending,
+// retrying or in flight. Such a run is not retried (its state is unsure).
+func FlagCompactionTimeout(timedOut, compacting bool) bool {
+	return timedOut && compacting
+}

@@ -1,0 +1,645 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/compact"
+	"github.com/agentloop/agentloop/hook"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/loopguard"
+	"github.com/agentloop/agentloop/session"
+	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tool/mcp"
+)
+
+// hookWait bounds the wait for hooks at the end of a run.
+const hookWait = 10 * time.Second
+
+// run is the state of one Run call.
+type run struct {
+	r     *Runner
+	p     Params
+	clock Clock
+
+	emitMu sync.Mutex
+
+	sess session.Session
+	// ids[i] is the entry id of the agent's message i ("" when not stored);
+	// leafBefore is the leaf before the last appended message.
+	ids        []string
+	leafBefore string
+	sessErr    bool
+
+	compacting       atomic.Bool
+	attemptCompacted bool
+	compactions      int
+	iterations       int
+
+	usage    llm.Usage
+	added    []llm.Message
+	cancel   context.CancelCauseFunc
+	warnings []string
+}
+
+func (s *run) emit(ev agent.Event) {
+	if s.p.OnEvent == nil {
+		return
+	}
+	s.emitMu.Lock()
+	defer s.emitMu.Unlock()
+	s.p.OnEvent(ev)
+}
+
+func (s *run) notice(t agent.EventType, n Notice) { s.emit(noticeEvent(t, n)) }
+
+func (s *run) warn(msg string) {
+	s.warnings = append(s.warnings, msg)
+	s.notice(EventWarning, Notice{Message: msg})
+}
+
+// Run runs p: it resolves the session, waits for its lanes, opens the
+// session under its write lock, loads hooks and MCP servers, then runs
+// attempts until the run succeeds, fails for good, or reaches its iteration
+// cap. The error is non-nil only when the run could not start (a locked
+// session, a bad configuration, a cancelled wait in a lane); how a started
+// run ended is in the Result.
+func (r *Runner) Run(ctx context.Context, p Params) (res Result, err error) {
+	if p.Model == nil {
+		return Result{}, errors.New("runner: Params.Model is nil; resolve a model first (llm/provider)")
+	}
+	s := &run{r: r, p: p, clock: r.cfg.Clock}
+
+	// The session id is resolved before the lanes (they are keyed by it);
+	// the lock is taken after them, so runs of one process queue instead
+	// of failing on each other's lock.
+	store := p.Session.Store
+	var sessID, source string
+	create := false
+	if store != nil {
+		switch {
+		case p.Session.Fork != "":
+			id, err := store.Fork(ctx, p.Session.Fork, "", session.CreateOptions{Cwd: p.Session.Cwd})
+			if err != nil {
+				return Result{}, fmt.Errorf("fork session %s: %w", p.Session.Fork, err)
+			}
+			sessID, source = id, "resume"
+		case p.Session.ID != "":
+			sessID, source = p.Session.ID, "resume"
+		case p.Session.Continue:
+			info, err := session.Latest(ctx, store, p.Session.Cwd)
+			switch {
+			case errors.Is(err, session.ErrNotFound):
+				s.warn("no earlier session in this directory to continue: starting a new one")
+			case err != nil:
+				return Result{}, fmt.Errorf("find the latest session: %w", err)
+			default:
+				sessID, source = info.ID, "resume"
+			}
+		}
+		if sessID == "" {
+			sessID, source, create = session.NewSessionID(), "startup", true
+		}
+	}
+	key := p.SessionKey
+	if key == "" {
+		key = sessID
+	}
+	if key == "" {
+		key = "run-" + session.NewSessionID()
+	}
+	lane := p.Lane
+	if p.ParentLane != "" {
+		lane = ResolveNestedLane(p.ParentLane)
+	}
+
+	queuedAt := s.clock.Now()
+	queued := false
+	release, err := r.lanes.Acquire(ctx, key, lane, func(name string, pos int) {
+		queued = true
+		s.notice(EventLaneWait, Notice{Lane: name, Position: pos,
+			Message: fmt.Sprintf("waiting in lane %s (position %d)", name, pos)})
+	})
+	if err != nil {
+		return Result{Reason: ReasonAborted, Err: err}, err
+	}
+	defer release()
+	if queued {
+		w := s.clock.Now().Sub(queuedAt)
+		s.notice(EventLaneAcquired, Notice{Lane: ResolveGlobalLane(lane), WaitedMs: w.Milliseconds(),
+			Message: fmt.Sprintf("started after waiting %s in the queue", roundSec(w))})
+	}
+
+	if store != nil {
+		var sess session.Session
+		if create {
+			sess, err = store.Create(ctx, session.CreateOptions{ID: sessID, Cwd: p.Session.Cwd, Lock: p.Session.Lock})
+		} else {
+			sess, err = store.Open(ctx, sessID, p.Session.Lock)
+		}
+		if err != nil {
+			return Result{Err: err}, err
+		}
+		s.sess = sess
+		defer func() {
+			if cerr := sess.Close(); cerr != nil && err == nil {
+				s.warn(fmt.Sprintf("closing the session: %v", cerr))
+			}
+		}()
+		if fs, ok := sess.(interface{ Warnings() []string }); ok {
+			for _, w := range fs.Warnings() {
+				s.warn(w)
+			}
+		}
+	}
+	res, err = s.run(ctx, key, source)
+	if s.sess != nil {
+		res.SessionID = s.sess.ID()
+		if fs, ok := s.sess.(interface{ Path() string }); ok {
+			res.SessionPath = fs.Path()
+		}
+	}
+	res.Warnings = s.warnings
+	return res, err
+}
+
+// run is everything after the lanes and the lock.
+func (s *run) run(ctx context.Context, key, source string) (Result, error) {
+	p := s.p
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.cancel = cancel
+
+	history := p.History
+	s.ids = make([]string, len(history))
+	sessionID := ""
+	transcript := ""
+	if s.sess != nil {
+		c := s.sess.Context()
+		history = c.Messages
+		s.ids = append([]string(nil), c.EntryIDs...)
+		for len(s.ids) < len(history) {
+			s.ids = append(s.ids, "")
+		}
+		sessionID = s.sess.ID()
+		if fs, ok := s.sess.(interface{ Path() string }); ok {
+			transcript = fs.Path()
+		}
+	}
+
+	// Hooks.
+	bus := p.Bus
+	if p.Hooks != nil {
+		lo := *p.Hooks
+		lo.SessionID, lo.TranscriptPath = sessionID, transcript
+		bo := hook.Options{}
+		if lo.BusOptions != nil {
+			bo = *lo.BusOptions
+		}
+		bo.Report = s.reportHook
+		lo.BusOptions = &bo
+		lo.Bus = bus
+		b, warns, err := hook.Load(lo)
+		if err != nil {
+			return Result{Err: err}, err
+		}
+		bus = b
+		for _, w := range warns {
+			s.warn(w)
+		}
+	}
+	if bus != nil {
+		defer func() {
+			wctx, c := context.WithTimeout(context.WithoutCancel(ctx), hookWait)
+			defer c()
+			if err := bus.Wait(wctx); err != nil {
+				s.warn("some hooks were still running when the run ended")
+			}
+		}()
+	}
+
+	// Tools, with MCP servers started before the first model call.
+	reg := p.Tools
+	if p.MCP != nil && len(p.MCP.Config.Servers) > 0 {
+		m, err := mcp.Start(runCtx, p.MCP.Config, p.MCP.Options)
+		if err != nil {
+			return Result{Err: err}, fmt.Errorf("start MCP servers: %w", err)
+		}
+		defer m.Close()
+		for _, st := range m.Status() {
+			if st.State != mcp.StateReady {
+				s.warn(fmt.Sprintf("MCP server %s (%s) is not available: %v; its tools are left out", st.Name, st.Source, st.Err))
+			}
+		}
+		var tools []tool.Tool
+		if reg != nil {
+			tools = reg.Tools()
+		}
+		tools = append(tools, m.Tools()...)
+		nr, err := tool.NewRegistry(tools...)
+		if err != nil {
+			return Result{Err: err}, fmt.Errorf("add MCP tools: %w", err)
+		}
+		reg = nr
+	}
+	var names []string
+	var specs []llm.ToolSpec
+	if reg != nil {
+		names = reg.Names()
+		specs = reg.Specs()
+	}
+	model := p.Model
+	var nameMap *tool.NameMap
+	if nm := tool.NewNameMap(names); !nm.Identity() {
+		nameMap = nm
+		model = &namedModel{Model: model, names: nm}
+	}
+
+	// Compaction, recorded into the session.
+	var comp Compactor
+	if p.Compaction == nil || !p.Compaction.Disabled {
+		if p.Compaction != nil && p.Compaction.Compactor != nil {
+			comp = p.Compaction.Compactor
+		} else {
+			window := p.Info.ContextWindow
+			if window == 0 {
+				window = llm.DefaultContextWindow
+			}
+			cc := compact.Config{Window: window, SystemPrompt: p.SystemPrompt, Tools: specs, OnEvent: s.compactEvent, Now: p.Now}
+			if p.Compaction != nil {
+				cc.Summarizer = p.Compaction.Summarizer
+				cc.ReserveTokens = p.Compaction.ReserveTokens
+			}
+			if s.sess != nil {
+				cc.Recorder = (*recorder)(s)
+			}
+			if bus != nil {
+				cc.BeforeCompaction = func(ctx context.Context, st compact.CompactionStart) {
+					bus.BeforeCompaction(ctx, hook.CompactionEvent{Trigger: trigger(st.Trigger), Messages: st.Messages, TokensBefore: st.TokensBefore})
+				}
+				cc.AfterCompaction = func(ctx context.Context, rec compact.CompactionRecord) {
+					bus.AfterCompaction(ctx, hook.CompactionEvent{Trigger: trigger(rec.Trigger), TokensBefore: rec.TokensBefore, TokensAfter: rec.TokensAfter, Summary: rec.Summary})
+				}
+			}
+			c, err := compact.New(cc)
+			if err != nil {
+				return Result{Err: err, Reason: string(llm.ReasonUnknown), Message: err.Error()}, err
+			}
+			comp = c
+		}
+	}
+
+	// TransformContext: compaction, then wire names, then the history
+	// repair. Compaction comes first because its decisions are indices into
+	// the agent's own history, which is what the transcript's entries line
+	// up with (the recorder names entries by them); the repair then shapes
+	// whatever compaction produced (a summary followed by a user turn, a
+	// pruned head) for the provider as the very last step, and it must see
+	// wire names because its sanitiser drops names a provider refuses.
+	allowed := names
+	if nameMap != nil {
+		allowed = make([]string, len(names))
+		for i, n := range names {
+			allowed[i] = nameMap.Wire(n)
+		}
+	}
+	repair := session.Transform(session.RepairOptions{API: p.Info.API, AllowedTools: allowed, Now: p.Now})
+	transform := func(ctx context.Context, msgs []llm.Message) ([]llm.Message, error) {
+		if comp != nil {
+			out, err := comp.TransformContext(ctx, msgs)
+			if err != nil {
+				return nil, err
+			}
+			msgs = out
+		}
+		if nameMap != nil {
+			msgs = wireMessages(nameMap, msgs)
+		}
+		return repair(ctx, msgs)
+	}
+
+	hooks := agent.Hooks{}
+	if bus != nil {
+		hooks = agent.Hooks(bus.Seams(hook.SeamsOptions{Approval: p.Approval, Registry: reg, SessionID: sessionID,
+			Halt: func(reason string) { cancel(&HaltError{Reason: reason}) }}))
+	} else if p.Approval != nil {
+		hooks.Approve = p.Approval.Approve
+	}
+	if comp != nil {
+		next := hooks.ToolResultPersist
+		hooks.ToolResultPersist = func(ctx context.Context, call tool.Call, res tool.Result) tool.Result {
+			res = comp.PersistToolResult(ctx, call, res)
+			if next != nil {
+				res = next(ctx, call, res)
+			}
+			return res
+		}
+	}
+	if p.LoopGuard == nil || !p.LoopGuard.Disabled {
+		s.bindLoopGuard(&hooks)
+	}
+
+	a := agent.New(agent.Config{Model: model, Tools: reg, SystemPrompt: p.SystemPrompt, Options: p.Options,
+		Messages: history, MaxTurns: p.MaxTurns, TransformContext: transform, Hooks: hooks, Now: p.Now})
+
+	s.r.mu.Lock()
+	s.r.active[key] = &activeRun{agent: a, cancel: cancel, compacting: &s.compacting}
+	s.r.mu.Unlock()
+	defer func() {
+		s.r.mu.Lock()
+		delete(s.r.active, key)
+		s.r.mu.Unlock()
+	}()
+
+	stopTimer := s.startTimer(cancel)
+	defer stopTimer()
+
+	// The session's own hooks, then the prompt's.
+	prompt := llm.UserText(p.Prompt)
+	if p.Now != nil {
+		prompt.Timestamp = p.Now()
+	}
+	endReason := "other"
+	if bus != nil {
+		defer func() {
+			ectx, c := context.WithTimeout(context.WithoutCancel(ctx), hookWait)
+			defer c()
+			bus.SessionEnd(ectx, hook.SessionEndEvent{SessionID: sessionID, Reason: endReason})
+		}()
+		out := bus.SessionStart(runCtx, hook.SessionStartInput{SessionID: sessionID, Source: source})
+		if out.Halt != "" {
+			return s.finish(Result{Reason: ReasonHalted, Err: &HaltError{out.Halt}, Message: out.Halt}), nil
+		}
+		ups := bus.UserPromptSubmit(runCtx, hook.UserPromptSubmitInput{SessionID: sessionID, Prompt: p.Prompt})
+		if ups.Halt != "" {
+			return s.finish(Result{Reason: ReasonHalted, Err: &HaltError{ups.Halt}, Message: ups.Halt}), nil
+		}
+		if ups.Block {
+			msg := ups.Reason
+			if msg == "" {
+				msg = "a UserPromptSubmit hook refused the prompt"
+			}
+			return s.finish(Result{Reason: ReasonPromptBlocked, Message: msg, Err: errors.New(msg)}), nil
+		}
+		if extra := joinNonEmpty(out.Context, ups.Context); extra != "" {
+			prompt.Content = append(prompt.Content, llm.Text(extra))
+		}
+	}
+
+	res := s.loop(runCtx, a, comp, prompt)
+	if res.Reason == ReasonStop {
+		endReason = "exit"
+	}
+	return s.finish(res), nil
+}
+
+func (s *run) finish(res Result) Result {
+	res.Usage = s.usage
+	res.Attempts = s.iterations
+	res.Compactions += s.compactions
+	res.Messages = s.added
+	n := Notice{Reason: res.Reason, StopReason: string(res.StopReason), Attempts: res.Attempts, Message: res.Message}
+	if s.sess != nil {
+		n.SessionID = s.sess.ID()
+	}
+	if res.Err != nil {
+		n.Error = res.Err.Error()
+	}
+	s.notice(EventRunEnd, n)
+	return res
+}
+
+func joinNonEmpty(parts ...string) string {
+	out := ""
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if out != "" {
+			out += "\n\n"
+		}
+		out += p
+	}
+	return out
+}
+
+func trigger(t compact.Trigger) string {
+	if t == compact.TriggerManual {
+		return "manual"
+	}
+	return "auto"
+}
+
+// reportHook routes a hook's notice into the run's events.
+func (s *run) reportHook(ctx context.Context, n hook.Notice) {
+	if n.Kind == hook.NoticeMessage {
+		s.notice(EventHookMessage, Notice{Message: n.Text, Reason: string(n.Point)})
+		return
+	}
+	err := n.Err
+	if err == nil {
+		err = errors.New(n.Text)
+	}
+	if !agent.ReportHookError(ctx, string(n.Point), err) {
+		s.emit(agent.Event{Type: agent.EventHookError, Hook: string(n.Point), Err: err})
+	}
+}
+
+// bindLoopGuard puts loop detection first among the tool hooks: a call it
+// refuses never reaches the user's hooks or the approval question, and its
+// warning is appended last, after every rewrite of the result.
+func (s *run) bindLoopGuard(h *agent.Hooks) {
+	cfg := loopguard.Config{}
+	if s.p.LoopGuard != nil {
+		cfg = *s.p.LoopGuard
+	}
+	user := cfg.OnEvent
+	cfg.OnEvent = func(ev loopguard.Event) {
+		s.notice(EventLoopDetected, Notice{Reason: string(ev.Kind), Message: fmt.Sprintf("loop detection (%s, %s): %s", ev.Kind, ev.Tool, ev.Detection.Message), Attempt: ev.Detection.Count})
+		if user != nil {
+			user(ev)
+		}
+	}
+	g := loopguard.New(&cfg).Hooks(func(err error) { s.cancel(err) })
+	before, after, persist := h.BeforeToolCall, h.AfterToolCall, h.ToolResultPersist
+	h.BeforeToolCall = func(ctx context.Context, call tool.Call) (tool.Call, *tool.Result) {
+		call, res := g.BeforeToolCall(ctx, call)
+		if res != nil || before == nil {
+			return call, res
+		}
+		return before(ctx, call)
+	}
+	h.AfterToolCall = func(ctx context.Context, call tool.Call, res tool.Result) {
+		g.AfterToolCall(ctx, call, res)
+		if after != nil {
+			after(ctx, call, res)
+		}
+	}
+	h.ToolResultPersist = func(ctx context.Context, call tool.Call, res tool.Result) tool.Result {
+		if persist != nil {
+			res = persist(ctx, call, res)
+		}
+		return g.ToolResultPersist(ctx, call, res)
+	}
+}
+
+// startTimer arms the run timeout; it is extended once when it fires during
+// a compaction.
+func (s *run) startTimer(cancel context.CancelCauseFunc) (stop func()) {
+	d := s.p.Timeout
+	if d == 0 {
+		d = DefaultRunTimeout
+	}
+	if d < 0 {
+		return func() {}
+	}
+	grace := s.p.CompactionTimeout
+	if grace <= 0 {
+		grace = DefaultCompactionTimeout
+	}
+	var mu sync.Mutex
+	graceUsed, stopped := false, false
+	var stopFn func() bool
+	var fire func()
+	fire = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if RunTimeoutDuringCompaction(s.compacting.Load(), graceUsed) == TimeoutExtend {
+			graceUsed = true
+			stopFn = s.clock.AfterFunc(grace, fire)
+			s.notice(EventTimeoutExtended, Notice{DelayMs: grace.Milliseconds(),
+				Message: fmt.Sprintf("the run timeout came during a compaction: extended once by %s", roundSec(grace))})
+			return
+		}
+		cancel(ErrRunTimeout)
+	}
+	mu.Lock()
+	stopFn = s.clock.AfterFunc(d, fire)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		stopFn()
+	}
+}
+
+// compactEvent forwards a Compactor event into the run's stream.
+func (s *run) compactEvent(ev compact.Event) {
+	switch ev.Type {
+	case compact.EventCompactionStart:
+		s.compacting.Store(true)
+	case compact.EventCompactionEnd, compact.EventFallback:
+		s.compacting.Store(false)
+		if ev.Type == compact.EventCompactionEnd && ev.Err == nil {
+			s.attemptCompacted = true
+			s.compactions++
+		}
+	case compact.EventTruncation:
+		if ev.Route == compact.RouteTruncate {
+			// The precheck's truncation-only route: the call goes ahead on
+			// the shortened context, a fresh attempt rather than a failure.
+			s.iterations++
+			s.notice(EventPrecheckTruncation, Notice{Reason: string(ev.Route), Attempt: ev.Truncated,
+				Message: fmt.Sprintf("the prompt was over budget: shortened %d tool results instead of compacting", ev.Truncated)})
+		}
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	s.emit(agent.Event{Type: agent.EventType(ev.Type), Data: data})
+}
+
+// onAgentEvent persists what an attempt produced and forwards its events.
+func (s *run) onAgentEvent(ctx context.Context, ev agent.Event) {
+	switch ev.Type {
+	case agent.EventMessageEnd:
+		if ev.Message != nil {
+			m := *ev.Message
+			s.added = append(s.added, m)
+			s.store(ctx, m)
+			if m.Role == llm.RoleAssistant && m.Usage != nil {
+				s.usage.Add(*m.Usage)
+				s.checkBudget()
+			}
+		}
+	case agent.EventTurnEnd:
+		if s.sess != nil {
+			if err := s.sess.EndTurn(); err != nil {
+				s.sessionError(err)
+			}
+		}
+	}
+	s.emit(ev)
+}
+
+func (s *run) store(ctx context.Context, m llm.Message) {
+	if s.sess == nil {
+		s.ids = append(s.ids, "")
+		return
+	}
+	s.leafBefore = s.sess.Leaf()
+	id, err := s.sess.Append(context.WithoutCancel(ctx), session.MessageEntry(m))
+	if err != nil {
+		s.sessionError(err)
+	}
+	s.ids = append(s.ids, id)
+}
+
+func (s *run) sessionError(err error) {
+	if s.sessErr {
+		return
+	}
+	s.sessErr = true
+	s.warn(fmt.Sprintf("the transcript could not be written: %v", err))
+}
+
+func (s *run) checkBudget() {
+	if s.p.MaxCost > 0 && s.usage.Cost.Total > s.p.MaxCost {
+		s.cancel(&BudgetError{Kind: ReasonBudgetCost, Limit: s.p.MaxCost, Used: s.usage.Cost.Total})
+	}
+	if s.p.MaxTokens > 0 {
+		u := s.usage
+		used := u.Input + u.Output + u.CacheRead + u.CacheWrite
+		if used > s.p.MaxTokens {
+			s.cancel(&BudgetError{Kind: ReasonBudgetTokens, Limit: float64(s.p.MaxTokens), Used: float64(used)})
+		}
+	}
+}
+
+// recorder persists the Compactor's decisions as session entries.
+type recorder run
+
+func (r *recorder) RecordCompaction(ctx context.Context, rec compact.CompactionRecord) error {
+	s := (*run)(r)
+	first := ""
+	for i := rec.FirstKeptIndex; i < len(s.ids) && first == ""; i++ {
+		first = s.ids[max(0, i)]
+	}
+	_, err := s.sess.Append(ctx, session.CompactionEntry(rec.Summary, first, rec.TokensBefore))
+	return err
+}
+
+func (r *recorder) RecordTruncations(ctx context.Context, recs []compact.Truncation) error {
+	s := (*run)(r)
+	for _, t := range recs {
+		if _, err := s.sess.Append(ctx, session.TruncationEntry(t.ToolCallID, t.Content)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// trigger for rand in jitter.
+func jitter() float64 { return rand.Float64() }

@@ -1,0 +1,328 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/compact"
+	"github.com/agentloop/agentloop/hook"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/loopguard"
+	"github.com/agentloop/agentloop/session"
+	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tool/mcp"
+)
+
+// Reason codes of a Result besides the agent's (stop, max_turns, aborted)
+// and the failure reasons of llm.Reason (context_overflow, overloaded, ...).
+const (
+	ReasonStop          = agent.ReasonStop
+	ReasonMaxTurns      = agent.ReasonMaxTurns
+	ReasonAborted       = agent.ReasonAborted
+	ReasonRetryLimit    = "retry_limit"
+	ReasonTimeout       = "timeout"
+	ReasonBudgetCost    = "budget_cost"
+	ReasonBudgetTokens  = "budget_tokens"
+	ReasonLoopDetected  = "loop_detected"
+	ReasonHalted        = "halted"
+	ReasonPromptBlocked = "prompt_blocked"
+)
+
+// Errors a run is cancelled with; context.Cause on the run's context and
+// Result.Err carry them.
+var (
+	// ErrRunTimeout: the run took longer than Params.Timeout.
+	ErrRunTimeout = errors.New("the run took longer than its timeout")
+	// ErrAborted: Runner.Abort stopped the run.
+	ErrAborted = errors.New("the run was aborted")
+	// ErrBudget is matched by every *BudgetError.
+	ErrBudget = errors.New("the run's budget was exceeded")
+)
+
+// BudgetError says which budget a run crossed.
+type BudgetError struct {
+	// Kind is ReasonBudgetCost or ReasonBudgetTokens.
+	Kind  string
+	Limit float64
+	Used  float64
+}
+
+func (e *BudgetError) Error() string {
+	if e.Kind == ReasonBudgetCost {
+		return fmt.Sprintf("the run cost $%.4f, over its budget of $%.4f (--max-cost)", e.Used, e.Limit)
+	}
+	return fmt.Sprintf("the run used %.0f tokens, over its budget of %.0f (--max-tokens)", e.Used, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrBudget) true.
+func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
+
+// HaltError is a hook's request to end the run (Claude Code's
+// "continue": false); Reason is for the user.
+type HaltError struct{ Reason string }
+
+func (e *HaltError) Error() string {
+	if e.Reason == "" {
+		return "a hook stopped the run"
+	}
+	return "a hook stopped the run: " + e.Reason
+}
+
+// Clock is the runner's time source: backoff waits and the run timeout.
+// Tests run the real clock inside a testing/synctest bubble, or inject one.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx ends, returning ctx's cause then.
+	Sleep(ctx context.Context, d time.Duration) error
+	// AfterFunc calls f after d; stop cancels it.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// RealClock is the Clock of the time package.
+type RealClock struct{}
+
+// Now returns time.Now().
+func (RealClock) Now() time.Time { return time.Now() }
+
+// Sleep waits d on a timer, or until ctx ends.
+func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// AfterFunc is time.AfterFunc.
+func (RealClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+
+// Config configures a Runner. The zero value (or nil) means the defaults.
+type Config struct {
+	// LaneCaps are the global lanes' caps; nil means DefaultLaneCaps.
+	LaneCaps map[string]int
+	// Clock is the time source; nil means RealClock.
+	Clock Clock
+	// Retry is the default retry policy of runs that set none.
+	Retry RetryPolicy
+}
+
+// Runner runs agent runs through lanes and keeps the registry of active
+// runs. It is safe for concurrent use.
+type Runner struct {
+	cfg   Config
+	lanes *Lanes
+
+	mu     sync.Mutex
+	active map[string]*activeRun
+}
+
+type activeRun struct {
+	agent      *agent.Agent
+	cancel     context.CancelCauseFunc
+	compacting *atomic.Bool
+}
+
+// New returns a Runner; cfg is copied and may be nil.
+func New(cfg *Config) *Runner {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Clock == nil {
+		c.Clock = RealClock{}
+	}
+	return &Runner{cfg: c, lanes: NewLanes(c.LaneCaps), active: map[string]*activeRun{}}
+}
+
+// Default is the Runner behind the package-level Run, Steer, Abort and Active.
+var Default = New(nil)
+
+// Run runs p on the Default runner.
+func Run(ctx context.Context, p Params) (Result, error) { return Default.Run(ctx, p) }
+
+// Steer injects text into the active run of sessionKey on the Default runner.
+func Steer(sessionKey, text string) bool { return Default.Steer(sessionKey, text) }
+
+// Abort stops the active run of sessionKey on the Default runner.
+func Abort(sessionKey string) bool { return Default.Abort(sessionKey) }
+
+// Active lists the session keys with an active run on the Default runner.
+func Active() []string { return Default.Active() }
+
+// Steer queues text as a user message for the active run of sessionKey,
+// injected after its current tool batch. It reports false when no run of
+// that session is active or the run is compacting.
+func (r *Runner) Steer(sessionKey, text string) bool {
+	r.mu.Lock()
+	ar := r.active[sessionKey]
+	r.mu.Unlock()
+	if ar == nil || ar.compacting.Load() {
+		return false
+	}
+	ar.agent.Steer(llm.UserText(text))
+	return true
+}
+
+// Abort cancels the active run of sessionKey with ErrAborted. It reports
+// false when no run of that session is active.
+func (r *Runner) Abort(sessionKey string) bool {
+	r.mu.Lock()
+	ar := r.active[sessionKey]
+	r.mu.Unlock()
+	if ar == nil {
+		return false
+	}
+	ar.cancel(ErrAborted)
+	return true
+}
+
+// Active lists the session keys of the runs in progress, sorted.
+func (r *Runner) Active() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keys := make([]string, 0, len(r.active))
+	for k := range r.active {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// SessionSpec says which session a run uses. With a nil Store the run is
+// not persisted.
+type SessionSpec struct {
+	Store session.Store
+	// ID opens an existing session (an id, a unique prefix, or a file path
+	// for the JSONL store).
+	ID string
+	// Continue opens the latest session of Cwd (a new one when it has none).
+	Continue bool
+	// Fork copies session Fork into a new session and runs on the copy.
+	Fork string
+	// Cwd is the working directory sessions belong to.
+	Cwd string
+	// Lock says whether to wait for a session held by another run; nil
+	// fails fast.
+	Lock *session.LockOptions
+}
+
+// MCPSpec is the MCP servers of a run.
+type MCPSpec struct {
+	Config  mcp.Config
+	Options *mcp.Options
+}
+
+// Compactor is what the runner needs of context compaction;
+// *compact.Compactor implements it.
+type Compactor interface {
+	TransformContext(ctx context.Context, msgs []llm.Message) ([]llm.Message, error)
+	PersistToolResult(ctx context.Context, call tool.Call, res tool.Result) tool.Result
+	Recover(ctx context.Context, msgs []llm.Message) ([]llm.Message, error)
+}
+
+// CompactionSpec configures compaction. Nil means on, with no summariser
+// (pruning instead).
+type CompactionSpec struct {
+	Disabled      bool
+	Summarizer    *compact.Summarizer
+	ReserveTokens int
+	// Compactor replaces the one the runner would build (tests).
+	Compactor Compactor
+}
+
+// Params are one run.
+type Params struct {
+	// Prompt is the user's message.
+	Prompt string
+	// History is the prior conversation of a run without a session store
+	// (a session's own context is used otherwise).
+	History []llm.Message
+	// SessionKey names the run's session lane; "" means the session id.
+	SessionKey string
+	// Lane is the global lane (main, subagent, cron, nested); "" is main.
+	// ParentLane, when set, marks a run started from inside a run on that
+	// lane: it runs on ResolveNestedLane(ParentLane) instead.
+	Lane, ParentLane string
+	Session          SessionSpec
+
+	// Model and Info are the resolved model (llm/provider resolves specs).
+	Model llm.Model
+	Info  llm.ModelInfo
+	// Tools are the tools offered; MCP tools are added to a copy.
+	Tools        *tool.Registry
+	SystemPrompt string
+	Options      llm.Options
+	// MaxTurns caps model calls per attempt (agent.Config.MaxTurns).
+	MaxTurns int
+	// Approval decides tool calls (after the before_tool_call hooks).
+	Approval *tool.Approval
+
+	// Hooks loads command hooks once the session is known (SessionID,
+	// TranscriptPath and BusOptions.Report are filled in). Bus holds Go
+	// hooks; with Hooks set they are loaded onto it.
+	Hooks *hook.LoadOptions
+	Bus   *hook.Bus
+	MCP   *MCPSpec
+	// Compaction configures the context budget; LoopGuard the tool-loop
+	// detection (nil: on, defaults; Disabled turns it off).
+	Compaction *CompactionSpec
+	LoopGuard  *loopguard.Config
+
+	// Timeout bounds the run (0: DefaultRunTimeout; negative: none),
+	// extended once by CompactionTimeout (0: DefaultCompactionTimeout) when
+	// it expires during a compaction.
+	Timeout, CompactionTimeout time.Duration
+	// MaxCost (USD) and MaxTokens stop the run when crossed; 0 means none.
+	MaxCost   float64
+	MaxTokens int
+	// Profiles is the number of auth profiles (the iteration cap grows
+	// with it); 0 means 1. MaxIterations overrides the cap.
+	Profiles      int
+	MaxIterations int
+	// Retry overrides the runner's retry policy.
+	Retry *RetryPolicy
+
+	// OnEvent receives every event of the run in one total order: the
+	// runner's, the attempts' and compaction's. It must not block.
+	OnEvent func(agent.Event)
+	// Now stamps messages (Unix ms); nil means the wall clock.
+	Now func() int64
+}
+
+// Result is how a run ended.
+type Result struct {
+	// Reason is the reason code: stop, max_turns, aborted, a failure
+	// reason (context_overflow, overloaded, auth, ...), retry_limit,
+	// timeout, budget_cost, budget_tokens, loop_detected, halted or
+	// prompt_blocked. Only stop is a success.
+	Reason     string
+	StopReason llm.StopReason
+	// Err is the cause of a failed run; Message says it for people.
+	Err     error
+	Message string
+	// Usage sums every model call of every attempt.
+	Usage llm.Usage
+	// Attempts counts the iterations of the outer loop; Retries and
+	// Compactions the recoveries among them.
+	Attempts    int
+	Retries     int
+	Compactions int
+	// SessionID and SessionPath name the transcript ("" without one).
+	SessionID, SessionPath string
+	// Messages are the messages the run added, failed attempts excluded.
+	Messages []llm.Message
+	// Warnings are things the user should know (also sent as events).
+	Warnings []string
+}
+
+// OK reports whether the run succeeded.
+func (r Result) OK() bool { return r.Reason == ReasonStop }
