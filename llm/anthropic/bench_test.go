@@ -2,6 +2,7 @@ package anthropic_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -57,4 +58,36 @@ func BenchmarkStreamText(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkStreamToolArgs streams one 64 KiB tool argument (a file being
+// written) in 16-byte fragments: the cost of keeping partial arguments
+// parsed.
+func BenchmarkStreamToolArgs(b *testing.B) {
+	content := strings.Repeat("package main // generated line\n", 64<<10/31)
+	args, _ := json.Marshal(map[string]string{"path": "big.go", "content": content})
+	var sb strings.Builder
+	sb.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":100,\"output_tokens\":1}}}\n\n")
+	sb.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_b\",\"name\":\"write\",\"input\":{}}}\n\n")
+	for i := 0; i < len(args); i += 16 {
+		frag, _ := json.Marshal(string(args[i:min(i+16, len(args))]))
+		fmt.Fprintf(&sb, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":%s}}\n\n", frag)
+	}
+	sb.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+	sb.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":20000}}\n\n")
+	sb.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	body := sb.String()
+	m := anthropic.New(anthropic.Config{Info: llm.ModelInfo{ID: "claude-test"}, HTTPClient: &http.Client{Transport: replay(body)}})
+	req := simpleRequest()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var last llm.Event
+		for ev := range m.Stream(context.Background(), req) {
+			last = ev
+		}
+		if last.Type != llm.EventDone || len(last.Message.ToolCalls()[0].Arguments) != len(args) {
+			b.Fatalf("last event %s", last.Type)
+		}
+	}
 }
