@@ -21,6 +21,12 @@
 // conservative limits (llm.DefaultContextWindow, llm.DefaultMaxTokens, text
 // input only, unknown prices) and a warning.
 //
-// provider sits above the wire packages (llm/anthropic, llm/openai) and
-// llm/faux, and imports only them and llm. The CLI and the runner import it.
+// The api of a model picks its wire: anthropic-messages (llm/anthropic),
+// openai-completions and openai-responses (llm/openai), google-generative-ai
+// (llm/google). Built-in OpenAI models use Chat Completions; a models file
+// entry may choose the Responses API.
+//
+// provider sits above the wire packages (llm/anthropic, llm/openai,
+// llm/google) and llm/faux, and imports only them and llm. The CLI and the
+// runner import it.
 package provider

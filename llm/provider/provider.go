@@ -69,7 +69,7 @@ var keyless = map[string]bool{"ollama": true}
 var ErrNoProvider = errors.New("no model named and no provider key set")
 
 // ErrWireMissing is returned (wrapped) when a model needs a wire format
-// agentloop does not speak yet (Gemini, OpenAI Responses).
+// agentloop does not speak.
 var ErrWireMissing = errors.New("wire format not available yet")
 
 // Options tune Resolve. The zero value reads the environment and the
@@ -116,6 +116,7 @@ var (
 	newAnthropic = func(c anthropic.Config) llm.Model { return anthropic.New(c) }
 	newOpenAI    = func(c openai.Config) llm.Model { return openai.New(c) }
 	newGoogle    = func(c google.Config) llm.Model { return google.New(c) }
+	newResponses = func(c openai.Config) llm.Model { return openai.NewResponses(c) }
 )
 
 // Resolve turns a model spec ("provider/id"; "" for the default) into a
@@ -221,37 +222,17 @@ func (r *resolver) hasKey(provider string) bool {
 }
 
 func (r *resolver) resolveDefault(ctx context.Context) (*Resolved, error) {
-	var skipped []string
 	for _, p := range DefaultOrder {
-		if !r.hasKey(p) {
-			continue
+		if r.hasKey(p) {
+			return r.resolve(ctx, p, DefaultModels[p])
 		}
-		if llm.DefaultAPI(p) == llm.APIGoogleGenerativeAI && !wireAvailable(llm.APIGoogleGenerativeAI) {
-			skipped = append(skipped, p)
-			continue
-		}
-		res, err := r.resolve(ctx, p, DefaultModels[p])
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range skipped {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s's key is set, but the Gemini wire is not in agentloop yet (issue 12); using %s/%s", s, p, res.Info.ID))
-		}
-		return res, nil
-	}
-	if len(skipped) > 0 {
-		return nil, geminiPending(skipped[0] + "/" + DefaultModels[skipped[0]])
 	}
 	return nil, fmt.Errorf("%w: set one of ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY or OPENROUTER_API_KEY, name a model with --model provider/id, or try agentloop offline with --model faux/demo", ErrNoProvider)
 }
 
-func geminiPending(spec string) error {
-	return fmt.Errorf("model %s: %w: the Gemini wire is coming (issue 12); meanwhile use Gemini through OpenRouter (openrouter/google/gemini-2.5-pro) or another provider", spec, ErrWireMissing)
-}
-
 func wireAvailable(api llm.API) bool {
 	switch api {
-	case llm.APIAnthropicMessages, llm.APIOpenAICompletions, llm.APIGoogleGenerativeAI:
+	case llm.APIAnthropicMessages, llm.APIOpenAICompletions, llm.APIOpenAIResponses, llm.APIGoogleGenerativeAI:
 		return true
 	}
 	return false
@@ -290,11 +271,8 @@ func (r *resolver) resolve(ctx context.Context, provider, id string) (*Resolved,
 			"model %s/%s is not in the registry: assuming a %d-token context window, %d output tokens, text input only and unknown prices; describe it in %s for accurate limits and costs",
 			provider, id, llm.DefaultContextWindow, llm.DefaultMaxTokens, r.modelsFileName()))
 	}
-	if info.API == llm.APIGoogleGenerativeAI && !wireAvailable(info.API) {
-		return nil, geminiPending(provider + "/" + id)
-	}
 	if !wireAvailable(info.API) {
-		return nil, fmt.Errorf("model %s/%s: %w: agentloop speaks anthropic-messages, openai-completions and google-generative-ai so far, not %s", provider, id, ErrWireMissing, info.API)
+		return nil, fmt.Errorf("model %s/%s: %w: agentloop speaks anthropic-messages, openai-completions, openai-responses and google-generative-ai, not %s", provider, id, ErrWireMissing, info.API)
 	}
 
 	// Base URL: --base-url, then the models file, then the environment,
@@ -364,6 +342,8 @@ func (r *resolver) resolve(ctx context.Context, provider, id string) (*Resolved,
 			}
 		}
 		res.Model = newOpenAI(openai.Config{Info: info, APIKey: key, BaseURL: base, HTTPClient: r.o.HTTPClient, IdleTimeout: r.o.IdleTimeout, Headers: headers, Compat: &c})
+	case llm.APIOpenAIResponses:
+		res.Model = newResponses(openai.Config{Info: info, APIKey: key, BaseURL: base, HTTPClient: r.o.HTTPClient, IdleTimeout: r.o.IdleTimeout, Headers: headers})
 	case llm.APIGoogleGenerativeAI:
 		res.Model = newGoogle(google.Config{Info: info, APIKey: key, BaseURL: base, HTTPClient: r.o.HTTPClient, IdleTimeout: r.o.IdleTimeout, Headers: headers})
 	}

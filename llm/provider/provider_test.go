@@ -37,7 +37,7 @@ type captured struct {
 func capture(t *testing.T) *captured {
 	t.Helper()
 	c := &captured{}
-	oldA, oldO, oldG := newAnthropic, newOpenAI, newGoogle
+	oldA, oldO, oldG, oldR := newAnthropic, newOpenAI, newGoogle, newResponses
 	newAnthropic = func(cfg anthropic.Config) llm.Model {
 		*c = captured{wire: "anthropic", apiKey: cfg.APIKey, baseURL: cfg.BaseURL, headers: cfg.Headers, info: cfg.Info}
 		return stubModel{}
@@ -50,7 +50,11 @@ func capture(t *testing.T) *captured {
 		*c = captured{wire: "google", apiKey: cfg.APIKey, baseURL: cfg.BaseURL, headers: cfg.Headers, info: cfg.Info}
 		return stubModel{}
 	}
-	t.Cleanup(func() { newAnthropic, newOpenAI, newGoogle = oldA, oldO, oldG })
+	newResponses = func(cfg openai.Config) llm.Model {
+		*c = captured{wire: "responses", apiKey: cfg.APIKey, baseURL: cfg.BaseURL, headers: cfg.Headers, info: cfg.Info}
+		return stubModel{}
+	}
+	t.Cleanup(func() { newAnthropic, newOpenAI, newGoogle, newResponses = oldA, oldO, oldG, oldR })
 	return c
 }
 
@@ -336,11 +340,11 @@ func TestResolveModelsFile(t *testing.T) {
 			t.Errorf("base %q err %v", got.baseURL, err)
 		}
 	})
-	t.Run("responses api not yet", func(t *testing.T) {
-		capture(t)
-		_, err := Resolve(context.Background(), "responses/m", &Options{ModelsFile: path, LookupEnv: envOf(t)})
-		if !errors.Is(err, ErrWireMissing) || !strings.Contains(err.Error(), "openai-responses") {
-			t.Errorf("err = %v", err)
+	t.Run("responses api", func(t *testing.T) {
+		got := capture(t)
+		res, err := Resolve(context.Background(), "responses/m", &Options{ModelsFile: path, LookupEnv: envOf(t)})
+		if err != nil || got.wire != "responses" || got.baseURL != "http://r/v1" || res.Info.API != llm.APIOpenAIResponses {
+			t.Errorf("got %+v err %v", got, err)
 		}
 	})
 	t.Run("default file from AGENTLOOP_HOME", func(t *testing.T) {
