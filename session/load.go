@@ -31,7 +31,9 @@ func (e *CorruptLineError) Error() string {
 func (e *CorruptLineError) Unwrap() error { return e.Err }
 
 // Transcript is a session file in memory: the header and every entry, in
-// file order, across all branches.
+// file order, across all branches. Treat it as read-only, and use it from
+// one goroutine at a time (it builds an id index on first use); a Session
+// hands out snapshots, so each reader can have its own.
 type Transcript struct {
 	Header  Header
 	Entries []Entry
