@@ -90,6 +90,26 @@ func TestStreamFixtures(t *testing.T) {
 			},
 		},
 		{
+			name: "pause_turn", fixture: "text.sse",
+			transform: func(s string) string { return strings.Replace(s, `"end_turn"`, `"pause_turn"`, 1) },
+			types:     "start text_start text_delta text_delta text_end done",
+			check: func(t *testing.T, m *llm.Message) {
+				if m.StopReason != llm.StopReasonStop {
+					t.Errorf("stop %q", m.StopReason)
+				}
+			},
+		},
+		{
+			name: "max_tokens", fixture: "text.sse",
+			transform: func(s string) string { return strings.Replace(s, `"end_turn"`, `"max_tokens"`, 1) },
+			types:     "start text_start text_delta text_delta text_end done",
+			check: func(t *testing.T, m *llm.Message) {
+				if m.StopReason != llm.StopReasonLength {
+					t.Errorf("stop %q", m.StopReason)
+				}
+			},
+		},
+		{
 			name: "OpenRouter-style [DONE] after message_stop", fixture: "text.sse",
 			transform: func(s string) string { return s + "event: data\ndata: [DONE]\n\n" },
 			types:     "start text_start text_delta text_delta text_end done",
@@ -310,6 +330,9 @@ func TestStreamFailures(t *testing.T) {
 		{"malformed SSE", "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{}}}\n\nthis is not an event stream\n", []llm.Reason{llm.ReasonNetwork}, "ended before", ""},
 		{"context window exceeded stop", strings.Replace(text, `"stop_reason":"end_turn"`, `"stop_reason":"model_context_window_exceeded"`, 1),
 			[]llm.Reason{llm.ReasonContextOverflow}, "context window", "Hello, world."},
+		// A refusal is the model's answer, not a provider failure the
+		// classifier knows: it stays unknown (never retried as transient).
+		{"refusal", strings.Replace(text, `"stop_reason":"end_turn"`, `"stop_reason":"refusal"`, 1), []llm.Reason{llm.ReasonUnknown}, "declined", "Hello, world."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -325,7 +348,7 @@ func TestStreamFailures(t *testing.T) {
 			if tt.reasons != nil && !hasReason(tt.reasons, pe.Reason) {
 				t.Errorf("reason %q, want one of %v", pe.Reason, tt.reasons)
 			}
-			if pe.Reason == llm.ReasonUnknown {
+			if pe.Reason == llm.ReasonUnknown && !hasReason(tt.reasons, llm.ReasonUnknown) {
 				t.Errorf("reason unknown")
 			}
 			if !strings.Contains(pe.Error(), tt.words) {

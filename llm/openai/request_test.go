@@ -185,3 +185,46 @@ func ExampleNew() {
 	fmt.Println(m.Compat().MaxTokensField)
 	// Output: max_tokens
 }
+
+// The rarer compat switches: tool names on results, a bridge turn after
+// tool results, thinking replayed as text, and images left out for a
+// text-only model.
+func TestRequestCompatSwitches(t *testing.T) {
+	var c capture
+	srv := serve(t, 200, nil, fixture(t, "text.sse"), &c)
+	compat := openai.CompatFor("vllm", "")
+	compat.RequiresToolResultName = true
+	compat.RequiresAssistantAfterToolResult = true
+	compat.RequiresThinkingAsText = true
+	m := openai.New(openai.Config{Info: llm.ModelInfo{ID: "m", Provider: "local", Input: []string{"text"}},
+		BaseURL: srv.URL, HTTPClient: srv.Client(), Compat: &compat})
+	req := &llm.Request{Messages: []llm.Message{
+		{Role: llm.RoleUser, Content: []llm.Content{llm.Text("see"), llm.Image("aGk=", "image/png")}},
+		{Role: llm.RoleAssistant, Provider: "local", API: "openai-completions", StopReason: llm.StopReasonToolUse, Content: []llm.Content{
+			llm.Thinking("hmm", "reasoning_content"), llm.ToolCall("c1", "ls", nil)}},
+		{Role: llm.RoleToolResult, ToolCallID: "c1", ToolName: "ls", Content: []llm.Content{llm.Text("x")}},
+		llm.UserText("thanks"),
+	}}
+	if r := collect(t, m, context.Background(), req); r.err != nil {
+		t.Fatal(r.err)
+	}
+	var body struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	json.Unmarshal(c.body, &body)
+	want := []string{
+		`{"role":"user","content":[{"type":"text","text":"see"},{"type":"text","text":"(an image was omitted: this model does not accept images)"}]}`,
+		`{"role":"assistant","content":"hmm","tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}`,
+		`{"role":"tool","content":"x","tool_call_id":"c1","name":"ls"}`,
+		`{"role":"assistant","content":"Tool results received."}`,
+		`{"role":"user","content":"thanks"}`,
+	}
+	if len(body.Messages) != len(want) {
+		t.Fatalf("%d messages", len(body.Messages))
+	}
+	for i := range want {
+		if string(body.Messages[i]) != want[i] {
+			t.Errorf("message %d\n got %s\nwant %s", i, body.Messages[i], want[i])
+		}
+	}
+}
