@@ -6,9 +6,10 @@ package llm
 // by models.dev (the catalogue pi-ai 0.73.1 ships). Prices change: a models
 // file entry for the same provider and id overrides these.
 //
-// OpenAI models are listed with the Chat Completions wire (openai-completions)
-// until the Responses wire lands; models that only the Responses API serves
-// (the -pro and -codex lines) are left out for that reason.
+// OpenAI's general models are listed with the Chat Completions wire
+// (openai-completions), which every compatible server shares; the models
+// that only the Responses API serves (the -pro and -codex lines) use
+// openai-responses.
 
 // Default API roots of the built-in providers.
 const (
@@ -87,6 +88,18 @@ var builtinModels = concat(
 		{id: "o3", name: "o3", window: 200000, max: 100000, in: 2, out: 8, read: 0.5, reasoning: true, images: true},
 		{id: "o4-mini", name: "o4-mini", window: 200000, max: 100000, in: 1.1, out: 4.4, read: 0.275, reasoning: true, images: true},
 		{id: "o3-mini", name: "o3-mini", window: 200000, max: 100000, in: 1.1, out: 4.4, read: 0.55, reasoning: true},
+	}),
+	expand("openai", APIOpenAIResponses, OpenAIBaseURL, []spec{
+		{id: "gpt-5.5-pro", name: "GPT-5.5 pro", window: 1050000, max: 128000, in: 30, out: 180, reasoning: true, images: true},
+		{id: "gpt-5.4-pro", name: "GPT-5.4 pro", window: 1050000, max: 128000, in: 30, out: 180, reasoning: true, images: true},
+		{id: "gpt-5.2-pro", name: "GPT-5.2 pro", window: 400000, max: 128000, in: 21, out: 168, reasoning: true, images: true},
+		{id: "gpt-5-pro", name: "GPT-5 pro", window: 400000, max: 272000, in: 15, out: 120, reasoning: true, images: true},
+		{id: "gpt-5.3-codex", name: "GPT-5.3 Codex", window: 400000, max: 128000, in: 1.75, out: 14, read: 0.175, reasoning: true, images: true},
+		{id: "gpt-5.2-codex", name: "GPT-5.2 Codex", window: 400000, max: 128000, in: 1.75, out: 14, read: 0.175, reasoning: true, images: true},
+		{id: "gpt-5.1-codex", name: "GPT-5.1 Codex", window: 400000, max: 128000, in: 1.25, out: 10, read: 0.125, reasoning: true, images: true},
+		{id: "gpt-5.1-codex-max", name: "GPT-5.1 Codex Max", window: 400000, max: 128000, in: 1.25, out: 10, read: 0.125, reasoning: true, images: true},
+		{id: "gpt-5.1-codex-mini", name: "GPT-5.1 Codex mini", window: 400000, max: 128000, in: 0.25, out: 2, read: 0.025, reasoning: true, images: true},
+		{id: "gpt-5-codex", name: "GPT-5 Codex", window: 400000, max: 128000, in: 1.25, out: 10, read: 0.125, reasoning: true, images: true},
 	}),
 	expand("google", APIGoogleGenerativeAI, GoogleBaseURL, []spec{
 		{id: "gemini-3.1-pro-preview", name: "Gemini 3.1 Pro (preview)", window: 1048576, max: 65536, in: 2, out: 12, read: 0.2, reasoning: true, images: true},

@@ -24,6 +24,7 @@ func TestBuiltinCatalogLookup(t *testing.T) {
 		{"openai", "gpt-5", APIOpenAICompletions, 400000, 128000, 1.25, 10, true, true},
 		{"openai", "gpt-4.1", APIOpenAICompletions, 1047576, 32768, 2, 8, false, true},
 		{"openai", "o3-mini", APIOpenAICompletions, 200000, 100000, 1.1, 4.4, true, false},
+		{"openai", "gpt-5.1-codex", APIOpenAIResponses, 400000, 128000, 1.25, 10, true, true},
 		{"google", "gemini-2.5-pro", APIGoogleGenerativeAI, 1048576, 65536, 1.25, 10, true, true},
 		{"openrouter", "anthropic/claude-sonnet-4.5", APIOpenAICompletions, 1000000, 64000, 3, 15, true, true},
 		{"groq", "llama-3.3-70b-versatile", APIOpenAICompletions, 131072, 32768, 0.59, 0.79, false, false},
@@ -73,7 +74,7 @@ func TestBuiltinEntriesAreSane(t *testing.T) {
 			t.Errorf("%s: prices %+v", key, m.Cost)
 		case m.Cost.CacheRead > m.Cost.Input:
 			t.Errorf("%s: cache reads cost more than input: %+v", key, m.Cost)
-		case m.API != DefaultAPI(m.Provider):
+		case m.API != DefaultAPI(m.Provider) && !(m.Provider == "openai" && m.API == APIOpenAIResponses):
 			t.Errorf("%s: api %s, provider default %s", key, m.API, DefaultAPI(m.Provider))
 		}
 	}

@@ -91,6 +91,7 @@ func TestResolveSpecs(t *testing.T) {
 		{"anthropic dated alias", "anthropic/claude-haiku-4-5-20251001", []string{"ANTHROPIC_API_KEY", "ak"}, "", "anthropic", "ak", "ANTHROPIC_API_KEY", llm.AnthropicBaseURL, 200000, ""},
 		{"anthropic base from env", "anthropic/any", []string{"ANTHROPIC_BASE_URL", "http://127.0.0.1:9/"}, "", "anthropic", "", "", "http://127.0.0.1:9/", llm.DefaultContextWindow, "not in the registry"},
 		{"openai known", "openai/gpt-5", []string{"OPENAI_API_KEY", "ok"}, "", "openai", "ok", "OPENAI_API_KEY", llm.OpenAIBaseURL, 400000, ""},
+		{"openai responses-only", "openai/gpt-5.1-codex", []string{"OPENAI_API_KEY", "ok"}, "", "responses", "ok", "OPENAI_API_KEY", llm.OpenAIBaseURL, 400000, ""},
 		{"openai base flag beats env", "openai/gpt-5", []string{"OPENAI_API_KEY", "ok", "OPENAI_BASE_URL", "http://env"}, "http://flag/v1", "openai", "ok", "OPENAI_API_KEY", "http://flag/v1", 400000, ""},
 		{"openai any on base url without key", "openai/any", nil, "http://127.0.0.1:8/v1", "openai", "", "", "http://127.0.0.1:8/v1", llm.DefaultContextWindow, "without one"},
 		{"ollama no key", "ollama/qwen3", nil, "", "openai", "", "", llm.OllamaBaseURL, llm.DefaultContextWindow, "not in the registry"},
