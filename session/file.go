@@ -116,7 +116,7 @@ func openFileSession(path string, h Header, create bool, policy SyncPolicy, lock
 	s.f, s.size = f, int64(len(complete))
 	if len(bytes.TrimSpace(complete)) == 0 {
 		// Only a torn header was written: start the file again.
-		h.Version, h.Type = CurrentVersion, "session"
+		h.Version, h.Type, h.Timestamp = CurrentVersion, "session", formatTime(time.Now())
 		s.t = &Transcript{Header: h, index: map[string]int{}, Warnings: warnings}
 		if err := f.Truncate(0); err != nil {
 			f.Close()

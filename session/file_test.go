@@ -593,3 +593,24 @@ func TestContextEntryID(t *testing.T) {
 		t.Errorf("context after a summary-less compaction %v", got)
 	}
 }
+
+func TestOpenWithOnlyATornHeader(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	id, path := writeSession(t, st, 1)
+	os.WriteFile(path, []byte(`{"type":"session","vers`), 0o600)
+	if _, err := LoadFile(path); !errors.Is(err, ErrNotFound) {
+		t.Errorf("load of a torn header: %v", err)
+	}
+	s, err := st.Open(ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, ModelChangeEntry("p", "m"))
+	mustAppend(t, s, MessageEntry(user("again")))
+	s.Close()
+	tr, err := LoadFile(path)
+	if err != nil || tr.Header.ID != id || len(tr.Entries) != 2 || tr.Header.Timestamp == "" {
+		t.Fatalf("after rewriting a torn header: %+v, %v", tr, err)
+	}
+}
