@@ -156,7 +156,10 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		for {
 			ev, err := r.Next()
 			if err != nil {
-				if err == io.EOF {
+				if x.ctx.Err() != nil {
+					// Cancelled or idle: that is the cause, whatever the read saw.
+					err = x.failure(err)
+				} else if err == io.EOF {
 					err = truncatedStream(m.provider, m.cfg.Info.ID)
 				} else if errors.Is(err, sse.ErrEventTooLarge) {
 					err = malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)

@@ -364,42 +364,6 @@ func TestStreamFailures(t *testing.T) {
 	}
 }
 
-// A stream that sends only pings and comments after its start times out:
-// keep-alives do not reset the idle timer.
-func TestIdleTimeout(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
-		w.Header().Set("Content-Type", "text/event-stream")
-		f := w.(http.Flusher)
-		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\n")
-		f.Flush()
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-r.Context().Done():
-				return
-			case <-tick.C:
-				fmt.Fprint(w, ": still thinking\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n")
-				f.Flush()
-			}
-		}
-	}))
-	defer srv.Close()
-	start := time.Now()
-	r := collect(t, newModel(srv, 150*time.Millisecond), context.Background(), simpleRequest())
-	if el := time.Since(start); el > 5*time.Second {
-		t.Fatalf("took %v", el)
-	}
-	var pe *llm.ProviderError
-	if !errors.As(r.err, &pe) || pe.Reason != llm.ReasonTimeout {
-		t.Fatalf("want a timeout ProviderError, got %v", r.err)
-	}
-	if typesString(r.types) != "start error" || r.msg.StopReason != llm.StopReasonError {
-		t.Fatalf("events %s stop %q", typesString(r.types), r.msg.StopReason)
-	}
-}
-
 // Cancelling the context mid-stream closes the body at once and keeps the
 // partial output with stop reason aborted.
 func TestAbortKeepsPartial(t *testing.T) {

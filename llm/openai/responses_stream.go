@@ -130,6 +130,9 @@ func (m *ResponsesModel) stream(ctx context.Context, req *llm.Request) iter.Seq2
 			ev, err := r.Next()
 			if err != nil {
 				switch {
+				case x.ctx.Err() != nil:
+					// Cancelled or idle: that is the cause, whatever the read saw.
+					err = x.failure(err)
 				case err == io.EOF:
 					err = truncatedStream(m.provider, m.cfg.Info.ID)
 				case errors.Is(err, sse.ErrEventTooLarge):

@@ -115,6 +115,9 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			ev, err := r.Next()
 			if err != nil {
 				switch {
+				case x.ctx.Err() != nil:
+					// Cancelled or idle: that is the cause, whatever the read saw.
+					err = x.failure(err)
 				case err == io.EOF && d.finish != "" && !r.Truncated():
 					// No [DONE], but the reply said it was finished.
 					d.done()

@@ -345,50 +345,6 @@ func TestStreamFailures(t *testing.T) {
 	}
 }
 
-func TestIdleTimeout(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
-		w.Header().Set("Content-Type", "text/event-stream")
-		f := w.(http.Flusher)
-		fmt.Fprint(w, chunkJSON(map[string]any{"role": "assistant", "content": "Thinking"}, nil))
-		f.Flush()
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-r.Context().Done():
-				return
-			case <-tick.C:
-				fmt.Fprint(w, ": OPENROUTER PROCESSING\n\n")
-				f.Flush()
-			}
-		}
-	}))
-	defer srv.Close()
-	r := collect(t, newModel(srv, 150*time.Millisecond), context.Background(), simpleRequest())
-	var pe *llm.ProviderError
-	if !errors.As(r.err, &pe) || pe.Reason != llm.ReasonTimeout {
-		t.Fatalf("want a timeout ProviderError, got %v", r.err)
-	}
-	if r.msg.Text() != "Thinking" || r.msg.StopReason != llm.StopReasonError {
-		t.Fatalf("text %q stop %q", r.msg.Text(), r.msg.StopReason)
-	}
-}
-
-// The idle timer also covers a server that never sends its headers.
-func TestIdleBeforeHeaders(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
-	r := collect(t, newModel(srv, 100*time.Millisecond), context.Background(), simpleRequest())
-	var pe *llm.ProviderError
-	if !r.bare || !errors.As(r.err, &pe) || pe.Reason != llm.ReasonTimeout {
-		t.Fatalf("bare %v err %v", r.bare, r.err)
-	}
-}
-
 func TestAbortKeepsPartial(t *testing.T) {
 	handlerDone := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
