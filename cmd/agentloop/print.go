@@ -8,11 +8,13 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/runner"
 )
 
 // printer shows a run: with --json every event as one line on stdout;
-// otherwise the assistant's text on stdout, and tool calls, notices and a
-// final usage line on stderr.
+// otherwise the assistant's text on stdout, and tool calls, notices (one
+// line per retry, compaction and lane wait) and a final usage line on
+// stderr.
 type printer struct {
 	out, errw io.Writer
 	json      bool
@@ -20,10 +22,18 @@ type printer struct {
 	info      llm.ModelInfo
 
 	atLineStart bool // stdout ends with a newline (or nothing was written)
-	wroteText   bool
 	turns       int
-	usage       llm.Usage
 	tools       int
+
+	// shown is the text of the current assistant reply printed so far.
+	shown strings.Builder
+	// replay is the text a failed reply had shown before a retry; the
+	// retried reply's text is printed only where it goes beyond it, so a
+	// retry never shows the same words twice. got is the retried reply's
+	// text so far.
+	replay    string
+	replaying bool
+	got       strings.Builder
 }
 
 func newPrinter(env *cliEnv, jsonOut bool, info llm.ModelInfo) *printer {
@@ -45,13 +55,24 @@ func (p *printer) event(ev agent.Event) {
 	switch ev.Type {
 	case agent.EventTurnStart:
 		p.turns++
+	case agent.EventMessageStart:
+		if ev.Message != nil && ev.Message.Role == llm.RoleAssistant {
+			p.shown.Reset()
+			if p.replay != "" {
+				p.replaying = true
+				p.got.Reset()
+			}
+		}
 	case agent.EventMessageUpdate:
 		if ev.LLM != nil && ev.LLM.Type == llm.EventTextDelta {
-			p.text(ev.LLM.Delta)
+			p.delta(ev.LLM.Delta)
 		}
 	case agent.EventMessageEnd:
-		if ev.Message != nil && ev.Message.Role == llm.RoleAssistant && ev.Message.Usage != nil {
-			p.usage.Add(*ev.Message.Usage)
+		if ev.Message != nil && ev.Message.Role == llm.RoleAssistant {
+			p.replaying = false
+			if !ev.Message.StopReason.Failed() {
+				p.replay = ""
+			}
 		}
 	case agent.EventToolExecutionStart:
 		p.tools++
@@ -64,19 +85,58 @@ func (p *printer) event(ev agent.Event) {
 	case agent.EventHookError:
 		p.endLine()
 		fmt.Fprintf(p.errw, "agentloop: hook %s: %v\n", ev.Hook, ev.Err)
+	case runner.EventRetry, runner.EventCompactionRetry, runner.EventOverflowRetry, runner.EventTruncationRetry, runner.EventTimeoutCompaction:
+		var n runner.Notice
+		_ = json.Unmarshal(ev.Data, &n)
+		if n.Streamed {
+			// What the failed reply showed stays on screen; the retry
+			// continues it rather than repeating it.
+			p.replay += p.shown.String()
+		}
+		p.notice(ev)
 	default:
 		p.notice(ev)
 	}
 }
 
-// notice prints the one-line form of events other layers add (retries,
-// compaction, lane waits), whose payload is in Data.
-func (p *printer) notice(ev agent.Event) {
-	switch ev.Type {
-	case agent.EventAgentStart, agent.EventAgentEnd, agent.EventMessageStart, agent.EventTurnEnd, agent.EventToolExecutionUpdate:
+// delta prints streamed text, skipping what a failed reply already showed.
+func (p *printer) delta(s string) {
+	if !p.replaying {
+		p.shown.WriteString(s)
+		p.text(s)
 		return
 	}
-	if len(ev.Data) == 0 {
+	p.got.WriteString(s)
+	got := p.got.String()
+	switch {
+	case strings.HasPrefix(p.replay, got):
+		// Still repeating what is on screen.
+	case strings.HasPrefix(got, p.replay):
+		rest := got[len(p.replay):]
+		p.replaying, p.replay = false, ""
+		p.shown.WriteString(got)
+		p.text(rest)
+	default:
+		p.replaying, p.replay = false, ""
+		p.endLine()
+		fmt.Fprintln(p.errw, "agentloop: the retried reply differs from the one cut off; here it is in full")
+		p.shown.WriteString(got)
+		p.text(got)
+	}
+}
+
+// quiet lists events that get no line of their own in the text display.
+var quiet = map[agent.EventType]bool{
+	agent.EventAgentStart: true, agent.EventAgentEnd: true, agent.EventMessageStart: true,
+	agent.EventTurnEnd: true, agent.EventToolExecutionUpdate: true,
+	runner.EventAttemptStart: true, runner.EventRunEnd: true,
+	"auto_compaction_start": true, "tool_result_truncation": true,
+}
+
+// notice prints the one-line form of events other layers add (retries,
+// compaction, lane waits, warnings), whose payload is in Data.
+func (p *printer) notice(ev agent.Event) {
+	if quiet[ev.Type] || len(ev.Data) == 0 {
 		return
 	}
 	var d struct {
@@ -96,7 +156,6 @@ func (p *printer) text(s string) {
 		return
 	}
 	io.WriteString(p.out, s)
-	p.wroteText = true
 	p.atLineStart = strings.HasSuffix(s, "\n")
 }
 
@@ -108,12 +167,12 @@ func (p *printer) endLine() {
 }
 
 // finish ends the text output and prints the usage line.
-func (p *printer) finish() {
+func (p *printer) finish(res runner.Result) {
 	if p.json {
 		return
 	}
 	p.endLine()
-	u := p.usage
+	u := res.Usage
 	line := fmt.Sprintf("usage: %d turns, %d tool calls, %s in, %s out", p.turns, p.tools, count(u.Input), count(u.Output))
 	if u.CacheRead > 0 || u.CacheWrite > 0 {
 		line += fmt.Sprintf(", cache %s read / %s written", count(u.CacheRead), count(u.CacheWrite))
@@ -121,10 +180,16 @@ func (p *printer) finish() {
 	if u.Cost.Total > 0 {
 		line += fmt.Sprintf(", $%.4f", u.Cost.Total)
 	}
+	if res.Retries > 0 {
+		line += fmt.Sprintf(", %d retries", res.Retries)
+	}
 	if p.info.ID != "" {
 		line += " (" + p.info.Provider + "/" + p.info.ID + ")"
 	}
 	fmt.Fprintln(p.errw, line)
+	if res.SessionID != "" {
+		fmt.Fprintf(p.errw, "session: %s\n", res.SessionID)
+	}
 }
 
 func count(n int) string {

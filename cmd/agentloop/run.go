@@ -4,16 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/prompt"
+	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/session"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tool/builtin"
+	"github.com/agentloop/agentloop/tool/mcp"
 )
 
 // runFlags are the flags of `agentloop run`.
@@ -35,6 +42,22 @@ type runFlags struct {
 	readOnly bool
 	approve  string
 	sandbox  bool
+
+	noSession  bool
+	cont       bool
+	session    string
+	fork       string
+	sessionDir string
+
+	trust     bool
+	noHooks   bool
+	mcpConfig []string
+	noMCP     bool
+
+	maxCost     float64
+	maxTokens   int
+	timeout     time.Duration
+	idleTimeout time.Duration
 }
 
 func newRunCmd(env *cliEnv) *cobra.Command {
@@ -74,10 +97,24 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.BoolVar(&f.readOnly, "read-only", false, "remove every tool that can change files")
 	fl.StringVar(&f.approve, "approve", tool.ApprovalModeAuto, "tool approval: auto, ask, never")
 	fl.BoolVar(&f.sandbox, "sandbox", false, "run bash inside a bubblewrap sandbox (Linux)")
+	fl.BoolVar(&f.noSession, "no-session", false, "do not keep a transcript of this run")
+	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the latest session of this directory")
+	fl.StringVar(&f.session, "session", "", "continue the session with this id (or prefix, or file path)")
+	fl.StringVar(&f.fork, "fork", "", "copy the session with this id and continue the copy")
+	fl.StringVar(&f.sessionDir, "session-dir", "", "where sessions are kept (default $AGENTLOOP_HOME/sessions)")
+	fl.BoolVar(&f.trust, "trust", false, "trust the workspace for this run: run its hooks and .mcp.json servers")
+	fl.BoolVar(&f.noHooks, "no-hooks", false, "run no command hooks from settings files")
+	fl.StringSliceVar(&f.mcpConfig, "mcp-config", nil, "also start the MCP servers of this .mcp.json file (repeatable)")
+	fl.BoolVar(&f.noMCP, "no-mcp", false, "start no MCP servers")
+	fl.Float64Var(&f.maxCost, "max-cost", 0, "stop the run once it has cost more than this many USD")
+	fl.IntVar(&f.maxTokens, "max-tokens", 0, "stop the run once it has used more than this many tokens")
+	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (e.g. 10m; default: no limit)")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", -1, "fail a model call that sends nothing for this long (0: never; default 120s)")
 	return cmd
 }
 
-// runAgent is `agentloop run`.
+// runAgent is `agentloop run`: it resolves what the flags name and hands
+// the run to package runner.
 func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) error {
 	home, err := agentloopHome(env.getenv)
 	if err != nil {
@@ -91,8 +128,8 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		return err
 	}
-	if f.maxTurns < 0 {
-		return usageError{errors.New("--max-turns must be 0 (no limit) or more")}
+	if err := checkRunFlags(f); err != nil {
+		return usageError{err}
 	}
 	var thinking llm.ThinkingLevel
 	if f.thinking != "" {
@@ -103,7 +140,11 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		thinking = l
 	}
 
-	resolved, err := resolveModel(ctx, env, f, home, thinking)
+	idle := time.Duration(-1)
+	if f.idleTimeout >= 0 {
+		idle = f.idleTimeout
+	}
+	resolved, err := resolveModel(ctx, env, f, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain))
 	if err != nil {
 		return err
 	}
@@ -132,53 +173,111 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if maxTurns == 0 {
 		maxTurns = -1
 	}
-	cfg := agent.Config{
-		Model:        resolved.Model,
-		Tools:        reg,
-		SystemPrompt: system,
-		Options:      llm.Options{Thinking: thinking},
-		MaxTurns:     maxTurns,
-		Hooks: agent.Hooks{
-			Approve: approval.Approve,
-		},
+	p := runner.Params{
+		Prompt: text, Model: resolved.Model, Info: resolved.Info, Tools: reg,
+		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
+		Approval: approval,
+		Hooks:    &hook.LoadOptions{Home: home, Workspace: cwd, Trust: f.trust, NoHooks: f.noHooks},
+		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
 	}
-	a := agent.New(cfg)
+	if !f.noSession {
+		dir := f.sessionDir
+		if dir == "" {
+			dir = filepath.Join(home, "sessions")
+		}
+		p.Session = runner.SessionSpec{Store: session.NewJSONLStore(dir), Cwd: cwd,
+			ID: f.session, Continue: f.cont, Fork: f.fork}
+	}
+	if p.MCP, err = mcpSpec(env, f, home, cwd); err != nil {
+		return err
+	}
 
-	p := newPrinter(env, f.json, resolved.Info)
-	var end *agent.Event
-	for ev, err := range a.Run(ctx, llm.UserText(text)) {
-		if err != nil {
-			return err
+	pr := newPrinter(env, f.json, resolved.Info)
+	p.OnEvent = pr.event
+	res, err := runner.Run(ctx, p)
+	pr.finish(res)
+	if err != nil {
+		if ctx.Err() != nil {
+			return exitError{code: exitInterrupted, msg: "interrupted"}
 		}
-		p.event(ev)
-		if ev.Type == agent.EventAgentEnd {
-			e := ev
-			end = &e
+		return exitError{code: exitFailed, msg: describeError(err)}
+	}
+	return runOutcome(ctx, res)
+}
+
+// checkRunFlags refuses flag values and combinations that make no sense.
+func checkRunFlags(f *runFlags) error {
+	switch {
+	case f.maxTurns < 0:
+		return errors.New("--max-turns must be 0 (no limit) or more")
+	case f.maxCost < 0:
+		return errors.New("--max-cost must be a positive amount in USD")
+	case f.maxTokens < 0:
+		return errors.New("--max-tokens must be positive")
+	case f.timeout < 0:
+		return errors.New("--timeout must be positive (0: none)")
+	}
+	n := 0
+	for _, set := range []bool{f.cont, f.session != "", f.fork != ""} {
+		if set {
+			n++
 		}
 	}
-	p.finish()
-	return runOutcome(ctx, end)
+	if n > 1 {
+		return errors.New("use only one of --continue, --session and --fork")
+	}
+	if n == 1 && f.noSession {
+		return errors.New("--no-session cannot be combined with --continue, --session or --fork")
+	}
+	return nil
+}
+
+// mcpSpec loads the MCP servers of a run: $AGENTLOOP_HOME/mcp.json, the
+// workspace's .mcp.json when it is trusted, and --mcp-config files.
+func mcpSpec(env *cliEnv, f *runFlags, home, cwd string) (*runner.MCPSpec, error) {
+	if f.noMCP {
+		return nil, nil
+	}
+	trusted := f.trust
+	if !trusted {
+		trusted, _ = hook.Trusted(home, cwd)
+	}
+	if !trusted && fileExists(filepath.Join(cwd, ".mcp.json")) {
+		fmt.Fprintf(env.stderr, "agentloop: warning: %s is not trusted: its .mcp.json servers are not started (agentloop trust, or --trust for one run)\n", cwd)
+	}
+	cfg, err := mcp.Load(mcp.LoadOptions{Home: home, Workspace: cwd, TrustWorkspace: trusted, Files: f.mcpConfig})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if len(cfg.Servers) == 0 {
+		return nil, nil
+	}
+	return &runner.MCPSpec{Config: cfg, Options: &mcp.Options{Logger: slog.New(slog.DiscardHandler)}}, nil
 }
 
 // runOutcome maps how a run ended to the exit code.
-func runOutcome(ctx context.Context, end *agent.Event) error {
-	if end == nil {
-		return exitError{code: exitFailed, msg: "the run ended without a result"}
-	}
-	switch end.Reason {
-	case agent.ReasonStop:
+func runOutcome(ctx context.Context, res runner.Result) error {
+	switch res.Reason {
+	case runner.ReasonStop:
 		return nil
-	case agent.ReasonAborted:
+	case runner.ReasonAborted:
 		if ctx.Err() != nil {
 			return exitError{code: exitInterrupted, msg: "interrupted"}
 		}
 		return exitError{code: exitFailed, msg: "the run was aborted"}
-	case agent.ReasonMaxTurns:
+	case runner.ReasonMaxTurns:
 		return exitError{code: exitFailed, msg: "stopped: the run reached its turn limit (--max-turns)"}
 	}
-	msg := "the run failed"
-	if end.Err != nil {
-		msg = describeError(end.Err)
+	msg := res.Message
+	if msg == "" && res.Err != nil {
+		msg = describeError(res.Err)
+	}
+	var pe *llm.ProviderError
+	if errors.As(res.Err, &pe) && !strings.Contains(msg, pe.Provider+":") {
+		msg = strings.TrimSuffix(msg, ".") + " (" + pe.Provider + ": " + oneLine(providerDetail(pe), 300) + ")"
+	}
+	if msg == "" {
+		msg = "the run failed (" + res.Reason + ")"
 	}
 	return exitError{code: exitFailed, msg: msg}
 }

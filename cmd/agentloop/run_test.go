@@ -94,7 +94,8 @@ func TestRunJSON(t *testing.T) {
 		}
 		types = append(types, ev.Type)
 	}
-	if len(types) < 4 || types[0] != "agent_start" || types[len(types)-1] != "agent_end" {
+	if len(types) < 4 || types[0] != "attempt_start" || types[1] != "agent_start" ||
+		types[len(types)-2] != "agent_end" || types[len(types)-1] != "run_end" {
 		t.Errorf("event types = %v", types)
 	}
 }
