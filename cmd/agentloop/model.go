@@ -21,11 +21,11 @@ func resolveModel(ctx context.Context, env *cliEnv, f *runFlags, home string, th
 		}
 	}
 	r, err := provider.Resolve(ctx, f.model, &provider.Options{
-		BaseURL:    f.baseURL,
-		ModelsFile: models,
-		Thinking:   thinking,
-		Script:     f.script,
-		LookupEnv:  env.lookupEnv,
+		BaseURL:     f.baseURL,
+		ModelsFile:  models,
+		Thinking:    thinking,
+		Script:      f.script,
+		LookupEnv:   env.lookupEnv,
 		IdleTimeout: wireIdle(idle),
 	})
 	if err != nil {
