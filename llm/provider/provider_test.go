@@ -459,7 +459,9 @@ func TestResolvedModelsReachTheServer(t *testing.T) {
 }
 
 func ExampleResolve() {
-	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-example", "AGENTLOOP_HOME": os.TempDir()}
+	// AGENTLOOP_HOME points where no models file is, so only the built-in
+	// registry and the environment count.
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-example", "AGENTLOOP_HOME": filepath.Join(os.TempDir(), "agentloop-example-empty-home")}
 	res, err := Resolve(context.Background(), "anthropic/claude-sonnet-4-5", &Options{
 		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 	})
