@@ -109,6 +109,10 @@ type Guard struct {
 	blocked map[string]bool
 }
 
+// maxPending bounds the calls waiting for Annotate or After, for callers
+// that never make those calls.
+const maxPending = 1024
+
 // New returns a guard with cfg (nil means the defaults: on, 10/20/30).
 func New(cfg *Config) *Guard {
 	h := NewHistory(cfg)
@@ -139,6 +143,9 @@ func (g *Guard) Before(call tool.Call) Verdict {
 	case !d.Stuck:
 	case d.Level == LevelWarning:
 		v.Action, kind = Warn, EventWarning
+		if len(g.warnings) >= maxPending {
+			clear(g.warnings) // Annotate is not being called; do not grow
+		}
 		g.warnings[callKey(call)] = d.Message
 	case d.Detector == DetectorGlobal:
 		v.Action, kind = Stop, EventStop
@@ -151,6 +158,9 @@ func (g *Guard) Before(call tool.Call) Verdict {
 		res := tool.ErrorResult(d.Message)
 		res.Details = detailsOf(d)
 		v.Result = &res
+		if len(g.blocked) >= maxPending {
+			clear(g.blocked) // After is not being called; do not grow
+		}
 		g.blocked[callKey(call)] = true
 	}
 	g.h.Record(call.ID, call.Name, call.Args, refused)

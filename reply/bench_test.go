@@ -65,6 +65,23 @@ func BenchmarkChunker(b *testing.B) {
 	}
 }
 
+func BenchmarkChunkerFlushOnParagraph(b *testing.B) {
+	for _, step := range []int{1, 64} {
+		b.Run(fmt.Sprintf("chunk=%d", step), func(b *testing.B) {
+			c := reply.NewChunker(reply.ChunkerOptions{MinChars: 200, MaxChars: 1000, FlushOnParagraph: true})
+			blocks := 0
+			emit := func(string) { blocks++ }
+			benchFeed(b, step, func(s string) {
+				c.Write(s)
+				c.DrainFunc(false, emit)
+			}, func() { c.DrainFunc(true, emit) })
+			if blocks == 0 {
+				b.Fatal("no blocks")
+			}
+		})
+	}
+}
+
 func BenchmarkPipeline(b *testing.B) {
 	for _, step := range []int{1, 64} {
 		b.Run(fmt.Sprintf("chunk=%d", step), func(b *testing.B) {

@@ -46,6 +46,9 @@ type Chunker struct {
 	prefer   Break
 	flushPar bool
 	buf      strings.Builder
+	// newline says a line break was written since the last drain; only
+	// then can a paragraph flush find a new break.
+	newline bool
 }
 
 // NewChunker returns a chunker with opts.
@@ -56,13 +59,21 @@ func NewChunker(opts ChunkerOptions) *Chunker {
 }
 
 // Write appends text to the buffer.
-func (c *Chunker) Write(text string) { c.buf.WriteString(text) }
+func (c *Chunker) Write(text string) {
+	c.buf.WriteString(text)
+	if strings.IndexByte(text, '\n') >= 0 {
+		c.newline = true
+	}
+}
 
 // Buffered returns the text not yet emitted.
 func (c *Chunker) Buffered() string { return c.buf.String() }
 
 // Reset drops the buffer.
-func (c *Chunker) Reset() { c.buf.Reset() }
+func (c *Chunker) Reset() {
+	c.buf.Reset()
+	c.newline = false
+}
 
 // Drain returns the blocks ready to send. Without force it emits only
 // when the buffer has MaxChars (or, with FlushOnParagraph, a blank line
@@ -78,9 +89,10 @@ func (c *Chunker) Drain(force bool) []string {
 // them.
 func (c *Chunker) DrainFunc(force bool, emit func(string)) {
 	n := c.buf.Len()
-	if n == 0 || (!force && n < c.min) || (!force && !c.flushPar && n < c.max) {
+	if n == 0 || (!force && n < c.min) || (!force && n < c.max && (!c.flushPar || !c.newline)) {
 		return
 	}
+	c.newline = false
 	buf := c.buf.String()
 	if force && n <= c.max {
 		if strings.TrimSpace(buf) != "" {
@@ -133,9 +145,10 @@ func (c *Chunker) DrainFunc(force bool, emit func(string)) {
 			continue
 		}
 		// No good break: cut as late as allowed, closing a fence if the
-		// cut lands in one.
+		// cut lands in one (past its opening line, which only an absurdly
+		// long info string could make longer than a block).
 		h := min(winEnd, len(rem))
-		if s := spanAt(spans, pos+h); s != nil {
+		if s := spanAt(spans, pos+h); s != nil && pos+h > s.start+len(s.openLine) {
 			closing := s.indent + s.marker
 			h = max(1, min(h, winEnd-len(closing)-1))
 			if nl := strings.LastIndexByte(rem[:h], '\n'); nl >= minAt && spanAt(spans, pos+nl) == s {
@@ -147,7 +160,7 @@ func (c *Chunker) DrainFunc(force bool, emit func(string)) {
 				blk += "\n"
 			}
 			send(blk + closing)
-			reopen = s.openLine + "\n"
+			reopen = reopenLine(s, c.max)
 			pos += h
 			continue
 		}
@@ -159,9 +172,24 @@ func (c *Chunker) DrainFunc(force bool, emit func(string)) {
 			pos++
 		}
 	}
-	rest := reopen + buf[pos:]
+	rest := ""
+	if pos < len(buf) || !force {
+		rest = reopen + buf[pos:]
+	}
 	c.buf.Reset()
 	c.buf.WriteString(rest)
+}
+
+// reopenLine is the line that reopens fence s in the next block: its
+// opening line, or only its marker when the opening line would take more
+// than a quarter of a block, or nothing when even that is too long.
+func reopenLine(s *fenceSpan, maxChars int) string {
+	for _, l := range []string{s.openLine, s.indent + s.marker} {
+		if 2*(len(l)+1) <= maxChars/2 {
+			return l + "\n"
+		}
+	}
+	return ""
 }
 
 // runeStart moves a cut at pos+h back to the start of a UTF-8 sequence
