@@ -1,0 +1,5 @@
+package failover
+
+import "context"
+
+var contextCanceled = context.Canceled
