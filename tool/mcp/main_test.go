@@ -115,3 +115,12 @@ func serverEnv(mode string) map[string]string {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// sseTestServer serves newTestServer over the older SSE transport.
+func sseTestServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := newTestServer(false)
+	ts := httptest.NewServer(sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return ts
+}

@@ -102,7 +102,8 @@ type server struct {
 	// once the server has started), and the copier's end.
 	stderrR, stderrW *os.File
 	stderrDone       chan struct{}
-	watched          chan struct{} // closed when the watcher has seen the connection end
+	cancelConn       context.CancelFunc // ends the connection's context
+	watched          chan struct{}      // closed when the watcher has seen the connection end
 }
 
 // Start starts every server in cfg concurrently and lists their tools;
@@ -168,15 +169,24 @@ func (s *server) start(ctx context.Context) {
 		fail(err)
 		return
 	}
+	// The connection lives on after Start returns (the SSE transport holds
+	// its event stream on the context it connects with), so it gets a
+	// context of its own, cancelled by the start-up deadline or ctx only
+	// while starting, and by Close afterwards.
+	connCtx, connCancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancelConn = connCancel
 	ctx, cancel := context.WithTimeout(ctx, s.m.opts.StartTimeout)
 	defer cancel()
+	stop := context.AfterFunc(ctx, connCancel)
+	defer stop()
 	client := sdk.NewClient(&sdk.Implementation{Name: s.m.opts.ClientName, Version: s.m.opts.ClientVersion},
 		&sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}})
-	cs, err := client.Connect(ctx, transport, nil)
+	cs, err := client.Connect(connCtx, transport, nil)
 	if s.stderrW != nil {
 		s.stderrW.Close() // the server has its own copy
 	}
 	if err != nil {
+		connCancel()
 		s.sweep()
 		s.drainStderr(stopTimeout)
 		fail(s.explain("start", ctx, err))
@@ -187,6 +197,7 @@ func (s *server) start(ctx context.Context) {
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			_ = cs.Close()
+			connCancel()
 			s.sweep()
 			s.drainStderr(stopTimeout)
 			fail(s.explain("list tools", ctx, err))
@@ -197,6 +208,15 @@ func (s *server) start(ctx context.Context) {
 		}
 		seen[t.Name] = true
 		tools = append(tools, newTool(s, t))
+	}
+	if !stop() {
+		// The deadline or ctx ended the connection just as listing
+		// finished.
+		_ = cs.Close()
+		s.sweep()
+		s.drainStderr(stopTimeout)
+		fail(s.explain("start", ctx, context.Cause(ctx)))
+		return
 	}
 	s.mu.Lock()
 	s.state, s.session, s.tools = StateReady, cs, tools
@@ -355,6 +375,9 @@ func (s *server) close() {
 	if cs != nil {
 		_ = cs.Close()
 		<-watched
+	}
+	if s.cancelConn != nil {
+		s.cancelConn()
 	}
 	s.sweep()
 	s.drainStderr(stopTimeout)

@@ -29,7 +29,9 @@ func call(name, args string) llm.Content {
 func TestStartBothTransportsAndFailures(t *testing.T) {
 	t.Setenv("MCP_TEST_TOKEN", "tok")
 	ts := httpTestServer(t, "tok")
+	sse := sseTestServer(t)
 	cfg := Config{Servers: map[string]ServerConfig{
+		"old":     {Type: "sse", URL: sse.URL},
 		"local":   stdioServer("stdio"),
 		"remote":  {Type: "http", URL: ts.URL, Headers: map[string]string{"Authorization": "Bearer tok"}},
 		"noauth":  {Type: "http", URL: ts.URL},
@@ -48,7 +50,7 @@ func TestStartBothTransportsAndFailures(t *testing.T) {
 		status[s.Name] = s
 	}
 	wantTools := []string{"mcp__local__add", "mcp__local__echo", "mcp__local__exit", "mcp__local__fail", "mcp__local__hang", "mcp__local__image"}
-	for _, name := range []string{"local", "remote"} {
+	for _, name := range []string{"local", "remote", "old"} {
 		s := status[name]
 		if s.State != StateReady || s.Err != nil {
 			t.Errorf("%s: %s, %v; want ready", name, s.State, s.Err)
@@ -78,11 +80,11 @@ func TestStartBothTransportsAndFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reg.Len() != 11 {
-		t.Errorf("%d tools, want 6 local + 5 remote: %v", reg.Len(), reg.Names())
+	if reg.Len() != 16 {
+		t.Errorf("%d tools, want 6 local + 5 remote + 5 old: %v", reg.Len(), reg.Names())
 	}
 	ctx := context.Background()
-	for _, srv := range []string{"local", "remote"} {
+	for _, srv := range []string{"local", "remote", "old"} {
 		p := "mcp__" + srv + "__"
 		tests := []struct {
 			name, args string
