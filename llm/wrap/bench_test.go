@@ -1,0 +1,41 @@
+package wrap_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/wrap"
+)
+
+// BenchmarkWrap measures what the four layers add to a 1,000-delta text
+// reply with two calls: compare with BenchmarkBare (allocs/op / ~1,010
+// events).
+func BenchmarkWrap(b *testing.B) {
+	bench(b, wrap.Config{Text: []wrap.Replace{{Old: "<|im_end|>", New: ""}}, Repair: true, Promote: true, Normalize: true})
+}
+
+// BenchmarkBare streams the same reply without middleware.
+func BenchmarkBare(b *testing.B) { bench(b, wrap.Config{}) }
+
+func bench(b *testing.B, cfg wrap.Config) {
+	chunks := make([]string, 1000)
+	for i := range chunks {
+		chunks[i] = fmt.Sprintf(" token%d", i%100)
+	}
+	s := scripted{blocks: []blk{text(chunks...), call("c1", "read", `{"path": "a",}`), call("c2", "functions.bash", `{"command": "ls"}`)}}
+	m := wrap.Wrap(s, cfg)
+	req := toolsRequest()
+	b.ReportAllocs()
+	events := 0
+	for b.Loop() {
+		for ev, err := range m.Stream(context.Background(), req) {
+			if err != nil || ev.Type == llm.EventError {
+				b.Fatal(err)
+			}
+			events++
+		}
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}
