@@ -51,17 +51,25 @@ type directive struct {
 // optional whitespace inside the brackets, in any case.
 func findDirectives(text string) []directive {
 	var out []directive
+	closeAt := -1 // the next "]]" at or after the last search start
 	for i := 0; ; {
 		k := strings.Index(text[i:], "[[")
 		if k < 0 {
 			return out
 		}
 		start := i + k
-		end := strings.Index(text[start+2:], "]]")
-		if end < 0 {
-			return out
+		if closeAt < start+2 {
+			c := strings.Index(text[start+2:], "]]")
+			if c < 0 {
+				return out
+			}
+			closeAt = start + 2 + c
 		}
-		end += start + 2
+		end := closeAt
+		if end-start > maxDirectiveLen {
+			i = start + 1 // too long to be a tag
+			continue
+		}
 		inner := strings.TrimSpace(text[start+2 : end])
 		d := directive{start: start, end: end + 2}
 		low := strings.ToLower(inner)
@@ -91,6 +99,10 @@ func findDirectives(text string) []directive {
 		}
 	}
 }
+
+// maxDirectiveLen bounds a directive tag with its brackets; longer
+// bracketed text is prose.
+const maxDirectiveLen = 256
 
 // ParseDirectives reads the reply directives of text and removes them. A
 // removed tag leaves one space when it sat between two non-space

@@ -79,7 +79,9 @@ func (p *Pipeline) Flush() []Payload {
 
 // Partial returns the reply as a person should see it so far (for a
 // preview that is edited in place): tags stripped, directives removed, an
-// unfinished trailing "[[" left out.
+// unfinished trailing "[[" left out. It re-reads the whole message, so a
+// caller previewing a long reply should call it at a bounded rate, not per
+// delta.
 func (p *Pipeline) Partial() string {
 	s := p.visible.String()
 	if k := strings.LastIndex(s, "[["); k >= 0 && !strings.Contains(s[k:], "]]") {
