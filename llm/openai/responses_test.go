@@ -227,3 +227,59 @@ func TestResponsesAgentToolLoop(t *testing.T) {
 		t.Fatalf("end %q %v, last %q", end.Reason, end.Err, msgs[len(msgs)-1].Text())
 	}
 }
+
+func TestResponsesHTTPErrors(t *testing.T) {
+	tests := []struct {
+		status int
+		ctype  string
+		body   string
+		words  string
+	}{
+		{401, "application/json", `{"error":{"message":"Incorrect API key provided: sk-proj-****6789.","type":"invalid_request_error","code":"invalid_api_key"}}`, "Incorrect API key"},
+		{400, "application/json", `{"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.","type":"invalid_request_error","param":"input","code":"context_length_exceeded"}}`, "exceeds the context window"},
+		{529, "application/json", `{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error"}}`, "overloaded"},
+		{500, "application/json", `{"error":{"message":"The server had an error processing your request.","type":"server_error"}}`, "server had an error"},
+		{200, "text/html", `<html><title>502 Bad Gateway</title></html>`, "Bad Gateway"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
+			srv := serve(t, tt.status, map[string]string{"Content-Type": tt.ctype}, tt.body, nil)
+			r := collect(t, newResponses(srv), context.Background(), simpleRequest())
+			var pe *llm.ProviderError
+			if !r.bare || !errors.As(r.err, &pe) || pe.Status != tt.status || !strings.Contains(pe.Error(), tt.words) {
+				t.Fatalf("bare %v err %v", r.bare, r.err)
+			}
+			if tt.status != 200 && pe.Reason != llm.Classify(tt.status, tt.body) {
+				t.Errorf("reason %q, the classifier says %q", pe.Reason, llm.Classify(tt.status, tt.body))
+			}
+			if pe.Reason == llm.ReasonUnknown {
+				t.Errorf("reason unknown")
+			}
+		})
+	}
+}
+
+// Function-call arguments split at every character boundary end the same.
+func TestResponsesArgsEveryBoundary(t *testing.T) {
+	args := `{"command": "grep -rn \"caf\u00e9\" .", "paths": ["a", "b/ü"], "n": -1.5e2}`
+	ev := func(typ string, v map[string]any) string {
+		v["type"] = typ
+		b, _ := json.Marshal(v)
+		return "event: " + typ + "\ndata: " + string(b) + "\n\n"
+	}
+	head := ev("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "bash", "arguments": ""}})
+	tail := ev("response.output_item.done", map[string]any{"output_index": 0, "item": map[string]any{"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "bash"}}) +
+		ev("response.completed", map[string]any{"response": map[string]any{"status": "completed"}})
+	for i := 0; i <= len(args); i++ {
+		if i < len(args) && (args[i]&0xC0) == 0x80 {
+			continue
+		}
+		body := head + ev("response.function_call_arguments.delta", map[string]any{"output_index": 0, "delta": args[:i]}) +
+			ev("response.function_call_arguments.delta", map[string]any{"output_index": 0, "delta": args[i:]}) + tail
+		srv := serve(t, 200, nil, body, nil)
+		r := collect(t, newResponses(srv), context.Background(), simpleRequest())
+		if r.err != nil || len(r.msg.ToolCalls()) != 1 || string(r.msg.ToolCalls()[0].Arguments) != args {
+			t.Fatalf("split at %d: err %v calls %+v", i, r.err, r.msg.ToolCalls())
+		}
+	}
+}
