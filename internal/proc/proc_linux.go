@@ -263,6 +263,17 @@ func walk(pid int, children map[int][]int, visit func(int)) {
 	}
 }
 
+// Find returns the live processes t names, without touching them.
+func Find(t Target) []Proc {
+	var out []Proc
+	for pid, in := range find(t) {
+		if in.state != 'Z' {
+			out = append(out, Proc{Pid: pid, Start: in.start})
+		}
+	}
+	return out
+}
+
 // Kill ends every process t names: it stops them all with SIGSTOP, looking
 // again until no new one appears (so none can fork behind the sweep), then
 // kills them with SIGKILL. It returns what it killed, for Reap.

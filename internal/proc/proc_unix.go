@@ -37,3 +37,6 @@ func Reap(killed []Proc, except int, timeout time.Duration) []Proc { return nil 
 
 // Alive reports nothing outside Linux.
 func Alive(tag string) (tagged, zombies []int) { return nil, nil }
+
+// Find cannot list processes outside Linux; it returns nil.
+func Find(t Target) []Proc { return nil }

@@ -61,6 +61,11 @@ type BashOptions struct {
 	// DefaultTimeout and MaxTimeout override BashDefaultTimeout and
 	// BashMaxTimeout when positive.
 	DefaultTimeout, MaxTimeout time.Duration
+	// KeepBackground lets background processes that a command leaves
+	// running (a dev server started with &) outlive the call; Close ends
+	// them. By default they are killed when the command exits. A timeout
+	// or an abort kills them either way.
+	KeepBackground bool
 }
 
 // Bash is the bash tool: it runs a shell command in the workspace and
@@ -72,6 +77,9 @@ type BashOptions struct {
 type Bash struct {
 	opts  BashOptions
 	shell string
+
+	mu   sync.Mutex
+	kept []proc.Target // commands whose background processes were kept
 }
 
 // NewBash returns the bash tool. On Linux it makes the agentloop process
@@ -110,9 +118,14 @@ func (b *Bash) Description() string {
 	d := fmt.Sprintf("Run a shell command with bash -c in the workspace directory and return its combined stdout and stderr. "+
 		"Output longer than %d lines or %d KB is cut to its last part; the notice at the end gives the path of a file with the full output. "+
 		"A non-zero exit status is reported as an error with the exit code. "+
-		"The command is killed, with every process it started, when it times out (default %d seconds, at most %d; set timeout in seconds for long builds or tests) or when the call is cancelled; "+
-		"background processes do not outlive the call. Stdin is empty: do not run interactive programs.",
+		"The command is killed, with every process it started, when it times out (default %d seconds, at most %d; set timeout in seconds for long builds or tests) or when the call is cancelled. "+
+		"Stdin is empty: do not run interactive programs.",
 		BashMaxLines, BashMaxBytes/1024, int(b.opts.DefaultTimeout/time.Second), int(b.opts.MaxTimeout/time.Second))
+	if b.opts.KeepBackground {
+		d += " Background processes (cmd &) keep running after the call until the session ends; redirect their output to a file (cmd > log 2>&1 &), or the call waits a moment for them."
+	} else {
+		d += " Background processes do not outlive the call."
+	}
 	if b.opts.Sandbox != nil {
 		d += " Commands run in a sandbox: only the workspace is writable, /tmp is private and there is no network."
 	}
@@ -264,8 +277,19 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	waitErr := cmd.Wait()
 	elapsed := time.Since(started)
 
-	// The shell is gone: end whatever it left behind, then collect it.
-	leftovers := proc.Kill(proc.Target{Group: pid, Tag: tag})
+	// The shell is gone: end whatever it left behind (unless it may stay
+	// until Close), then collect it.
+	var leftovers []proc.Proc
+	rest := proc.Target{Group: pid, Tag: tag}
+	if b.opts.KeepBackground && ctx.Err() == nil && runCtx.Err() == nil {
+		if len(proc.Find(rest)) > 0 {
+			b.mu.Lock()
+			b.kept = append(b.kept, rest)
+			b.mu.Unlock()
+		}
+	} else {
+		leftovers = proc.Kill(rest)
+	}
 	killMu.Lock()
 	all := append(killed, leftovers...)
 	killMu.Unlock()
@@ -333,6 +357,21 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 		return res, ctx.Err()
 	}
 	return res, nil
+}
+
+// Close ends the background processes kept by KeepBackground. Calls may
+// still be made afterwards. It is a no-op without KeepBackground.
+func (b *Bash) Close() error {
+	b.mu.Lock()
+	kept := b.kept
+	b.kept = nil
+	b.mu.Unlock()
+	var killed []proc.Proc
+	for _, t := range kept {
+		killed = append(killed, proc.Kill(t)...)
+	}
+	proc.Reap(killed, 0, bashReapTimeout)
+	return nil
 }
 
 // bashPump copies the command's output into out and reports progress.

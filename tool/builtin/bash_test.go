@@ -456,3 +456,34 @@ func FuzzBashTail(f *testing.F) {
 		}
 	})
 }
+
+func TestBashKeepBackground(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const marker = "300.2468"
+	b := NewBash(BashOptions{Dir: t.TempDir(), KeepBackground: true})
+	defer b.Close()
+	run := func(cmd string, timeout float64) tool.Result {
+		t.Helper()
+		res, err := b.Execute(context.Background(), bashCall(t, cmd, timeout), func(tool.Partial) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	run("sleep "+marker+" >/dev/null 2>&1 & setsid sleep "+marker+" >/dev/null 2>&1 & echo started", 0)
+	run("true", 0)
+	if n := len(processesWith("sleep " + marker)); n != 2 {
+		t.Fatalf("%d background sleepers after the calls, want 2 kept", n)
+	}
+	// A timeout still kills everything the timed-out command started.
+	if res := run("sleep 300.1357 >/dev/null 2>&1 & sleep 300.1357", 0.3); !strings.Contains(res.Text(), "timed out") {
+		t.Fatalf("result %q, want a timeout", res.Text())
+	}
+	if n := len(processesWith("sleep 300.1357")); n != 0 {
+		t.Errorf("%d processes of the timed-out command left", n)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoLeftovers(t, "sleep "+marker)
+}
