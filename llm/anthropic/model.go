@@ -20,6 +20,11 @@ const DefaultIdleTimeout = 120 * time.Second
 // APIVersion is the anthropic-version header every request carries.
 const APIVersion = "2023-06-01"
 
+// InterleavedThinkingBeta is the anthropic-beta value sent when thinking is
+// on and tools are offered. A "anthropic-beta" entry in Config.Headers
+// replaces it.
+const InterleavedThinkingBeta = "interleaved-thinking-2025-05-14"
+
 // Config describes one Anthropic model endpoint. The zero values of the
 // optional fields mean the defaults documented on each field.
 type Config struct {

@@ -47,7 +47,8 @@ func TestRequestBody(t *testing.T) {
 	if c.path != "/v1/messages" {
 		t.Errorf("path %q", c.path)
 	}
-	for k, want := range map[string]string{"X-Api-Key": testKey, "Anthropic-Version": "2023-06-01", "Content-Type": "application/json"} {
+	for k, want := range map[string]string{"X-Api-Key": testKey, "Anthropic-Version": "2023-06-01", "Content-Type": "application/json",
+		"Anthropic-Beta": anthropic.InterleavedThinkingBeta} {
 		if got := c.header.Get(k); got != want {
 			t.Errorf("header %s = %q, want %q", k, got, want)
 		}

@@ -121,7 +121,13 @@ var errorStatus = map[string]int{
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := newBuilder(m.cfg.Info, m.provider, llm.APIAnthropicMessages, yield)
-		body, err := json.Marshal(m.buildRequest(req))
+		areq := m.buildRequest(req)
+		beta := ""
+		if areq.Thinking != nil && len(areq.Tools) > 0 {
+			// Lets Claude think between tool calls, not only before the first.
+			beta = InterleavedThinkingBeta
+		}
+		body, err := json.Marshal(areq)
 		if err != nil {
 			b.fail(fmt.Errorf("anthropic: encode request: %w", err))
 			return
@@ -140,6 +146,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			"Accept":            "text/event-stream",
 			"X-Api-Key":         m.cfg.APIKey,
 			"Anthropic-Version": APIVersion,
+			"Anthropic-Beta":    beta,
 		}, m.cfg.Headers)
 
 		x := newExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
