@@ -39,3 +39,26 @@ func bench(b *testing.B, cfg wrap.Config) {
 	}
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkPromoteLongCall streams a 60 KB call written as text in 6,000
+// deltas: the held text must not cost quadratic time.
+func BenchmarkPromoteLongCall(b *testing.B) {
+	chunks := []string{`<tool_call>{"name": "bash", "arguments": {"command": "`}
+	for i := 0; i < 6000; i++ {
+		chunks = append(chunks, "echo 12345")
+	}
+	chunks = append(chunks, `"}}</tool_call>`)
+	m := wrap.PromoteTextToolCalls()(scripted{blocks: []blk{text(chunks...)}})
+	req := toolsRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		for ev, err := range m.Stream(context.Background(), req) {
+			if err != nil || ev.Type == llm.EventError {
+				b.Fatal(err)
+			}
+			if ev.Type == llm.EventDone && len(ev.Message.ToolCalls()) != 1 {
+				b.Fatal("not promoted")
+			}
+		}
+	}
+}

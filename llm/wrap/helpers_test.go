@@ -70,18 +70,18 @@ func (s scripted) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 			if !emit(llm.Event{Type: st, ContentIndex: i}) {
 				return
 			}
-			var raw string
+			var sb strings.Builder
 			for _, d := range b.chunks {
-				raw += d
+				sb.WriteString(d)
 				p := &msg.Content[i]
 				switch b.typ {
 				case llm.ContentText:
-					p.Text += d
+					p.Text = sb.String()
 				case llm.ContentThinking:
-					p.Thinking += d
+					p.Thinking = sb.String()
 				case llm.ContentToolCall:
 					p.Name = b.name
-					p.Arguments = jsonpartial.Parse([]byte(raw))
+					p.Arguments = jsonpartial.Parse([]byte(sb.String()))
 				}
 				if !emit(llm.Event{Type: dt, ContentIndex: i, Delta: d}) {
 					return
@@ -92,10 +92,11 @@ func (s scripted) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 			}
 			if b.typ == llm.ContentToolCall {
 				msg.Content[i].Name = b.name
-				if a, err := jsonpartial.Strict([]byte(raw)); err == nil {
+				raw := []byte(sb.String())
+				if a, err := jsonpartial.Strict(raw); err == nil {
 					msg.Content[i].Arguments = a
 				} else {
-					msg.Content[i].Arguments = jsonpartial.Invalid([]byte(raw))
+					msg.Content[i].Arguments = jsonpartial.Invalid(raw)
 				}
 			}
 			blk := msg.Content[i]

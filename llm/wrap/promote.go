@@ -63,13 +63,14 @@ const (
 )
 
 var markers = []struct {
-	open string
-	kind int
+	open  string
+	bytes []byte
+	kind  int
 }{
-	{"<tool_call>", kindTag},
-	{"<function=", kindFunc},
-	{"[TOOL_CALLS]", kindMistral},
-	{"```", kindFence},
+	{"<tool_call>", []byte("<tool_call>"), kindTag},
+	{"<function=", []byte("<function="), kindFunc},
+	{"[TOOL_CALLS]", []byte("[TOOL_CALLS]"), kindMistral},
+	{"```", []byte("```"), kindFence},
 }
 
 // fenceLangs are the fence languages a fenced call may carry.
@@ -83,7 +84,8 @@ type promoteLayer struct {
 }
 
 type promoBlock struct {
-	held     string // text not yet released
+	held     []byte // text not yet released
+	searched int    // held[:searched] is known not to hold the close marker
 	kind     int    // the kind of text being held, or kindNone
 	out      int    // our open text block, or -1
 	ws       string // whitespace waiting for text before a block is opened
@@ -106,12 +108,12 @@ func (l *promoteLayer) run(in iter.Seq2[llm.Event, error]) {
 			st := &promoBlock{out: -1}
 			l.blocks[ev.ContentIndex] = st
 			if t := blockOf(ev).Text; t != "" {
-				st.held = t
+				st.held = append(st.held, t...)
 				l.scan(st, false)
 			}
 		case llm.EventTextDelta:
 			if st := l.blocks[ev.ContentIndex]; st != nil {
-				st.held += ev.Delta
+				st.held = append(st.held, ev.Delta...)
 				l.scan(st, false)
 			}
 		case llm.EventTextEnd:
@@ -149,8 +151,8 @@ func (l *promoteLayer) run(in iter.Seq2[llm.Event, error]) {
 			// A failed reply runs no calls: what is held is text.
 			for _, st := range l.blocks {
 				if ev.Type == llm.EventError {
-					l.release(st, st.held)
-					st.held = ""
+					l.release(st, string(st.held))
+					st.held = nil
 				} else {
 					l.scan(st, true)
 				}
@@ -176,18 +178,18 @@ func (l *promoteLayer) scan(st *promoBlock, final bool) bool {
 	for !l.r.stopped {
 		if st.kind == kindNone {
 			if !st.released {
-				lead := strings.TrimLeft(st.held, " \t\r\n")
-				if lead == "" && !final {
+				lead := bytes.TrimLeft(st.held, " \t\r\n")
+				if len(lead) == 0 && !final {
 					return true // only space so far: wait for the first character
 				}
-				if strings.HasPrefix(lead, "{") {
+				if len(lead) > 0 && lead[0] == '{' {
 					st.kind = kindBare
 					continue
 				}
 			}
 			p, kind := -1, kindNone
 			for _, m := range markers {
-				if i := strings.Index(st.held, m.open); i >= 0 && (p < 0 || i < p) {
+				if i := bytes.Index(st.held, m.bytes); i >= 0 && (p < 0 || i < p) {
 					p, kind = i, m.kind
 				}
 			}
@@ -196,22 +198,22 @@ func (l *promoteLayer) scan(st *promoBlock, final bool) bool {
 				if !final {
 					cut = markerHoldback(st.held)
 				}
-				l.release(st, st.held[:cut])
+				l.release(st, string(st.held[:cut]))
 				st.held = st.held[cut:]
 				return !l.r.stopped
 			}
-			l.release(st, st.held[:p])
+			l.release(st, string(st.held[:p]))
 			st.held = st.held[p:]
-			st.kind = kind
+			st.kind, st.searched = kind, 0
 			continue
 		}
 		end, notCall := l.segmentEnd(st, final)
 		if notCall {
 			// Not a call after all: the marker is text; scan on after it.
 			n := len(markerOf(st.kind))
-			l.release(st, st.held[:n])
+			l.release(st, string(st.held[:n]))
 			st.held = st.held[n:]
-			st.kind = kindNone
+			st.kind, st.searched = kindNone, 0
 			continue
 		}
 		if end < 0 {
@@ -220,16 +222,16 @@ func (l *promoteLayer) scan(st *promoBlock, final bool) bool {
 			}
 			end = len(st.held)
 		}
-		seg := st.held[:end]
+		seg := string(st.held[:end])
 		st.held = st.held[end:]
 		kind := st.kind
-		st.kind = kindNone
+		st.kind, st.searched = kindNone, 0
 		if calls := l.parse(kind, seg); calls != nil {
 			l.emitCalls(st, calls)
 		} else {
 			l.release(st, seg)
 		}
-		if final && st.held == "" {
+		if final && len(st.held) == 0 {
 			return !l.r.stopped
 		}
 	}
@@ -247,11 +249,11 @@ func markerOf(kind int) string {
 
 // markerHoldback returns where the tail of s that may begin a marker
 // starts.
-func markerHoldback(s string) int {
+func markerHoldback(s []byte) int {
 	for k := min(len(s), 11); k > 0; k-- {
 		suffix := s[len(s)-k:]
 		for _, m := range markers {
-			if len(suffix) < len(m.open) && strings.HasPrefix(m.open, suffix) {
+			if len(suffix) < len(m.open) && bytes.HasPrefix(m.bytes, suffix) {
 				return len(s) - k
 			}
 		}
@@ -263,30 +265,37 @@ func markerHoldback(s string) int {
 // yet; notCall when it is already clear the text is no call.
 func (l *promoteLayer) segmentEnd(st *promoBlock, final bool) (end int, notCall bool) {
 	h := st.held
-	closeAt := func(open, close string) int {
-		if i := strings.Index(h[len(open):], close); i >= 0 {
-			return len(open) + i + len(close)
+	// closeAt finds close after from, remembering how far it looked so
+	// that a long held call is searched once, not once per delta.
+	closeAt := func(from int, close string) int {
+		from = max(from, st.searched)
+		if from > len(h) {
+			return -1
 		}
+		if i := bytes.Index(h[from:], []byte(close)); i >= 0 {
+			return from + i + len(close)
+		}
+		st.searched = max(from, len(h)-len(close)+1)
 		return -1
 	}
 	switch st.kind {
 	case kindTag:
-		return closeAt("<tool_call>", "</tool_call>"), false
+		return closeAt(len("<tool_call>"), "</tool_call>"), false
 	case kindFunc:
-		return closeAt("<function=", "</function>"), false
+		return closeAt(len("<function="), "</function>"), false
 	case kindFence:
-		nl := strings.IndexByte(h[3:], '\n')
+		nl := bytes.IndexByte(h[3:], '\n')
 		if nl < 0 {
-			lang := h[3:]
+			lang := strings.TrimSpace(string(h[3:]))
 			for _, fl := range fenceLangs {
-				if strings.HasPrefix(fl, strings.TrimSpace(lang)) {
+				if strings.HasPrefix(fl, lang) {
 					return -1, false
 				}
 			}
 			return -1, true
 		}
 		nl += 3
-		lang := strings.TrimSpace(h[3:nl])
+		lang := strings.TrimSpace(string(h[3:nl]))
 		ok := false
 		for _, fl := range fenceLangs {
 			ok = ok || strings.EqualFold(lang, fl)
@@ -294,17 +303,14 @@ func (l *promoteLayer) segmentEnd(st *promoBlock, final bool) (end int, notCall 
 		if !ok {
 			return -1, true
 		}
-		body := strings.TrimLeft(h[nl:], " \t\r\n")
-		if body == "" {
+		body := bytes.TrimLeft(h[nl:], " \t\r\n")
+		if len(body) == 0 {
 			return -1, final
 		}
 		if body[0] != '{' {
 			return -1, true
 		}
-		if i := strings.Index(h[nl:], "```"); i >= 0 {
-			return nl + i + 3, false
-		}
-		return -1, false
+		return closeAt(nl, "```"), false
 	}
 	return -1, false // the rest of the block
 }
