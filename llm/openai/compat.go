@@ -46,6 +46,9 @@ type Compat struct {
 	// message does not say which one it arrived in; "" means
 	// "reasoning_content".
 	ReasoningField string `json:"reasoningField,omitempty"`
+	// SupportsPromptCacheKey sends the request's session id as
+	// prompt_cache_key, which routes repeated prefixes to the same cache.
+	SupportsPromptCacheKey bool `json:"supportsPromptCacheKey"`
 	// RequiresToolResultName adds the tool's name to each tool message.
 	RequiresToolResultName bool `json:"requiresToolResultName"`
 	// RequiresAssistantAfterToolResult inserts a short assistant message
@@ -89,6 +92,7 @@ func CompatFor(provider, baseURL string) Compat {
 			SupportsStrictMode:       true,
 			SupportsReasoningEffort:  true,
 			ThinkingFormat:           "openai",
+			SupportsPromptCacheKey:   true,
 		}
 	case "ollama":
 		c := generic

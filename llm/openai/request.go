@@ -25,6 +25,7 @@ type request struct {
 	Reasoning           *effort         `json:"reasoning,omitempty"`
 	EnableThinking      *bool           `json:"enable_thinking,omitempty"`
 	Thinking            *thinkingSwitch `json:"thinking,omitempty"`
+	PromptCacheKey      string          `json:"prompt_cache_key,omitempty"`
 }
 
 type streamOptions struct {
@@ -101,6 +102,9 @@ func (m *Model) buildRequest(req *llm.Request) *request {
 	if c.SupportsStore {
 		f := false
 		r.Store = &f
+	}
+	if c.SupportsPromptCacheKey {
+		r.PromptCacheKey = req.Options.SessionID
 	}
 	maxTokens := req.Options.MaxTokens
 	if maxTokens <= 0 {

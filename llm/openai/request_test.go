@@ -39,7 +39,7 @@ func TestRequestBody(t *testing.T) {
 	req := &llm.Request{
 		SystemPrompt: "You are terse.",
 		Tools:        []llm.ToolSpec{{Name: "read", Description: "Read a file", Parameters: json.RawMessage(`{"type":"object"}`)}},
-		Options:      llm.Options{Thinking: llm.ThinkingXHigh, Temperature: &temp, ToolChoice: "read", MaxTokens: 1000},
+		Options:      llm.Options{Thinking: llm.ThinkingXHigh, Temperature: &temp, ToolChoice: "read", MaxTokens: 1000, SessionID: "sess-9"},
 		Messages:     history(),
 	}
 	if r := collect(t, newModel(srv, 0), context.Background(), req); r.err != nil {
@@ -57,6 +57,7 @@ func TestRequestBody(t *testing.T) {
 	}
 	checks := []struct{ name, got, want string }{
 		{"stream_options", js(body["stream_options"]), `{"include_usage":true}`},
+		{"prompt_cache_key", js(body["prompt_cache_key"]), `"sess-9"`},
 		{"store", js(body["store"]), `false`},
 		{"max_completion_tokens", js(body["max_completion_tokens"]), `1000`},
 		{"no max_tokens", js(body["max_tokens"]), `null`},
@@ -99,7 +100,7 @@ func TestRequestByCompat(t *testing.T) {
 		reason   string            // the replayed assistant message's reasoning
 	}{
 		{"deepseek", llm.ModelInfo{ID: "deepseek-reasoner", Reasoning: true, MaxTokens: 8000},
-			map[string]string{"max_tokens": "8000", "max_completion_tokens": "null", "store": "null", "stream_options": `{"include_usage":true}`, "tools": `[{"function":{"description":"Read a file","name":"read","parameters":{"type":"object"}},"type":"function"}]`},
+			map[string]string{"max_tokens": "8000", "max_completion_tokens": "null", "store": "null", "prompt_cache_key": "null", "stream_options": `{"include_usage":true}`, "tools": `[{"function":{"description":"Read a file","name":"read","parameters":{"type":"object"}},"type":"function"}]`},
 			"system", `"I should read it."`},
 		{"openrouter", llm.ModelInfo{ID: "x/y", Reasoning: true},
 			map[string]string{"reasoning": `{"effort":"low"}`, "reasoning_effort": "null"}, "system", `"I should read it."`},
