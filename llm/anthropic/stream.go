@@ -159,7 +159,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			return
 		}
 		d := decoder{m: m, b: b}
-		r := sse.NewReader(x.resp.Body)
+		r := sse.NewReader(x.body)
 		for {
 			ev, err := r.Next()
 			if err != nil {

@@ -125,7 +125,7 @@ func (m *ResponsesModel) stream(ctx context.Context, req *llm.Request) iter.Seq2
 			return
 		}
 		d := responsesDecoder{m: m, b: b, items: map[int]int{}}
-		r := sse.NewReader(x.resp.Body)
+		r := sse.NewReader(x.body)
 		for {
 			ev, err := r.Next()
 			if err != nil {

@@ -110,7 +110,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			d.whole(x.jsonBody)
 			return
 		}
-		r := sse.NewReader(x.resp.Body)
+		r := sse.NewReader(x.body)
 		for {
 			ev, err := r.Next()
 			if err != nil {

@@ -434,3 +434,12 @@ func TestNonStreamingAnswer(t *testing.T) {
 		})
 	}
 }
+
+// A stream mislabelled text/plain is still read as a stream.
+func TestMislabelledStream(t *testing.T) {
+	srv := serve(t, 200, map[string]string{"Content-Type": "text/plain; charset=utf-8"}, fixture(t, "text.sse"), nil)
+	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+	if r.err != nil || r.msg.Text() != "Hello, world." {
+		t.Fatalf("err %v text %q", r.err, r.msg.Text())
+	}
+}

@@ -5,6 +5,7 @@ package openai
 // llm.Events. llm/anthropic carries the same file; keep them in step.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -49,6 +50,9 @@ type exchange struct {
 	timer           *time.Timer
 	idle            time.Duration
 	resp            *http.Response
+	// body is the stream to decode: the response body, or a reader over
+	// the bytes sniffed from it.
+	body io.Reader
 	// acceptJSON takes a 200 application/json answer (a server that
 	// ignored "stream": true) into jsonBody instead of failing.
 	acceptJSON bool
@@ -113,8 +117,18 @@ func (x *exchange) do(client *http.Client, req *http.Request) error {
 		x.jsonBody = body
 		return nil
 	}
+	x.body = resp.Body
 	if ct != "" && mt != "text/event-stream" {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		// Some proxies label a stream text/plain or octet-stream: look at
+		// the first bytes before calling it wrong.
+		br := bufio.NewReader(resp.Body)
+		head, _ := br.Peek(16)
+		if looksLikeSSE(head) {
+			x.body = br
+			x.touch()
+			return nil
+		}
+		body, _ := io.ReadAll(io.LimitReader(br, maxErrorBody))
 		e := llm.NewHTTPError(x.provider, x.model, resp.StatusCode, resp.Header, body)
 		e.Message = fmt.Sprintf("expected an event stream but the server sent %s: %s", ct, e.Message)
 		if e.Reason == llm.ReasonUnknown {
@@ -124,6 +138,17 @@ func (x *exchange) do(client *http.Client, req *http.Request) error {
 	}
 	x.touch()
 	return nil
+}
+
+// looksLikeSSE reports whether a body starts like an event stream.
+func looksLikeSSE(head []byte) bool {
+	head = bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+	for _, p := range []string{"data:", "event:", "id:", "retry:", ":"} {
+		if bytes.HasPrefix(head, []byte(p)) {
+			return true
+		}
+	}
+	return false
 }
 
 // failure turns a transport error into the error the stream reports: the
