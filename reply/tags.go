@@ -51,6 +51,10 @@ type Stripper struct {
 	// scan is where the search for the end of the inline code span that
 	// starts buf resumes, so a long span fed byte by byte is scanned once.
 	scan int
+	// run, when not 0, is how far the marker run of the construct held at
+	// the start of buf is known to reach, so a long run of backticks fed
+	// byte by byte is counted once.
+	run int
 }
 
 // NewStripper returns a stripper; nil options mean the defaults.
@@ -163,7 +167,7 @@ loop:
 			continue
 		}
 		if !s.midLine && !s.thinking {
-			n, c, run, d := fenceOpen(b[i:], eof)
+			n, c, run, d := s.fenceOpen(b[i:], eof)
 			if d == more {
 				break
 			}
@@ -225,18 +229,30 @@ loop:
 	}
 }
 
+// countRun returns the length of the run of c starting at b[from],
+// resuming after the part already counted when the construct was held.
+func (s *Stripper) countRun(b []byte, from int, c byte) int {
+	i := from
+	if s.run > from {
+		i = s.run
+	}
+	for i < len(b) && b[i] == c {
+		i++
+	}
+	return i - from
+}
+
 // codeSpan decides the backtick run at the start of b: it returns the
 // length of the whole inline code span when a run of the same length
 // closes it on the same line, else (yes) the length of the run alone,
 // which is then plain text.
 func (s *Stripper) codeSpan(b []byte, eof bool) (int, decision) {
-	r := 0
-	for r < len(b) && b[r] == '`' {
-		r++
-	}
+	r := s.countRun(b, 0, '`')
 	if r == len(b) && !eof {
+		s.run = r
 		return 0, more
 	}
+	s.run = 0
 	j := max(r, s.scan)
 	for j < len(b) {
 		k := bytes.IndexAny(b[j:], "`\n")
@@ -273,7 +289,7 @@ func (s *Stripper) codeSpan(b []byte, eof bool) (int, decision) {
 // fenceOpen matches an opening fence line at the start of b: up to three
 // spaces, then three or more backticks or tildes. It returns the length of
 // the indent and marker run.
-func fenceOpen(b []byte, eof bool) (n int, c byte, run int, d decision) {
+func (s *Stripper) fenceOpen(b []byte, eof bool) (n int, c byte, run int, d decision) {
 	sp := 0
 	for sp < len(b) && b[sp] == ' ' {
 		sp++
@@ -288,13 +304,12 @@ func fenceOpen(b []byte, eof bool) (n int, c byte, run int, d decision) {
 	if c != '`' && c != '~' {
 		return 0, 0, 0, no
 	}
-	run = 0
-	for sp+run < len(b) && b[sp+run] == c {
-		run++
-	}
+	run = s.countRun(b, sp, c)
 	if sp+run == len(b) && !eof {
+		s.run = sp + run
 		return 0, 0, 0, more
 	}
+	s.run = 0
 	if run < 3 {
 		return 0, 0, 0, no
 	}
@@ -314,16 +329,21 @@ func (s *Stripper) fenceClose(b []byte, eof bool) (int, decision) {
 		return 0, no
 	}
 	run := 0
-	for sp+run < len(b) && b[sp+run] == s.fenceChar {
-		run++
+	if sp < len(b) && b[sp] == s.fenceChar {
+		run = s.countRun(b, sp, s.fenceChar)
 	}
 	j := sp + run
 	if j == len(b) {
 		if eof && run >= s.fenceLen {
+			s.run = 0
 			return j, yes
+		}
+		if !eof && run > 0 {
+			s.run = j
 		}
 		return 0, moreUnless(eof)
 	}
+	s.run = 0
 	if run < s.fenceLen {
 		return 0, no
 	}
