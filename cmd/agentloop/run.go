@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/prompt"
@@ -58,6 +59,7 @@ type runFlags struct {
 	maxTokens   int
 	timeout     time.Duration
 	idleTimeout time.Duration
+	retryBase   time.Duration
 }
 
 func newRunCmd(env *cliEnv) *cobra.Command {
@@ -110,6 +112,8 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "stop the run once it has used more than this many tokens")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (e.g. 10m; default: no limit)")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", -1, "fail a model call that sends nothing for this long (0: never; default 120s)")
+	fl.DurationVar(&f.retryBase, "retry-base", 0, "first wait before retrying a transient failure (default 2s)")
+	_ = fl.MarkHidden("retry-base") // for tests against scripted servers
 	return cmd
 }
 
@@ -179,6 +183,11 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		Approval: approval,
 		Hooks:    &hook.LoadOptions{Home: home, Workspace: cwd, Trust: f.trust, NoHooks: f.noHooks},
 		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
+		// The run's own model writes the summaries of compaction.
+		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{Model: resolved.Model, Window: resolved.Info.ContextWindow}},
+	}
+	if f.retryBase > 0 {
+		p.Retry = &runner.RetryPolicy{Base: f.retryBase}
 	}
 	if !f.noSession {
 		dir := f.sessionDir
@@ -195,13 +204,15 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	pr := newPrinter(env, f.json, resolved.Info)
 	p.OnEvent = pr.event
 	res, err := runner.Run(ctx, p)
-	pr.finish(res)
 	if err != nil {
+		// The run could not start: a locked session, a bad session id, a
+		// hook file that is not JSON, an interrupted wait in a lane.
 		if ctx.Err() != nil {
 			return exitError{code: exitInterrupted, msg: "interrupted"}
 		}
 		return exitError{code: exitFailed, msg: describeError(err)}
 	}
+	pr.finish(res)
 	return runOutcome(ctx, res)
 }
 
