@@ -1,0 +1,35 @@
+package auth
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// BenchmarkSelect is the cost of a profile decision: lock, read and parse
+// the state file.
+func BenchmarkSelect(b *testing.B) {
+	b.ReportAllocs()
+	c := newClock()
+	s, _ := Open(&Config{Path: filepath.Join(b.TempDir(), StateFileName), Now: c.Now})
+	s.MarkFailure("anthropic", "A", "m", llm.ReasonRateLimit)
+	ids := []string{"A", "B", "C"}
+	for b.Loop() {
+		if id, err := s.Select("anthropic", "m", ids, "A"); err != nil || id != "B" {
+			b.Fatal(id, err)
+		}
+	}
+}
+
+// BenchmarkMarkFailure adds the atomic write (temp file, fsync, rename).
+func BenchmarkMarkFailure(b *testing.B) {
+	b.ReportAllocs()
+	c := newClock()
+	s, _ := Open(&Config{Path: filepath.Join(b.TempDir(), StateFileName), Now: c.Now})
+	for b.Loop() {
+		if _, err := s.MarkFailure("anthropic", "A", "m", llm.ReasonAuth); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,35 @@
+package auth_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentloop/agentloop/auth"
+	"github.com/agentloop/agentloop/llm"
+)
+
+// A rejected key cools its profile down; the next call picks the other
+// profile, and when both are out the caller fails over.
+func ExampleStore_Select() {
+	dir, _ := os.MkdirTemp("", "auth-example")
+	defer os.RemoveAll(dir)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	store, _ := auth.Open(&auth.Config{Path: filepath.Join(dir, "auth-state.json"), Now: func() time.Time { return now }})
+	ids := []string{"work", "spare"}
+
+	id, _ := store.Select("anthropic", "claude-sonnet-4-5", ids, "")
+	fmt.Println("using", id)
+	store.MarkFailure("anthropic", id, "claude-sonnet-4-5", llm.ReasonAuth)
+	id, _ = store.Select("anthropic", "claude-sonnet-4-5", ids, id)
+	fmt.Println("using", id)
+	store.MarkFailure("anthropic", id, "claude-sonnet-4-5", llm.ReasonBilling)
+	_, err := store.Select("anthropic", "claude-sonnet-4-5", ids, "")
+	fmt.Println(errors.Is(err, auth.ErrExhausted))
+	// Output:
+	// using work
+	// using spare
+	// true
+}

@@ -1,0 +1,53 @@
+package auth
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// The cooldown cases of ../shared/reference/vectors/run_policy.json
+// (calculateAuthProfileCooldownMs), through a small adapter. testdata holds
+// a copy; AGENTLOOP_VECTORS names a directory to read instead.
+func TestCooldownVectors(t *testing.T) {
+	dir := os.Getenv("AGENTLOOP_VECTORS")
+	if dir == "" {
+		dir = "testdata"
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "run_policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []struct {
+		Name     string `json:"name"`
+		Function string `json:"function"`
+		Input    struct {
+			ErrorCount int `json:"errorCount"`
+		} `json:"input"`
+		Expected json.RawMessage `json:"expected"`
+	}
+	if err := json.Unmarshal(data, &vs); err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, v := range vs {
+		if v.Function != "calculateAuthProfileCooldownMs" {
+			continue
+		}
+		ran++
+		t.Run(v.Name, func(t *testing.T) {
+			var ms int64
+			if err := json.Unmarshal(v.Expected, &ms); err != nil {
+				t.Fatal(err)
+			}
+			if got := Cooldown(v.Input.ErrorCount); got != time.Duration(ms)*time.Millisecond {
+				t.Errorf("Cooldown(%d) = %v, want %d ms", v.Input.ErrorCount, got, ms)
+			}
+		})
+	}
+	if ran == 0 {
+		t.Error("no cooldown vectors ran")
+	}
+}
