@@ -19,10 +19,23 @@
 //     a messaging tool already sent.
 //   - Pipeline chains them for one assistant message at a time.
 //
-// The behaviour follows OpenClaw's reply pipeline (see the reference,
-// §9), with one deliberate difference: a block equal to the previous
-// block is delivered, not dropped (a long run of identical lines in a code
-// block is content).
+// The behaviour follows OpenClaw's reply pipeline (the reference, §9).
+// Where we deliberately differ:
+//
+//   - a block equal to the previous block is delivered, not dropped (a long
+//     run of identical lines in a code block is content);
+//   - a block that must be cut inside a code fence is cut at the last line
+//     end that fits, not mid-line at MaxChars, so code lines stay whole;
+//   - at the end of a reply the rest is sent whole when it fits in one
+//     block, instead of being split again at its first break;
+//   - sizes are in bytes, not UTF-16 units, and a cut never splits a UTF-8
+//     sequence;
+//   - the streaming stripper accepts what the one-shot one accepts
+//     (name="value" attributes, the antml: prefix), holds back a tag split
+//     across chunks instead of letting it through, and treats an inline
+//     code span as closed only by a backtick run on the same line;
+//   - removing a MEDIA: line does not collapse the other blank lines of the
+//     reply (only runs of more than one blank line become one).
 //
 // reply imports only the standard library.
 package reply
