@@ -153,20 +153,11 @@ func ParseDirectives(text string, opts *DirectiveOptions) Directives {
 // tidy normalises whitespace outside code, as ParseDirectives describes.
 func tidy(text string) string {
 	lines := strings.Split(text, "\n")
-	var fenceChar byte
-	fenceLen := 0
+	var fences fenceTracker
 	out := make([]string, 0, len(lines))
 	blank := 0
 	for _, line := range lines {
-		protected := fenceLen > 0
-		_, marker, rest := splitFenceLine(line)
-		switch {
-		case fenceLen == 0 && marker != "":
-			fenceChar, fenceLen = marker[0], len(marker)
-			protected = true
-		case fenceLen > 0 && marker != "" && marker[0] == fenceChar && len(marker) >= fenceLen && strings.Trim(rest, " \t") == "":
-			fenceLen = 0
-		}
+		protected := fences.line(line)
 		if !protected && (strings.HasPrefix(line, "    ") || strings.HasPrefix(line, "\t")) {
 			protected = true
 		}

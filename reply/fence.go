@@ -36,7 +36,7 @@ func fenceSpans(text string) []fenceSpan {
 		case open == nil && marker != "":
 			open = &fenceSpan{start: pos, openLine: line, indent: indent, marker: marker}
 		case open != nil && marker != "" && marker[0] == open.marker[0] && len(marker) >= len(open.marker) &&
-			strings.Trim(rest, " \t") == "":
+			strings.Trim(rest, " \t\r") == "":
 			open.end = end
 			spans = append(spans, *open)
 			open = nil
@@ -50,6 +50,27 @@ func fenceSpans(text string) []fenceSpan {
 		spans = append(spans, *open)
 	}
 	return spans
+}
+
+// fenceTracker follows fences line by line.
+type fenceTracker struct {
+	char byte
+	n    int // the open fence's marker length; 0 outside a fence
+}
+
+// line takes the next line and reports whether it is code: inside a
+// fence, or one of its marker lines.
+func (f *fenceTracker) line(l string) bool {
+	_, marker, rest := splitFenceLine(l)
+	switch {
+	case f.n == 0 && marker != "":
+		f.char, f.n = marker[0], len(marker)
+		return true
+	case f.n > 0 && marker != "" && marker[0] == f.char && len(marker) >= f.n && strings.Trim(rest, " \t\r") == "":
+		f.n = 0
+		return true
+	}
+	return f.n > 0
 }
 
 // splitFenceLine splits a line that could open or close a fence into its

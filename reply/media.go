@@ -49,16 +49,9 @@ func SplitMedia(text string) Media {
 		}
 		seg = seg[:0]
 	}
-	var fenceChar byte
-	fenceLen := 0
+	var fences fenceTracker
 	for _, line := range strings.Split(text, "\n") {
-		_, marker, rest := splitFenceLine(line)
-		switch {
-		case fenceLen == 0 && marker != "":
-			fenceChar, fenceLen = marker[0], len(marker)
-		case fenceLen > 0 && marker != "" && marker[0] == fenceChar && len(marker) >= fenceLen && strings.Trim(rest, " \t") == "":
-			fenceLen = 0
-		case fenceLen == 0:
+		if !fences.line(line) {
 			if trimmed := strings.TrimLeft(line, " \t"); strings.HasPrefix(trimmed, "MEDIA:") {
 				urls, remove := mediaRefs(strings.TrimSpace(trimmed[len("MEDIA:"):]))
 				if remove {

@@ -347,7 +347,7 @@ func (s *Stripper) fenceClose(b []byte, eof bool) (int, decision) {
 	if run < s.fenceLen {
 		return 0, no
 	}
-	for j < len(b) && (b[j] == ' ' || b[j] == '\t') {
+	for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\r') {
 		j++
 	}
 	if j == len(b) {

@@ -97,6 +97,7 @@ var tagCases = []struct {
 	{"enforce final without final", reply.TagOptions{EnforceFinal: true}, "just text", ""},
 	{"enforce final with thinking inside", reply.TagOptions{EnforceFinal: true}, "<final>a<think>x</think>b</final>", "ab"},
 	{"enforce final, fence in final", reply.TagOptions{EnforceFinal: true}, "<final>\n```\n</final>\n```\n</final>tail", "\n```\n</final>\n```\n"},
+	{"CRLF fence", reply.TagOptions{}, "```\r\n<think>k</think>\r\n```\r\n<think>x</think>y", "```\r\n<think>k</think>\r\n```\r\ny"},
 	{"CRLF and unicode", reply.TagOptions{}, "é\r\n<think>ü</think>😀\r\n", "é\r\n😀\r\n"},
 }
 
