@@ -248,3 +248,29 @@ func TestOutcomeHashProcessFields(t *testing.T) {
 		t.Error("an error and a success with one text hash the same")
 	}
 }
+
+func TestGuardConcurrentUse(t *testing.T) {
+	g := loopguard.New(nil)
+	done := make(chan struct{})
+	for w := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 50 {
+				c := tool.Call{ID: fmt.Sprintf("w%d-%d", w, i), Name: "read", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i%3))}
+				v := g.Before(c)
+				res := tool.TextResult("x")
+				if v.Result != nil {
+					res = *v.Result
+				}
+				g.After(c, res)
+				g.Annotate(c, res)
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	if n := len(g.Records()); n != loopguard.DefaultHistorySize {
+		t.Errorf("%d records, want a full window of %d", n, loopguard.DefaultHistorySize)
+	}
+}
