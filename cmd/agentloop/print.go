@@ -88,9 +88,15 @@ func (p *printer) event(ev agent.Event) {
 	case runner.EventRetry, runner.EventCompactionRetry, runner.EventOverflowRetry, runner.EventTruncationRetry, runner.EventTimeoutCompaction:
 		var n runner.Notice
 		_ = json.Unmarshal(ev.Data, &n)
-		if n.Streamed {
+		if n.Streamed && !p.atLineStart {
 			// What the failed reply showed stays on screen; the retry
-			// continues it rather than repeating it.
+			// continues it rather than repeating it, so stdout stays
+			// exactly the reply: the notice breaks the line on stderr only.
+			p.replay += p.shown.String()
+			fmt.Fprintf(p.errw, "\nagentloop: %s\n", n.Message)
+			return
+		}
+		if n.Streamed {
 			p.replay += p.shown.String()
 		}
 		p.notice(ev)

@@ -449,3 +449,32 @@ func TestE2ESessions(t *testing.T) {
 		t.Errorf("--no-session --continue: exit %d, %s", code, errs)
 	}
 }
+
+// Issue 10: a reply cut off by a transient failure after it streamed text
+// is retried; the retry is visible on stderr and the text is not repeated.
+func TestE2ERetryAfterStreamedText(t *testing.T) {
+	tests := []struct {
+		name, second, stdout, stderr string
+	}{
+		{"same start", "The answer is 42.", "The answer is 42.\n", "agentloop: the model is overloaded: retrying in"},
+		{"different reply", "Let me think again.", "The answer is\nLet me think again.\n", "differs from the one cut off"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			script := writeFile(t, filepath.Join(t.TempDir(), "s.json"), `{"steps":[
+				{"text":"The answer is","error":{"reason":"overloaded","status":529}},
+				{"text":"`+tc.second+`"}]}`)
+			env, out, errb := cliEnvWith(t.TempDir(), nil)
+			code := execute(context.Background(), env, []string{"run", "--no-session", "--retry-base", "1ms", "--script", script, "--cwd", t.TempDir(), "?"})
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, errb.String())
+			}
+			if got := out.String(); got != tc.stdout {
+				t.Errorf("stdout %q, want %q", got, tc.stdout)
+			}
+			if !strings.Contains(errb.String(), tc.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderr, errb.String())
+			}
+		})
+	}
+}

@@ -167,7 +167,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("AGENTLOOP_TEST_MAIN") == "1" {
 		os.Exit(mainExit())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if mockDir != "" {
+		os.RemoveAll(mockDir)
+	}
+	os.Exit(code)
 }
 
 func TestInterruptExits130(t *testing.T) {
