@@ -40,7 +40,9 @@ type Compat struct {
 	RequiresThinkingAsText bool `json:"requiresThinkingAsText"`
 	// SendReasoningContentBack replays earlier reasoning under the field
 	// it arrived in (reasoning_content, reasoning, ...), as DeepSeek
-	// requires for assistant turns that called tools.
+	// requires for assistant turns that called tools. Off, reasoning is
+	// left out of the history (most chat templates drop it anyway, and
+	// strict servers reject fields they do not know).
 	SendReasoningContentBack bool `json:"sendReasoningContentBack"`
 	// ReasoningField is the field reasoning is replayed under when the
 	// message does not say which one it arrived in; "" means
@@ -73,7 +75,6 @@ var generic = Compat{
 	MaxTokensField:           "max_tokens",
 	SupportsUsageInStreaming: true,
 	ThinkingFormat:           "openai",
-	SendReasoningContentBack: true,
 }
 
 // CompatFor returns the compatibility record for a provider name, or, when

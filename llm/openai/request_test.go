@@ -103,9 +103,9 @@ func TestRequestByCompat(t *testing.T) {
 			map[string]string{"max_tokens": "8000", "max_completion_tokens": "null", "store": "null", "prompt_cache_key": "null", "stream_options": `{"include_usage":true}`, "tools": `[{"function":{"description":"Read a file","name":"read","parameters":{"type":"object"}},"type":"function"}]`},
 			"system", `"I should read it."`},
 		{"openrouter", llm.ModelInfo{ID: "x/y", Reasoning: true},
-			map[string]string{"reasoning": `{"effort":"low"}`, "reasoning_effort": "null"}, "system", `"I should read it."`},
+			map[string]string{"reasoning": `{"effort":"low"}`, "reasoning_effort": "null"}, "system", "null"},
 		{"ollama", llm.ModelInfo{ID: "qwen3", Reasoning: true},
-			map[string]string{"reasoning_effort": `"low"`, "max_tokens": "null"}, "system", `"I should read it."`},
+			map[string]string{"reasoning_effort": `"low"`, "max_tokens": "null"}, "system", "null"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.provider, func(t *testing.T) {
