@@ -17,9 +17,11 @@ import (
 	"github.com/agentloop/agentloop/llm/sse"
 )
 
-// chunk is one GenerateContentResponse of the stream.
+// chunk is one GenerateContentResponse of the stream. Only the first
+// candidate is read (we never ask for more); an array of one keeps the
+// decoder from allocating a slice per chunk, as does usage by value.
 type chunk struct {
-	Candidates []struct {
+	Candidates [1]struct {
 		Content struct {
 			Parts []streamPart `json:"parts"`
 		} `json:"content"`
@@ -27,7 +29,7 @@ type chunk struct {
 		FinishMessage string         `json:"finishMessage"`
 		SafetyRatings []safetyRating `json:"safetyRatings"`
 	} `json:"candidates"`
-	UsageMetadata  *usageMetadata `json:"usageMetadata"`
+	UsageMetadata  usageMetadata `json:"usageMetadata"`
 	PromptFeedback *struct {
 		BlockReason        string         `json:"blockReason"`
 		BlockReasonMessage string         `json:"blockReasonMessage"`
@@ -36,10 +38,12 @@ type chunk struct {
 	Error json.RawMessage `json:"error"`
 }
 
+// streamPart is one part; a part without text, call or signature (inline
+// data, executable code) is not modelled.
 type streamPart struct {
-	Text             *string `json:"text"`
-	Thought          bool    `json:"thought"`
-	ThoughtSignature string  `json:"thoughtSignature"`
+	Text             string `json:"text"`
+	Thought          bool   `json:"thought"`
+	ThoughtSignature string `json:"thoughtSignature"`
 	FunctionCall     *struct {
 		ID   string          `json:"id"`
 		Name string          `json:"name"`
@@ -86,8 +90,8 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			b.fail(fmt.Errorf("google: encode request: %w", err))
 			return
 		}
-		if err := ctx.Err(); err != nil {
-			b.fail(context.Cause(ctx))
+		if ctx.Err() != nil {
+			b.fail(abortError(ctx))
 			return
 		}
 		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))
@@ -102,7 +106,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		}, m.cfg.Headers)
 
 		x := newExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
-		defer x.close()
+		defer func() { x.close(b.finished) }()
 		if err := x.do(m.client, httpReq); err != nil {
 			b.fail(err)
 			return
@@ -111,11 +115,14 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			return
 		}
 		d := decoder{m: m, b: b, cur: -1}
-		r := sse.NewReader(x.resp.Body)
+		r := sse.NewReader(x.body)
 		for {
 			ev, err := r.Next()
 			if err != nil {
 				switch {
+				case x.ctx.Err() != nil:
+					// Cancelled or idle: that is the cause, whatever the read saw.
+					err = x.failure(err)
 				case err == io.EOF && d.finish != "":
 					// Gemini has no terminator: the body ends after the
 					// chunk that gave the finish reason.
@@ -160,27 +167,30 @@ type decoder struct {
 	blocked       []string
 	seenIDs       map[string]bool
 	c             chunk
+	json          jsonReader
 }
 
 // handle applies one chunk.
 func (d *decoder) handle(data []byte) error {
 	m, b := d.m, d.b
+	// Reuse the parts' backing array, zeroed: the decoder fills elements
+	// in place and would keep a field the new part does not have.
+	parts := d.c.Candidates[0].Content.Parts
+	clear(parts[:cap(parts)])
 	d.c = chunk{}
+	d.c.Candidates[0].Content.Parts = parts[:0]
 	c := &d.c
-	if err := json.Unmarshal(data, c); err != nil {
+	if err := d.json.decode(data, c); err != nil {
 		return malformed(m.provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", data)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, data)
 	}
-	if c.UsageMetadata != nil {
+	if c.UsageMetadata != (usageMetadata{}) {
 		c.UsageMetadata.apply(b.msg.Usage)
 	}
 	if pf := c.PromptFeedback; pf != nil && pf.BlockReason != "" {
 		return d.blockedPrompt(pf.BlockReason, pf.BlockReasonMessage, pf.SafetyRatings)
-	}
-	if len(c.Candidates) == 0 {
-		return nil
 	}
 	cand := &c.Candidates[0]
 	for i := range cand.Content.Parts {
@@ -222,10 +232,7 @@ func (d *decoder) part(p *streamPart) bool {
 		}
 		return b.end(i)
 	}
-	if p.Text == nil {
-		return true // inline data, executable code and the like: not modelled
-	}
-	text, sig := *p.Text, p.ThoughtSignature
+	text, sig := p.Text, p.ThoughtSignature
 	typ := llm.ContentText
 	if p.Thought {
 		typ = llm.ContentThinking

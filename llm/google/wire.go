@@ -6,6 +6,7 @@ package google
 // in step.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,8 +22,12 @@ import (
 	"github.com/agentloop/agentloop/llm/jsonpartial"
 )
 
-// maxErrorBody caps how much of an error response is read.
-const maxErrorBody = 64 << 10
+// maxErrorBody caps how much of an error response is read, maxJSONBody a
+// whole reply sent without streaming.
+const (
+	maxErrorBody = 64 << 10
+	maxJSONBody  = 32 << 20
+)
 
 // errIdle is the cause of a stream given up for silence.
 type errIdle struct{ d time.Duration }
@@ -46,6 +51,13 @@ type exchange struct {
 	timer           *time.Timer
 	idle            time.Duration
 	resp            *http.Response
+	// body is the stream to decode: the response body, or a reader over
+	// the bytes sniffed from it.
+	body io.Reader
+	// acceptJSON takes a 200 application/json answer (a server that
+	// ignored "stream": true) into jsonBody instead of failing.
+	acceptJSON bool
+	jsonBody   []byte
 }
 
 func newExchange(ctx context.Context, provider, model string, idle time.Duration) *exchange {
@@ -55,13 +67,28 @@ func newExchange(ctx context.Context, provider, model string, idle time.Duration
 	return x
 }
 
-// close stops the timer and releases the body.
-func (x *exchange) close() {
-	x.timer.Stop()
-	x.cancel(context.Canceled)
+// drainLimit and drainTime bound how much of a finished stream's tail is
+// read so that its connection can be reused.
+const (
+	drainLimit = 16 << 10
+	drainTime  = 100 * time.Millisecond
+)
+
+// close stops the timer and releases the body. After a complete reply the
+// rest of the body (normally just its end) is read first, briefly, so the
+// connection goes back to the pool instead of being torn down.
+func (x *exchange) close(complete bool) {
 	if x.resp != nil {
+		if complete && x.timer.Stop() {
+			x.timer.Reset(drainTime)
+			io.CopyN(io.Discard, x.resp.Body, drainLimit)
+		}
+		x.timer.Stop()
 		x.resp.Body.Close()
+	} else {
+		x.timer.Stop()
 	}
+	x.cancel(context.Canceled)
 }
 
 func (x *exchange) touch() { x.timer.Reset(x.idle) }
@@ -82,8 +109,27 @@ func (x *exchange) do(client *http.Client, req *http.Request) error {
 		return llm.NewHTTPError(x.provider, x.model, resp.StatusCode, resp.Header, body)
 	}
 	ct := resp.Header.Get("Content-Type")
-	if mt, _, _ := mime.ParseMediaType(ct); ct != "" && mt != "text/event-stream" {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	mt, _, _ := mime.ParseMediaType(ct)
+	if x.acceptJSON && mt == "application/json" {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBody))
+		if err != nil {
+			return x.failure(err)
+		}
+		x.jsonBody = body
+		return nil
+	}
+	x.body = resp.Body
+	if ct != "" && mt != "text/event-stream" {
+		// Some proxies label a stream text/plain or octet-stream: look at
+		// the first bytes before calling it wrong.
+		br := bufio.NewReader(resp.Body)
+		head, _ := br.Peek(16)
+		if looksLikeSSE(head) {
+			x.body = br
+			x.touch()
+			return nil
+		}
+		body, _ := io.ReadAll(io.LimitReader(br, maxErrorBody))
 		e := llm.NewHTTPError(x.provider, x.model, resp.StatusCode, resp.Header, body)
 		e.Message = fmt.Sprintf("expected an event stream but the server sent %s: %s", ct, e.Message)
 		if e.Reason == llm.ReasonUnknown {
@@ -95,18 +141,40 @@ func (x *exchange) do(client *http.Client, req *http.Request) error {
 	return nil
 }
 
+// looksLikeSSE reports whether a body starts like an event stream.
+func looksLikeSSE(head []byte) bool {
+	head = bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+	for _, p := range []string{"data:", "event:", "id:", "retry:", ":"} {
+		if bytes.HasPrefix(head, []byte(p)) {
+			return true
+		}
+	}
+	return false
+}
+
 // failure turns a transport error into the error the stream reports: the
 // caller's cancellation as it is, an idle stop as a timeout, anything else
 // as a network failure.
 func (x *exchange) failure(err error) error {
 	if x.parent.Err() != nil {
-		return context.Cause(x.parent)
+		return abortError(x.parent)
 	}
 	var idle errIdle
 	if cause := context.Cause(x.ctx); errors.As(cause, &idle) {
 		return llm.NetworkError(x.provider, x.model, idle)
 	}
 	return llm.NetworkError(x.provider, x.model, err)
+}
+
+// abortError is the error of a call the caller cancelled: ctx.Err(), so
+// errors.Is(err, context.Canceled) holds, with the cancellation cause
+// attached when there is one.
+func abortError(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("%w: %w", err, cause)
+	}
+	return err
 }
 
 // malformed reports stream content that could not be understood, quoting
@@ -157,18 +225,19 @@ func (j *jsonReader) decode(data []byte, v any) error {
 // argsSnapshotFree is the size up to which tool arguments are re-parsed
 // after every fragment; beyond it, after every 1/8 growth, so long
 // arguments cost linear time overall.
-const argsSnapshotFree = 16 << 10
+const argsSnapshotFree = 4 << 10
 
 // builder accumulates the assistant message and yields its events.
 type builder struct {
-	msg     llm.Message
-	yield   func(llm.Event, error) bool
-	stopped bool // the consumer broke out of the loop
-	started bool
-	open    []bool                   // per content index: block not ended yet
-	args    map[int]*args            // per tool-call content index
-	texts   map[int]*strings.Builder // per text or thinking content index
-	prices  llm.Prices
+	msg      llm.Message
+	yield    func(llm.Event, error) bool
+	stopped  bool // the consumer broke out of the loop
+	started  bool
+	finished bool                     // the done event was emitted
+	open     []bool                   // per content index: block not ended yet
+	args     map[int]*args            // per tool-call content index
+	texts    map[int]*strings.Builder // per text or thinking content index
+	prices   llm.Prices
 }
 
 type args struct {
@@ -326,6 +395,7 @@ func (b *builder) done(reason llm.StopReason) {
 	}
 	b.finishUsage()
 	b.msg.StopReason = reason
+	b.finished = true
 	b.emit(llm.Event{Type: llm.EventDone, Reason: reason, Message: &b.msg})
 }
 
@@ -349,7 +419,7 @@ func (b *builder) fail(err error) {
 	}
 	b.finishUsage()
 	reason := llm.StopReasonError
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) && !isProviderError(err) {
+	if !isProviderError(err) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		reason = llm.StopReasonAborted
 	}
 	b.msg.StopReason = reason
