@@ -18,7 +18,8 @@ type Config struct {
 	// Disabled turns detection off: Before always allows and nothing is
 	// recorded.
 	Disabled bool
-	// HistorySize is how many recent calls are remembered.
+	// HistorySize is how many recent calls are remembered. A threshold
+	// above HistorySize+1 can never be reached.
 	HistorySize int
 	// Warning, Critical and Global are the thresholds, counted in calls
 	// including the one being checked (see the package doc). Values of 0
