@@ -96,7 +96,42 @@ type Bus struct {
 	hooks   [numPoints]atomic.Pointer[[]*entry]
 	mu      sync.Mutex // serialises registration
 	seq     uint64
-	running sync.WaitGroup // hook goroutines, including ones past their timeout
+	running inflight // hook goroutines, including ones past their timeout
+}
+
+// inflight counts running hook goroutines. Unlike a sync.WaitGroup it
+// lets goroutines start while someone waits, which a bus shared by
+// concurrent runs needs: one run's Wait at its end overlaps another's
+// fires.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.n++
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n--; f.n == 0 {
+		close(f.idle)
+		f.idle = nil
+	}
+}
+
+// wait returns a channel closed once nothing runs, or nil if nothing does.
+func (f *inflight) wait() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.idle
 }
 
 type entry struct {
@@ -121,13 +156,13 @@ func New(opts *Options) *Bus {
 // Wait blocks until every hook call the bus started has returned, or ctx is
 // done. Fire methods already wait for their hooks; Wait is for the hooks
 // that ignored their context past a timeout: a run calls it at its end so
-// that nothing it started outlives it.
+// that nothing it started outlives it. On a bus shared by concurrent runs
+// it also waits for the other runs' hooks that are running at the time.
 func (b *Bus) Wait(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		b.running.Wait()
-		close(done)
-	}()
+	done := b.running.wait()
+	if done == nil {
+		return nil
+	}
 	select {
 	case <-done:
 		return nil
@@ -240,9 +275,9 @@ type outcome[Out any] struct {
 func start[In, Out any](b *Bus, ctx context.Context, e *entry, in In) <-chan outcome[Out] {
 	fn := e.fn.(func(context.Context, In) (Out, error))
 	done := make(chan outcome[Out], 1)
-	b.running.Add(1)
+	b.running.add()
 	go func() {
-		defer b.running.Done()
+		defer b.running.done()
 		var r outcome[Out]
 		defer func() {
 			if p := recover(); p != nil {

@@ -640,3 +640,40 @@ func TestSeamsStop(t *testing.T) {
 		t.Errorf("notices %v", k)
 	}
 }
+
+// A bus shared by concurrent runs: one run's Wait at its end overlaps the
+// other runs' fires, which must neither race nor panic, and Wait still
+// returns once the hooks are done.
+func TestWaitWhileOtherRunsFire(t *testing.T) {
+	b, rec := newBus(t)
+	var calls atomic.Int64
+	b.OnAgentEnd(Spec{Name: "count"}, func(context.Context, AgentEndEvent) error {
+		calls.Add(1)
+		return nil
+	})
+	const runs, fires = 4, 200
+	var wg sync.WaitGroup
+	for range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range fires {
+				b.AgentEnd(ctx, AgentEndEvent{})
+				if err := b.Wait(ctx); err != nil {
+					t.Errorf("Wait: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := b.Wait(ctx); err != nil {
+		t.Errorf("final Wait: %v", err)
+	}
+	if n := calls.Load(); n != runs*fires {
+		t.Errorf("hook ran %d times, want %d", n, runs*fires)
+	}
+	if ns := rec.all(); len(ns) != 0 {
+		t.Errorf("unexpected notices: %+v", ns)
+	}
+}
