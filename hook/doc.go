@@ -51,7 +51,7 @@
 // Code name of the tool and against ours ("Write" does not match
 // TodoWrite); empty or "*" matches every call. For SessionStart it matches
 // the source, for PreCompact and PostCompact the trigger, for SessionEnd
-// the reason.
+// the reason; UserPromptSubmit and Stop ignore it.
 //
 // A command runs with bash (or sh) -c in the workspace, in its own process
 // group, with AGENTLOOP_PROJECT_DIR and CLAUDE_PROJECT_DIR set to the

@@ -47,8 +47,11 @@ type ShellHook struct {
 	re *regexp.Regexp // nil matches everything
 }
 
+// matches reports whether the hook applies to a call named by names. An
+// event with nothing to match (UserPromptSubmit, Stop) passes no names and
+// runs every hook, its matcher ignored, as in Claude Code.
 func (h *ShellHook) matches(names ...string) bool {
-	if h.re == nil {
+	if h.re == nil || len(names) == 0 {
 		return true
 	}
 	for _, n := range names {

@@ -400,7 +400,9 @@ func TestPostToolUseFeedbackReachesTheModel(t *testing.T) {
 func TestUserPromptSubmitHooks(t *testing.T) {
 	f := newFixture(t)
 	f.user(t, map[string][]cmdSpec{EventUserPromptSubmit: {
-		{command: `echo "The sprint ends Friday."`},
+		// Claude Code ignores matchers on events without a tool or source to
+		// match; a copied matcher must not silence the hook.
+		{matcher: "Bash", command: `echo "The sprint ends Friday."`},
 		{command: `p=$(cat); case "$p" in *sk-live*) echo "Your prompt contains an API key; remove it." >&2; exit 2;; esac`},
 	}})
 	b, _ := f.load(t, nil)
