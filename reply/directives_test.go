@@ -72,6 +72,7 @@ func TestSplitMedia(t *testing.T) {
 		{"home refused, line removed", "MEDIA:~/x.png", "", nil},
 		{"prose kept", "The MEDIA: line format", "The MEDIA: line format", nil},
 		{"bare word kept", "MEDIA:thing", "MEDIA:thing", nil},
+		{"audio tag in any case", "Hi [[ Audio_As_Voice ]]\nMEDIA:/v.ogg", "Hi", []string{"/v.ogg"}},
 		{"inside fence kept", "```\nMEDIA:/a.png\n```", "```\nMEDIA:/a.png\n```", nil},
 	}
 	for _, tt := range tests {

@@ -34,7 +34,7 @@ type Media struct {
 // removed too.
 func SplitMedia(text string) Media {
 	var m Media
-	if !strings.Contains(text, "MEDIA:") && !strings.Contains(strings.ToLower(text), "[[") {
+	if !strings.Contains(text, "MEDIA:") && !strings.Contains(text, "[[") {
 		m.Text = strings.TrimSpace(text)
 		if m.Text != "" {
 			m.Segments = []Segment{{Type: "text", Text: m.Text}}
@@ -70,30 +70,42 @@ func SplitMedia(text string) Media {
 		seg = append(seg, line)
 	}
 	flush()
-	out := strings.Join(kept, "\n")
-	if ds := findDirectives(out); len(ds) > 0 {
-		var b strings.Builder
-		last := 0
-		for _, d := range ds {
-			if d.kind != dirAudio {
-				continue
-			}
-			m.AudioAsVoice = true
-			b.WriteString(out[last:d.start])
-			last = d.end
-		}
-		if m.AudioAsVoice {
-			b.WriteString(out[last:])
-			out = b.String()
-			for i := range m.Segments {
-				if m.Segments[i].Type == "text" {
-					m.Segments[i].Text = tidy(strings.ReplaceAll(m.Segments[i].Text, "[[audio_as_voice]]", ""))
-				}
+	out, voice := stripAudioTags(strings.Join(kept, "\n"))
+	if voice {
+		m.AudioAsVoice = true
+		for i := range m.Segments {
+			if m.Segments[i].Type == "text" {
+				t, _ := stripAudioTags(m.Segments[i].Text)
+				m.Segments[i].Text = tidy(t)
 			}
 		}
 	}
-	m.Text = tidy(out)
+	if voice || len(kept) < strings.Count(text, "\n")+1 {
+		m.Text = tidy(out) // close the gaps the removals left
+	} else {
+		m.Text = strings.TrimSpace(out)
+	}
 	return m
+}
+
+// stripAudioTags removes the [[audio_as_voice]] tags of text and reports
+// whether there were any.
+func stripAudioTags(text string) (string, bool) {
+	var b strings.Builder
+	last, found := 0, false
+	for _, d := range findDirectives(text) {
+		if d.kind != dirAudio {
+			continue
+		}
+		found = true
+		b.WriteString(text[last:d.start])
+		last = d.end
+	}
+	if !found {
+		return text, false
+	}
+	b.WriteString(text[last:])
+	return b.String(), true
 }
 
 // mediaRefs reads what follows "MEDIA:". It returns the accepted
