@@ -242,3 +242,15 @@ func TestPipeline(t *testing.T) {
 		t.Errorf("payloads = %q, want %q", texts, want)
 	}
 }
+
+func TestPipelineBreak(t *testing.T) {
+	p := reply.NewPipeline(nil)
+	p.Write("Let me check the file. <thi")
+	if got := p.Break(); len(got) != 1 || got[0].Text != "Let me check the file." {
+		t.Fatalf("Break = %+v, want the text before the tool call", got)
+	}
+	p.Write("nk>hidden</think>Found it.")
+	if got := p.Flush(); len(got) != 1 || got[0].Text != "Found it." {
+		t.Fatalf("Flush = %+v, want the rest without the reasoning", got)
+	}
+}

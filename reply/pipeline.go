@@ -77,6 +77,21 @@ func (p *Pipeline) Flush() []Payload {
 	return out
 }
 
+// Break sends what is buffered now, without ending the message: call it
+// before a tool starts, so the text before the call reaches the user
+// first. Text the stripper or the directive stream cannot decide yet (a
+// tag cut in half) stays held.
+func (p *Pipeline) Break() []Payload {
+	var out []Payload
+	if p.chunker == nil {
+		out = p.block(out, p.held.String(), false)
+		p.held.Reset()
+		return out
+	}
+	p.chunker.DrainFunc(true, func(b string) { out = p.block(out, b, false) })
+	return out
+}
+
 // Partial returns the reply as a person should see it so far (for a
 // preview that is edited in place): tags stripped, directives removed, an
 // unfinished trailing "[[" left out. It re-reads the whole message, so a
