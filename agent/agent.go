@@ -77,6 +77,24 @@ type Config struct {
 	// MaxStopContinuations bounds how often the Stop hook may keep one run
 	// going; 0 means DefaultMaxStopContinuations, negative means never.
 	MaxStopContinuations int
+	// MaxOutputTokens is the model's output limit (llm.ModelInfo.MaxTokens).
+	// When set, a reply cut off at a lower Options.MaxTokens is discarded
+	// and asked again once with the limit raised to it (at most
+	// EscalatedMaxTokens). 0 means unknown: cut-off replies are continued
+	// instead.
+	MaxOutputTokens int
+	// MaxOutputContinuations bounds the continuation prompts sent after
+	// replies cut off at their output limit; 0 means
+	// DefaultMaxOutputContinuations, negative means never.
+	MaxOutputContinuations int
+	// MaxFinalizeRevisions bounds the revisions Hooks.BeforeFinalize may
+	// ask for in one run; 0 means DefaultMaxFinalizeRevisions, negative
+	// means never.
+	MaxFinalizeRevisions int
+	// TokenBudget, when positive, is an output-token target for the run:
+	// while the run's output is under 90% of it, a run that would stop is
+	// told to keep working (until continuing stops paying off).
+	TokenBudget int
 	// Now stamps the messages the agent creates (Unix ms); nil means the
 	// wall clock. Tests set it for deterministic transcripts.
 	Now func() int64
@@ -109,6 +127,11 @@ type Hooks struct {
 	// going with the inject messages (a default nudge when empty), at most
 	// MaxStopContinuations times per run.
 	Stop func(ctx context.Context, last llm.Message) (cont bool, inject []llm.Message)
+	// BeforeFinalize runs when the run is about to end with last as its
+	// final answer (after Stop). Returning a non-blank instruction asks for
+	// a revision: it is sent to the model as a user message and the run
+	// goes on, at most MaxFinalizeRevisions times per run. "" finalizes.
+	BeforeFinalize func(ctx context.Context, last llm.Message) (revise string)
 	// AgentEnd runs at the end of every run with the messages it added.
 	AgentEnd func(ctx context.Context, messages []llm.Message)
 }
@@ -170,6 +193,12 @@ func New(cfg Config) *Agent {
 	}
 	if cfg.MaxStopContinuations == 0 {
 		cfg.MaxStopContinuations = DefaultMaxStopContinuations
+	}
+	if cfg.MaxOutputContinuations == 0 {
+		cfg.MaxOutputContinuations = DefaultMaxOutputContinuations
+	}
+	if cfg.MaxFinalizeRevisions == 0 {
+		cfg.MaxFinalizeRevisions = DefaultMaxFinalizeRevisions
 	}
 	if cfg.SteerMode == "" {
 		cfg.SteerMode = SteerWait

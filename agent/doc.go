@@ -11,6 +11,13 @@
 // events, in the same single order. Events encode to the versioned JSON
 // protocol of docs/protocol.md.
 //
+// When the model would stop, the stop chain decides (stopchain.go): a reply
+// cut off at its output limit is withdrawn (retry_reset) and asked again
+// with the limit raised to the model's (Config.MaxOutputTokens, up to
+// 64,000), then continued with a prompt at most 3 times; the Stop hook, a
+// token budget and the BeforeFinalize hook may each keep the run going a
+// bounded number of times (stop_continuation events).
+//
 // Contracts the loop keeps: every tool call in an assistant message gets
 // exactly one tool result (synthetic when a call was cancelled, skipped or
 // never started), appended in the order the model asked; a turn whose tools

@@ -25,6 +25,14 @@ type run struct {
 	last      llm.Message // the last assistant message
 	stopConts int
 
+	// The stop chain's state (stopchain.go).
+	escalated       bool // a cut-off reply was asked again with a raised limit
+	raisedMaxTokens int  // that limit, used for the rest of the run
+	outputConts     int
+	revisions       int
+	budgetConts     int
+	budgetMark      int // output tokens at the last budget continuation
+
 	reporter *hookReporter
 	specs    []llm.ToolSpec // the tools as offered to the model, built once per run
 }
@@ -105,8 +113,16 @@ func (r *run) loop(prompts []llm.Message, cont bool) {
 				}
 				return
 			}
+			if out.reset { // a cut-off reply withdrawn: ask again
+				wantTools = true
+				pending = r.a.drain(&r.a.steer)
+				continue
+			}
 			wantTools = out.calls > 0
 			pending = r.a.drain(&r.a.steer)
+			if !wantTools && len(pending) == 0 {
+				pending = r.cutOffContinuation(out)
+			}
 		}
 		// Steering that arrived after the last turn's check, then follow-ups.
 		if pending = r.a.drain(&r.a.steer); len(pending) > 0 {
@@ -115,19 +131,8 @@ func (r *run) loop(prompts []llm.Message, cont bool) {
 		if pending = r.a.drain(&r.a.follow); len(pending) > 0 {
 			continue
 		}
-		if r.cfg.Hooks.Stop != nil && r.stopConts < r.cfg.MaxStopContinuations {
-			var cont bool
-			var inject []llm.Message
-			r.callHook("stop", func() { cont, inject = r.cfg.Hooks.Stop(r.hookCtx, r.last) })
-			if cont {
-				r.stopConts++
-				if len(inject) == 0 {
-					inject = []llm.Message{{Role: llm.RoleUser, Content: []llm.Content{llm.Text(
-						"A stop hook asked you to keep going: check whether the task is really finished, and continue if it is not.")}}}
-				}
-				pending = inject
-				continue
-			}
+		if pending = r.wouldStop(); len(pending) > 0 {
+			continue
 		}
 		r.end(ReasonStop, r.last.StopReason, nil)
 		return

@@ -16,6 +16,7 @@ type turnOut struct {
 	results   []llm.Message
 	calls     int
 	err       error // why the assistant message failed, if it did
+	reset     bool  // the reply was cut off and withdrawn, to be asked again
 }
 
 // streamItem is one value of the model's stream, handed from the pump
@@ -47,6 +48,9 @@ func (r *run) runTurn() turnOut {
 		r.specs = r.cfg.Tools.Specs()
 	}
 	req := &llm.Request{SystemPrompt: r.cfg.SystemPrompt, Messages: msgs, Tools: r.specs, Options: r.cfg.Options}
+	if r.raisedMaxTokens > 0 {
+		req.Options.MaxTokens = r.raisedMaxTokens
+	}
 	if h := r.cfg.Hooks.LLMInput; h != nil {
 		r.callHook("llm_input", func() { h(r.hookCtx, req) })
 	}
@@ -124,6 +128,7 @@ type scheduler struct {
 	allExcl   bool  // run every call alone (non-streaming mode with an exclusive call)
 	skip      error // calls not started are skipped with this cause
 	streamErr error
+	reset     bool // the final message was withdrawn (retry_reset)
 
 	toolc chan toolMsg
 	done  chan struct{}
@@ -251,6 +256,12 @@ func (s *scheduler) finish(msg *llm.Message, err error, started bool) llm.Messag
 			err = errStreamEnded
 		}
 		m = r.errorMessage(err)
+	}
+	if limit := r.escalation(m); limit > 0 && started {
+		// Withdrawn before message_end: it never joins the conversation.
+		r.resetCutOff(m, limit)
+		s.reset = true
+		return m
 	}
 	if !started {
 		r.emit(Event{Type: EventMessageStart, Turn: r.turn, Message: &m})
@@ -534,7 +545,7 @@ func (s *scheduler) settle(c *call, res tool.Result) {
 // model's order, and appends them.
 func (s *scheduler) collect(assistant llm.Message) turnOut {
 	r := s.r
-	out := turnOut{assistant: assistant}
+	out := turnOut{assistant: assistant, reset: s.reset}
 	if assistant.StopReason.Failed() {
 		out.err = s.streamErr
 	}
