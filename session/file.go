@@ -41,7 +41,9 @@ type Session interface {
 	Header() Header
 	// Append writes e as a child of the current leaf and makes it the new
 	// leaf. It fills in e's ID (unless set), ParentID and Timestamp (unless
-	// set) and returns the id.
+	// set) and returns the id. An error with a non-empty id means the entry
+	// was written and is part of the session, but flushing it to stable
+	// storage failed.
 	Append(ctx context.Context, e Entry) (string, error)
 	// Branch moves the leaf to an earlier entry ("" for a new root); the
 	// next append continues from there. It writes nothing.
@@ -262,25 +264,37 @@ func (s *FileSession) Append(ctx context.Context, e Entry) (string, error) {
 	line = append(line, '\n')
 	if !s.created {
 		s.pending = append(s.pending, line...)
-		if e.Type == EntryMessage && e.Message != nil && e.Message.Role == llm.RoleUser {
-			if err := s.create(); err != nil {
-				s.pending = s.pending[:len(s.pending)-len(line)]
-				return "", err
-			}
+		if e.Type != EntryMessage || e.Message == nil || e.Message.Role != llm.RoleUser {
+			s.t.add(e)
+			return e.ID, nil
+		}
+		if err := s.create(); err != nil {
+			s.pending = s.pending[:len(s.pending)-len(line)]
+			return "", err
 		}
 		s.t.add(e)
-		return e.ID, nil
+		if s.policy == SyncNever {
+			return e.ID, nil
+		}
+		err := s.sync()
+		syncDir(filepath.Dir(s.path))
+		return e.ID, err
 	}
 	if err := s.write(line); err != nil {
 		return "", err
 	}
+	// The line is in the file from here on, so it is in the transcript
+	// too, even if the sync below fails: memory never disagrees with disk.
 	s.t.add(e)
+	if s.policy == SyncEveryEntry {
+		return e.ID, s.sync()
+	}
 	return e.ID, nil
 }
 
 // write appends one line with one write call. A failed or short write is
 // cut back off, so the file never keeps a partial line we would then
-// append after.
+// append after. It does not sync.
 func (s *FileSession) write(line []byte) error {
 	n, err := s.f.Write(line)
 	if err != nil || n != len(line) {
@@ -295,13 +309,12 @@ func (s *FileSession) write(line []byte) error {
 	}
 	s.size += int64(n)
 	s.dirty = true
-	if s.policy == SyncEveryEntry {
-		return s.sync()
-	}
 	return nil
 }
 
-// create writes the header and the waiting entries in one write.
+// create writes the header and the waiting entries in one write. Once
+// that write succeeded the file exists, whatever a later sync says: it is
+// never written a second time.
 func (s *FileSession) create() error {
 	id := s.t.Header.ID
 	if s.f == nil {
@@ -324,12 +337,6 @@ func (s *FileSession) create() error {
 		return err
 	}
 	s.created, s.pending = true, nil
-	if s.policy != SyncNever {
-		if err := s.sync(); err != nil {
-			return err
-		}
-		syncDir(filepath.Dir(s.path))
-	}
 	return nil
 }
 
