@@ -314,7 +314,13 @@ func realPath(p string) (string, error) {
 		fi, err := os.Lstat(next)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-				// Nothing below a missing entry can be a symlink.
+				// Nothing below a missing entry can be a symlink. But a ".."
+				// after it (from a symlink's target: the path itself was
+				// cleaned) would climb back to entries that may be symlinks,
+				// unresolved; the kernel refuses such a path, and so do we.
+				if slices.Contains(rest, "..") {
+					return "", &fs.PathError{Op: "resolve", Path: next, Err: fs.ErrNotExist}
+				}
 				return filepath.Join(append([]string{next}, rest...)...), nil
 			}
 			return "", err

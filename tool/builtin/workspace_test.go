@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,6 +207,28 @@ func TestWorkspaceOptions(t *testing.T) {
 		}
 		if _, err := w.ResolveRead("loop"); err == nil || !strings.Contains(err.Error(), "too many levels") {
 			t.Errorf("symlink loop err = %v", err)
+		}
+	})
+	t.Run("symlink through a missing directory", func(t *testing.T) {
+		// sneak -> missing/../out, and out -> <tmp>/outside. The kernel
+		// cannot resolve sneak/x (missing does not exist), so it must not
+		// resolve to ws/out/x, which the kernel then follows outside.
+		w, tmp := newTestWorkspace(t, nil)
+		if err := os.Symlink("missing/../out", filepath.Join(tmp, "ws", "sneak")); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"sneak/x", "sneak/secret"} {
+			if got, err := w.ResolveWrite(p); err == nil {
+				t.Errorf("ResolveWrite(%q) = %q, want an error", p, got)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("ResolveWrite(%q) err = %v, want one saying it does not exist", p, err)
+			}
+			if got, err := w.ResolveRead(p); err == nil {
+				t.Errorf("ResolveRead(%q) = %q, want an error", p, got)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(tmp, "outside", "x")); err == nil {
+			t.Error("a file appeared outside the workspace")
 		}
 	})
 }
