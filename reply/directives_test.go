@@ -254,3 +254,12 @@ func TestPipelineBreak(t *testing.T) {
 		t.Fatalf("Flush = %+v, want the rest without the reasoning", got)
 	}
 }
+
+func TestParseAudioTag(t *testing.T) {
+	if got, ok := reply.ParseAudioTag("Hear this [[audio_as_voice]]  now"); got != "Hear this now" || !ok {
+		t.Errorf("got %q %v", got, ok)
+	}
+	if got, ok := reply.ParseAudioTag("  plain  text "); got != "  plain  text " || ok {
+		t.Errorf("text without the tag changed: %q %v", got, ok)
+	}
+}

@@ -44,15 +44,35 @@ func TestDirectiveVectors(t *testing.T) {
 			switch c.Function {
 			case "splitMediaFromOutput":
 				checkMedia(t, reply.SplitMedia(in.Text), c.Expected)
-			case "stripInlineDirectiveTagsForDisplay":
+			case "stripInlineDirectiveTagsForDisplay", "stripInlineDirectiveTagsForDelivery":
 				var want struct {
 					Text    string `json:"text"`
 					Changed bool   `json:"changed"`
 				}
 				unmarshal(t, c.Expected, &want)
-				got, changed := reply.StripDirectivesForDisplay(in.Text)
+				strip := reply.StripDirectivesForDisplay
+				if c.Function == "stripInlineDirectiveTagsForDelivery" {
+					strip = reply.StripDirectivesForDelivery
+				}
+				got, changed := strip(in.Text)
 				if got != want.Text || changed != want.Changed {
 					t.Errorf("got %q %v, want %q %v", got, changed, want.Text, want.Changed)
+				}
+			case "parseAudioTag":
+				var want struct {
+					Text         *string `json:"text"`
+					AudioAsVoice *bool   `json:"audioAsVoice"`
+					HadTag       *bool   `json:"hadTag"`
+				}
+				unmarshal(t, c.Expected, &want)
+				got, found := reply.ParseAudioTag(in.Text)
+				if want.Text != nil && got != *want.Text {
+					t.Errorf("text = %q, want %q", got, *want.Text)
+				}
+				for _, b := range []*bool{want.AudioAsVoice, want.HadTag} {
+					if b != nil && *b != found {
+						t.Errorf("found = %v, want %v", found, *b)
+					}
 				}
 			case "parseInlineDirectives":
 				var want struct {
@@ -80,6 +100,7 @@ func TestDirectiveVectors(t *testing.T) {
 				for i, raw := range in.Steps {
 					var st struct {
 						Consume *string         `json:"consume"`
+						Final   bool            `json:"final"`
 						Reset   bool            `json:"reset"`
 						Expect  json.RawMessage `json:"expect"`
 					}
@@ -88,7 +109,7 @@ func TestDirectiveVectors(t *testing.T) {
 						s.Reset()
 						continue
 					}
-					got := s.Consume(*st.Consume, false)
+					got := s.Consume(*st.Consume, st.Final)
 					checkPayload(t, fmt.Sprintf("step %d", i), got, st.Expect)
 				}
 			case "subscribeBlockReplyScenario":
@@ -167,7 +188,7 @@ func TestDirectiveVectors(t *testing.T) {
 				if in.Payload.MediaURL != "" {
 					pl.MediaURLs = []string{in.Payload.MediaURL}
 				}
-				got, reason := reply.NormalizePayload(pl, "")
+				got, reason := reply.NormalizePayload(pl, in.Token)
 				var want struct {
 					Text        *string  `json:"text"`
 					MediaURL    string   `json:"mediaUrl"`

@@ -88,6 +88,17 @@ func SplitMedia(text string) Media {
 	return m
 }
 
+// ParseAudioTag removes the [[audio_as_voice]] tags of text, tidying the
+// gaps they leave (see ParseDirectives), and reports whether there were
+// any. Text without the tag is returned unchanged.
+func ParseAudioTag(text string) (string, bool) {
+	out, found := stripAudioTags(text)
+	if !found {
+		return text, false
+	}
+	return tidy(out), true
+}
+
 // stripAudioTags removes the [[audio_as_voice]] tags of text and reports
 // whether there were any.
 func stripAudioTags(text string) (string, bool) {
