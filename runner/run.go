@@ -40,6 +40,8 @@ type run struct {
 
 	compacting       atomic.Bool
 	attemptCompacted bool
+	precheckCounted  bool
+	turn             int
 	compactions      int
 	iterations       int
 
@@ -215,6 +217,12 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 			s.warn(w)
 		}
 	}
+	if p.RegisterHooks != nil {
+		if bus == nil {
+			bus = hook.New(&hook.Options{Report: s.reportHook})
+		}
+		p.RegisterHooks(bus)
+	}
 	if bus != nil {
 		defer func() {
 			wctx, c := context.WithTimeout(context.WithoutCancel(ctx), hookWait)
@@ -223,6 +231,64 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 				s.warn("some hooks were still running when the run ended")
 			}
 		}()
+	}
+
+	// The session's own hooks, then the prompt's, before anything is
+	// started for the run: a refused prompt starts no MCP server.
+	promptText := p.Prompt
+	var promptContext string
+	endReason := "other"
+	if bus != nil {
+		defer func() {
+			ectx, c := context.WithTimeout(context.WithoutCancel(ctx), hookWait)
+			defer c()
+			bus.SessionEnd(ectx, hook.SessionEndEvent{SessionID: sessionID, Reason: endReason})
+		}()
+		out := bus.SessionStart(runCtx, hook.SessionStartInput{SessionID: sessionID, Source: source})
+		if out.Halt != "" {
+			return s.finish(Result{Reason: ReasonHalted, Err: &HaltError{out.Halt}, Message: out.Halt}), nil
+		}
+		ups := bus.UserPromptSubmit(runCtx, hook.UserPromptSubmitInput{SessionID: sessionID, Prompt: p.Prompt})
+		if ups.Halt != "" {
+			return s.finish(Result{Reason: ReasonHalted, Err: &HaltError{ups.Halt}, Message: ups.Halt}), nil
+		}
+		if ups.Block {
+			msg := ups.Reason
+			if msg == "" {
+				msg = "a UserPromptSubmit hook refused the prompt"
+			}
+			return s.finish(Result{Reason: ReasonPromptBlocked, Message: msg, Err: errors.New(msg)}), nil
+		}
+		promptContext = joinNonEmpty(out.Context, ups.Context)
+
+		// Model hooks: before_model_resolve, then the legacy
+		// before_agent_start, whose fields count only where the newer
+		// point set none.
+		legacy := bus.BeforeAgentStart(runCtx, hook.BeforeAgentStartInput{Prompt: p.Prompt, Messages: history})
+		mo := bus.BeforeModelResolve(runCtx, hook.BeforeModelResolveInput{Prompt: p.Prompt, Provider: p.Info.Provider, Model: p.Info.ID}).Under(legacy)
+		if (mo.Provider != "" && mo.Provider != p.Info.Provider) || (mo.Model != "" && mo.Model != p.Info.ID) {
+			prov, id := orStr(mo.Provider, p.Info.Provider), orStr(mo.Model, p.Info.ID)
+			if p.ResolveModel == nil {
+				s.warn(fmt.Sprintf("a hook asked for model %s/%s, but this run cannot change models; it stays on %s/%s", prov, id, p.Info.Provider, p.Info.ID))
+			} else {
+				m, info, err := p.ResolveModel(runCtx, prov, id)
+				if err != nil {
+					return Result{Err: err}, fmt.Errorf("resolve the model %s/%s a hook asked for: %w", prov, id, err)
+				}
+				p.Model, p.Info = m, info
+				s.p.Model, s.p.Info = m, info
+			}
+		}
+		edit := bus.BeforePromptBuild(runCtx, hook.BeforePromptBuildInput{Prompt: p.Prompt, SystemPrompt: p.SystemPrompt, Messages: history}).Under(legacy.PromptEdit)
+		p.SystemPrompt, promptText = edit.Apply(p.SystemPrompt, p.Prompt)
+		s.p.SystemPrompt = p.SystemPrompt
+	}
+	prompt := llm.UserText(promptText)
+	if p.Now != nil {
+		prompt.Timestamp = p.Now()
+	}
+	if promptContext != "" {
+		prompt.Content = append(prompt.Content, llm.Text(promptContext))
 	}
 
 	// Tools, with MCP servers started before the first model call.
@@ -327,8 +393,12 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 
 	hooks := agent.Hooks{}
 	if bus != nil {
-		hooks = agent.Hooks(bus.Seams(hook.SeamsOptions{Approval: p.Approval, Registry: reg, SessionID: sessionID,
-			Halt: func(reason string) { cancel(&HaltError{Reason: reason}) }}))
+		// Field by field: the agent's hooks may grow seams the bus does
+		// not have yet.
+		sm := bus.Seams(hook.SeamsOptions{Approval: p.Approval, Registry: reg, SessionID: sessionID,
+			Halt: func(reason string) { cancel(&HaltError{Reason: reason}) }})
+		hooks = agent.Hooks{Approve: sm.Approve, BeforeToolCall: sm.BeforeToolCall, AfterToolCall: sm.AfterToolCall,
+			ToolResultPersist: sm.ToolResultPersist, LLMInput: sm.LLMInput, LLMOutput: sm.LLMOutput, Stop: sm.Stop, AgentEnd: sm.AgentEnd}
 	} else if p.Approval != nil {
 		hooks.Approve = p.Approval.Approve
 	}
@@ -360,38 +430,6 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 
 	stopTimer := s.startTimer(cancel)
 	defer stopTimer()
-
-	// The session's own hooks, then the prompt's.
-	prompt := llm.UserText(p.Prompt)
-	if p.Now != nil {
-		prompt.Timestamp = p.Now()
-	}
-	endReason := "other"
-	if bus != nil {
-		defer func() {
-			ectx, c := context.WithTimeout(context.WithoutCancel(ctx), hookWait)
-			defer c()
-			bus.SessionEnd(ectx, hook.SessionEndEvent{SessionID: sessionID, Reason: endReason})
-		}()
-		out := bus.SessionStart(runCtx, hook.SessionStartInput{SessionID: sessionID, Source: source})
-		if out.Halt != "" {
-			return s.finish(Result{Reason: ReasonHalted, Err: &HaltError{out.Halt}, Message: out.Halt}), nil
-		}
-		ups := bus.UserPromptSubmit(runCtx, hook.UserPromptSubmitInput{SessionID: sessionID, Prompt: p.Prompt})
-		if ups.Halt != "" {
-			return s.finish(Result{Reason: ReasonHalted, Err: &HaltError{ups.Halt}, Message: ups.Halt}), nil
-		}
-		if ups.Block {
-			msg := ups.Reason
-			if msg == "" {
-				msg = "a UserPromptSubmit hook refused the prompt"
-			}
-			return s.finish(Result{Reason: ReasonPromptBlocked, Message: msg, Err: errors.New(msg)}), nil
-		}
-		if extra := joinNonEmpty(out.Context, ups.Context); extra != "" {
-			prompt.Content = append(prompt.Content, llm.Text(extra))
-		}
-	}
 
 	res := s.loop(runCtx, a, comp, prompt)
 	if res.Reason == ReasonStop {
@@ -546,9 +584,14 @@ func (s *run) compactEvent(ev compact.Event) {
 			s.compactions++
 		}
 	case compact.EventTruncation:
-		if ev.Route == compact.RouteTruncate {
-			// The precheck's truncation-only route: the call goes ahead on
-			// the shortened context, a fresh attempt rather than a failure.
+		if !s.precheckCounted && s.turn <= 1 && (ev.Route == compact.RouteTruncate || len(ev.Records) > 0 && ev.Records[0].Reason != "cap") {
+			// The precheck shortened or cleared tool results instead of
+			// sending a prompt over budget (OpenClaw's truncation-only
+			// route): the call goes ahead on the shortened context, which
+			// counts as a fresh attempt, not a failure. Like OpenClaw's
+			// precheck, only the one before an attempt's first call counts:
+			// the cap bounds recoveries, not the turns of a long run.
+			s.precheckCounted = true
 			s.iterations++
 			s.notice(EventPrecheckTruncation, Notice{Reason: string(ev.Route), Attempt: ev.Truncated,
 				Message: fmt.Sprintf("the prompt was over budget: shortened %d tool results instead of compacting", ev.Truncated)})
@@ -574,6 +617,8 @@ func (s *run) onAgentEvent(ctx context.Context, ev agent.Event) {
 				s.checkBudget()
 			}
 		}
+	case agent.EventTurnStart:
+		s.precheckCounted, s.turn = false, ev.Turn
 	case agent.EventTurnEnd:
 		if s.sess != nil {
 			if err := s.sess.EndTurn(); err != nil {
@@ -643,3 +688,10 @@ func (r *recorder) RecordTruncations(ctx context.Context, recs []compact.Truncat
 
 // trigger for rand in jitter.
 func jitter() float64 { return rand.Float64() }
+
+func orStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

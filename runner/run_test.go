@@ -294,3 +294,30 @@ func TestRunTimeoutExtendedDuringCompaction(t *testing.T) {
 		}
 	})
 }
+
+// The precheck's truncation-only route shortens tool results before the
+// call; the runner counts it as a fresh attempt, and the call succeeds.
+func TestRunPrecheckTruncationIsAnAttempt(t *testing.T) {
+	call := llm.ToolCall("c1", "read", json.RawMessage(`{"path":"a"}`))
+	call2 := llm.ToolCall("c2", "read", json.RawMessage(`{"path":"b"}`))
+	history := []llm.Message{
+		llm.UserText("read a and b"),
+		{Role: llm.RoleAssistant, Content: []llm.Content{call, call2}, StopReason: llm.StopReasonToolUse},
+		tool.TextResult(strings.Repeat("a", 30_000)).Message("c1", "read"),
+		tool.TextResult(strings.Repeat("b", 30_000)).Message("c2", "read"),
+	}
+	m := faux.New(faux.Say("both read"))
+	m.Info.ContextWindow = 32_000
+	ev := &events{}
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "summarise", Model: m, Info: m.ModelInfo(), History: history, OnEvent: ev.add})
+	if err != nil || !res.OK() {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if n := len(ev.notices(EventPrecheckTruncation)); n != 1 || res.Attempts != 2 || m.Calls() != 1 {
+		t.Fatalf("%d precheck truncations, %d attempts, %d calls; want 1, 2, 1; events %v", n, res.Attempts, m.Calls(), ev.types())
+	}
+	sent := m.Requests()[0].Messages
+	if got := len(sent[2].Text()) + len(sent[3].Text()); got >= 60_000 {
+		t.Errorf("the results were not shortened: %d chars sent", got)
+	}
+}

@@ -257,6 +257,9 @@ type Params struct {
 	// Model and Info are the resolved model (llm/provider resolves specs).
 	Model llm.Model
 	Info  llm.ModelInfo
+	// ResolveModel, when set, resolves the model a before_model_resolve
+	// (or before_agent_start) hook asks for instead.
+	ResolveModel func(ctx context.Context, provider, model string) (llm.Model, llm.ModelInfo, error)
 	// Tools are the tools offered; MCP tools are added to a copy.
 	Tools        *tool.Registry
 	SystemPrompt string
@@ -267,11 +270,15 @@ type Params struct {
 	Approval *tool.Approval
 
 	// Hooks loads command hooks once the session is known (SessionID,
-	// TranscriptPath and BusOptions.Report are filled in). Bus holds Go
-	// hooks; with Hooks set they are loaded onto it.
-	Hooks *hook.LoadOptions
-	Bus   *hook.Bus
-	MCP   *MCPSpec
+	// TranscriptPath and BusOptions.Report are filled in, so hook notices
+	// become events of the run). RegisterHooks then adds Go hooks to the
+	// run's bus. Bus, instead, is a bus the caller made (with Hooks set,
+	// command hooks are loaded onto it); its notices go where its own
+	// Options.Report sends them.
+	Hooks         *hook.LoadOptions
+	RegisterHooks func(*hook.Bus)
+	Bus           *hook.Bus
+	MCP           *MCPSpec
 	// Compaction configures the context budget; LoopGuard the tool-loop
 	// detection (nil: on, defaults; Disabled turns it off).
 	Compaction *CompactionSpec

@@ -186,6 +186,15 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		// The run's own model writes the summaries of compaction.
 		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{Model: resolved.Model, Window: resolved.Info.ContextWindow}},
 	}
+	p.ResolveModel = func(ctx context.Context, prov, model string) (llm.Model, llm.ModelInfo, error) {
+		g := *f
+		g.model = prov + "/" + model
+		r, err := resolveModel(ctx, env, &g, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain))
+		if err != nil {
+			return nil, llm.ModelInfo{}, err
+		}
+		return r.Model, r.Info, nil
+	}
 	if f.retryBase > 0 {
 		p.Retry = &runner.RetryPolicy{Base: f.retryBase}
 	}

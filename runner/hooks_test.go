@@ -1,0 +1,118 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/hook"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/session"
+)
+
+func TestRunHookPoints(t *testing.T) {
+	spec := hook.Spec{Name: "test"}
+	tests := []struct {
+		name   string
+		setup  func(b *hook.Bus)
+		reason string
+		calls  int
+		check  func(t *testing.T, req *llm.Request, ev *events)
+	}{
+		{name: "prompt blocked", reason: ReasonPromptBlocked, calls: 0, setup: func(b *hook.Bus) {
+			b.OnUserPromptSubmit(spec, func(context.Context, hook.UserPromptSubmitInput) (hook.UserPromptSubmitOutput, error) {
+				return hook.UserPromptSubmitOutput{Block: true, Reason: "no secrets in prompts"}, nil
+			})
+		}},
+		{name: "session and prompt context reach the model", reason: ReasonStop, calls: 1, setup: func(b *hook.Bus) {
+			b.OnSessionStart(spec, func(context.Context, hook.SessionStartInput) (hook.SessionStartOutput, error) {
+				return hook.SessionStartOutput{Context: "branch: main"}, nil
+			})
+			b.OnUserPromptSubmit(spec, func(context.Context, hook.UserPromptSubmitInput) (hook.UserPromptSubmitOutput, error) {
+				return hook.UserPromptSubmitOutput{Context: "ticket: AL-7"}, nil
+			})
+		}, check: func(t *testing.T, req *llm.Request, _ *events) {
+			got := req.Messages[len(req.Messages)-1].Text()
+			if !strings.Contains(got, "hello") || !strings.Contains(got, "branch: main") || !strings.Contains(got, "ticket: AL-7") {
+				t.Errorf("prompt sent: %q", got)
+			}
+		}},
+		{name: "prompt build edits the system prompt and the prompt", reason: ReasonStop, calls: 1, setup: func(b *hook.Bus) {
+			b.OnBeforePromptBuild(spec, func(context.Context, hook.BeforePromptBuildInput) (hook.PromptEdit, error) {
+				return hook.PromptEdit{PrependContext: "CONTEXT-FIRST", AppendSystemContext: "SYSTEM-TAIL"}, nil
+			})
+		}, check: func(t *testing.T, req *llm.Request, _ *events) {
+			if !strings.HasSuffix(req.SystemPrompt, "SYSTEM-TAIL") || !strings.HasPrefix(req.Messages[0].Text(), "CONTEXT-FIRST") {
+				t.Errorf("system %q, prompt %q", req.SystemPrompt, req.Messages[0].Text())
+			}
+		}},
+		{name: "halt before the run", reason: ReasonHalted, calls: 0, setup: func(b *hook.Bus) {
+			b.OnSessionStart(spec, func(context.Context, hook.SessionStartInput) (hook.SessionStartOutput, error) {
+				return hook.SessionStartOutput{Halt: "maintenance window"}, nil
+			})
+		}},
+		{name: "a failing hook is an event, not a failure", reason: ReasonStop, calls: 1, setup: func(b *hook.Bus) {
+			b.OnLLMOutput(spec, func(context.Context, hook.LLMOutputEvent) error { return errors.New("observer broke") })
+		}, check: func(t *testing.T, _ *llm.Request, ev *events) {
+			found := false
+			for _, e := range ev.evs {
+				if e.Type == agent.EventHookError && e.Err != nil && strings.Contains(e.Err.Error(), "observer broke") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no hook_error event: %v", ev.types())
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			store := session.NewJSONLStore(dir)
+			m := faux.New(faux.Say("hi"))
+			ev := &events{}
+			res, err := New(nil).Run(t.Context(), Params{Prompt: "hello", SystemPrompt: "You help.", Model: m,
+				Hooks: &hook.LoadOptions{Home: t.TempDir(), Workspace: t.TempDir()}, RegisterHooks: tc.setup,
+				Session: SessionSpec{Store: store, Cwd: t.TempDir()}, OnEvent: ev.add})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Reason != tc.reason || m.Calls() != tc.calls {
+				t.Fatalf("reason %s (%s) after %d calls, want %s after %d", res.Reason, res.Message, m.Calls(), tc.reason, tc.calls)
+			}
+			if tc.calls == 0 {
+				if files, _ := filepath.Glob(filepath.Join(dir, "*", "*.jsonl")); len(files) != 0 {
+					t.Errorf("a run that never started left %v", files)
+				}
+			}
+			if tc.check != nil {
+				reqs := m.Requests()
+				tc.check(t, &reqs[0], ev)
+			}
+		})
+	}
+}
+
+func TestRunModelHookSwitchesModel(t *testing.T) {
+	bus := hook.New(nil)
+	bus.OnBeforeModelResolve(hook.Spec{Name: "router"}, func(context.Context, hook.BeforeModelResolveInput) (hook.BeforeModelResolveOutput, error) {
+		return hook.BeforeModelResolveOutput{Model: "cheap"}, nil
+	})
+	first, cheap := faux.New(faux.Say("expensive")), faux.New(faux.Say("cheap"))
+	var asked string
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: first, Info: llm.ModelInfo{Provider: "faux", ID: "big"}, Bus: bus,
+		ResolveModel: func(_ context.Context, provider, model string) (llm.Model, llm.ModelInfo, error) {
+			asked = provider + "/" + model
+			return cheap, llm.ModelInfo{Provider: provider, ID: model}, nil
+		}})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	if asked != "faux/cheap" || first.Calls() != 0 || cheap.Calls() != 1 {
+		t.Errorf("asked %q; calls big %d, cheap %d", asked, first.Calls(), cheap.Calls())
+	}
+}
