@@ -1,8 +1,11 @@
 package auth
 
 import (
+	"fmt"
+	"io"
 	"slices"
 	"sort"
+	"text/tabwriter"
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
@@ -89,4 +92,31 @@ func (s *Store) Status(mf *llm.ModelsFile) ([]ProfileStatus, error) {
 		return false, nil
 	})
 	return out, err
+}
+
+// WriteStatus prints statuses as the table of `agentloop auth status`: one
+// line per profile with its provider, state, how long it has left, the
+// reason (and the model a rate limit is scoped to) and the error count.
+func WriteStatus(w io.Writer, statuses []ProfileStatus, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROVIDER\tPROFILE\tSTATE\tUNTIL\tREASON\tERRORS")
+	for _, s := range statuses {
+		profile := s.Profile
+		if profile == DefaultProfile {
+			profile = "(default key)"
+		}
+		if !s.Configured {
+			profile += " (not in models file)"
+		}
+		until, reason := "-", "-"
+		if s.State != StateOK {
+			until = fmt.Sprintf("%s (in %s)", s.Until.Local().Format("2006-01-02 15:04:05"), s.Until.Sub(now).Round(time.Second))
+			reason = string(s.Reason)
+			if s.Model != "" {
+				reason += " on " + s.Model
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", s.Provider, profile, s.State, until, reason, s.ErrorCount)
+	}
+	return tw.Flush()
 }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -374,5 +375,26 @@ func TestTwoProcesses(t *testing.T) {
 	}
 	if _, err := s.Select("anthropic", "m", []string{"P0", "P1", "P2"}, ""); !errors.Is(err, ErrExhausted) {
 		t.Errorf("Select = %v, want every profile cooling", err)
+	}
+}
+
+func TestWriteStatus(t *testing.T) {
+	c := newClock()
+	s := open(t, filepath.Join(t.TempDir(), StateFileName), c)
+	mark(t, s, "A", "m1", llm.ReasonRateLimit)
+	s.MarkGood("anthropic", "B", "m1")
+	st, err := s.Status(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteStatus(&b, st, c.Now()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"PROVIDER", "anthropic", "A (not in models file)", "cooldown", "rate_limit on m1", "(in 30s)", "B (not in models file)", "ok"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status table lacks %q:\n%s", want, out)
+		}
 	}
 }
