@@ -212,6 +212,11 @@ func TestE2ELongSessionSmallWindow(t *testing.T) {
 	if strings.Contains(errs, "too large for the model") {
 		t.Errorf("the run hit an overflow it could not recover from")
 	}
+	st := mockStats(t, base)
+	if !strings.Contains(errs, "40 tool calls") || st["max_body"] > 128_000 {
+		t.Errorf("stats %v; stderr tail:\n%s", st, tail(errs, 600))
+	}
+	t.Logf("mockllm: %v; %s", st, tail(errs, 200))
 }
 
 func tail(s string, n int) string {
