@@ -73,6 +73,10 @@ func TestPickFallbackThinkingLevel(t *testing.T) {
 		{`thinking is not supported by this model`, nil, llm.ThinkingOff},
 		{`This model requires reasoning`, []llm.ThinkingLevel{llm.ThinkingOff}, llm.ThinkingMinimal},
 		{`invalid api key`, nil, ""},
+		{`image input is not supported`, []llm.ThinkingLevel{""}, ""},
+		{`image input is not supported`, []llm.ThinkingLevel{llm.ThinkingHigh}, llm.ThinkingOff},
+		{`Supported values are: 'none' and "max". Use high for more.`, nil, llm.ThinkingHigh},
+		{"Supported values: low, medium\nhigh is not", []llm.ThinkingLevel{llm.ThinkingLow}, llm.ThinkingMedium},
 		{"   ", nil, ""},
 	}
 	for _, tt := range tests {

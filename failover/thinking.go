@@ -11,20 +11,25 @@ import (
 var (
 	// A list of accepted values: `Supported values are: "high", "medium"`,
 	// `must be one of 'low', 'high'`, `valid values: low, medium`.
-	supportedList = regexp.MustCompile(`(?i)(?:supported values(?: are)?|valid values(?: are)?|must be one of|expected one of|allowed values(?: are)?)\s*:?\s*(.+)`)
-	listItem      = regexp.MustCompile(`[A-Za-z]+`)
-	// A level the model refuses: `think value "low" is not supported`,
-	// `reasoning_effort 'minimal' is not supported with this model`.
-	levelUnsupported = regexp.MustCompile(`(?i)(?:think|thinking|reasoning|effort|budget).{0,60}(?:not supported|unsupported|not available|is invalid|not allowed)|(?:unsupported|invalid).{0,20}(?:think|thinking|reasoning|effort)`)
+	supportedList = regexp.MustCompile(`(?i)(?:supported values(?: are)?|valid values(?: are)?|must be one of|expected one of|allowed values(?: are)?)\s*:?\s*([^\n.]+)`)
+	quotedItem    = regexp.MustCompile(`['"]([^'"]+)['"]`)
+	listItem      = regexp.MustCompile(`[A-Za-z][A-Za-z_-]*`)
+	// A setting the model refuses: `think value "low" is not supported`.
+	// Like OpenClaw, any "not supported" counts: the retry with thinking
+	// off costs one call when the refusal was about something else.
+	levelUnsupported = regexp.MustCompile(`(?i)not supported|unsupported (?:value|parameter).{0,40}(?:think|reasoning|effort)|(?:think|thinking|reasoning|effort).{0,60}(?:unsupported|not available|not allowed)`)
 	// Reasoning that may not be turned off.
 	reasoningMandatory = regexp.MustCompile(`(?i)reasoning is (?:mandatory|required)|requires reasoning|cannot be disabled|thinking (?:is )?(?:mandatory|required)`)
 )
 
-// levelAliases maps the words providers use for effort levels to ours.
+// levelAliases maps the words providers (and users) use for effort levels
+// to ours. Words that name no level ("none", "auto") are skipped.
 var levelAliases = map[string]llm.ThinkingLevel{
-	"none": llm.ThinkingOff, "disabled": llm.ThinkingOff, "off": llm.ThinkingOff,
-	"minimal": llm.ThinkingMinimal, "low": llm.ThinkingLow, "medium": llm.ThinkingMedium,
-	"high": llm.ThinkingHigh, "xhigh": llm.ThinkingXHigh, "max": llm.ThinkingXHigh,
+	"off": llm.ThinkingOff, "on": llm.ThinkingLow, "enabled": llm.ThinkingLow, "enable": llm.ThinkingLow,
+	"min": llm.ThinkingMinimal, "minimal": llm.ThinkingMinimal, "low": llm.ThinkingLow,
+	"mid": llm.ThinkingMedium, "med": llm.ThinkingMedium, "medium": llm.ThinkingMedium,
+	"high": llm.ThinkingHigh, "highest": llm.ThinkingHigh, "max": llm.ThinkingHigh, "ultra": llm.ThinkingHigh,
+	"xhigh": llm.ThinkingXHigh, "x-high": llm.ThinkingXHigh, "x_high": llm.ThinkingXHigh,
 }
 
 // PickFallbackThinkingLevel reads an error that says the requested thinking
@@ -34,13 +39,24 @@ var levelAliases = map[string]llm.ThinkingLevel{
 //   - a list of supported values: the first listed level not yet attempted;
 //   - reasoning that cannot be turned off: minimal, if not attempted;
 //   - a level reported unsupported, with no list: off, if not attempted.
+//
+// An attempted level "" counts as off: a call that asked for no thinking.
 func PickFallbackThinkingLevel(message string, attempted []llm.ThinkingLevel) (llm.ThinkingLevel, bool) {
 	if strings.TrimSpace(message) == "" {
 		return "", false
 	}
-	tried := func(l llm.ThinkingLevel) bool { return slices.Contains(attempted, l) }
+	tried := func(l llm.ThinkingLevel) bool {
+		return slices.Contains(attempted, l) || l == llm.ThinkingOff && slices.Contains(attempted, "")
+	}
 	if m := supportedList.FindStringSubmatch(message); m != nil {
-		for _, w := range listItem.FindAllString(m[1], 12) {
+		words := listItem.FindAllString(m[1], 12)
+		if q := quotedItem.FindAllStringSubmatch(m[1], 12); len(q) > 0 {
+			words = words[:0]
+			for _, item := range q {
+				words = append(words, strings.TrimSpace(item[1]))
+			}
+		}
+		for _, w := range words {
 			if l, ok := levelAliases[strings.ToLower(w)]; ok && !tried(l) {
 				return l, true
 			}
