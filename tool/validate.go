@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -41,6 +42,9 @@ func (s *schema) validate(args json.RawMessage) (json.RawMessage, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("arguments are not valid JSON: there is more after the closing }; send one JSON object")
+	}
 	if _, ok := v.(map[string]any); !ok {
 		return nil, errors.New("arguments must be a JSON object")
 	}
@@ -48,12 +52,13 @@ func (s *schema) validate(args json.RawMessage) (json.RawMessage, error) {
 		return args, nil
 	}
 	v = coerce(v, s.root)
-	// The validator wants float64 numbers, not json.Number.
-	v = plainNumbers(v)
-	if err := s.resolved.Validate(v); err != nil {
+	// The validator wants float64 numbers, not json.Number; it checks a
+	// copy, so the arguments keep their numbers exactly (an id of 19
+	// digits does not become a rounded float).
+	if err := s.resolved.Validate(plainNumbers(v)); err != nil {
 		return nil, err
 	}
-	out, err := json.Marshal(v)
+	out, err := json.Marshal(canonicalNumbers(v))
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +125,9 @@ func coerceString(str, typ string) (any, bool) {
 		}
 	case "number":
 		if f, err := strconv.ParseFloat(t, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			if !json.Valid([]byte(t)) { // "+5", "0x10", ".5": Go reads them, JSON does not
+				t = strconv.FormatFloat(f, 'g', -1, 64)
+			}
 			return json.Number(t), true
 		}
 	case "boolean":
@@ -176,21 +184,48 @@ func typeOf(v any) string {
 	return ""
 }
 
+// plainNumbers returns a copy of v with every json.Number as a float64,
+// as the validator wants them.
 func plainNumbers(v any) any {
 	switch x := v.(type) {
 	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return float64(i)
-		}
 		f, _ := x.Float64()
 		return f
 	case map[string]any:
+		out := make(map[string]any, len(x))
 		for k, val := range x {
-			x[k] = plainNumbers(val)
+			out[k] = plainNumbers(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = plainNumbers(x[i])
+		}
+		return out
+	}
+	return v
+}
+
+// canonicalNumbers rewrites in place the numbers of v that a Go tool could
+// not decode into an integer field although they are whole ("5.0", "1e3")
+// as integers; every other number keeps its literal.
+func canonicalNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if _, err := x.Int64(); err == nil {
+			return x
+		}
+		if f, err := x.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return json.Number(strconv.FormatInt(int64(f), 10))
+		}
+	case map[string]any:
+		for k, val := range x {
+			x[k] = canonicalNumbers(val)
 		}
 	case []any:
 		for i := range x {
-			x[i] = plainNumbers(x[i])
+			x[i] = canonicalNumbers(x[i])
 		}
 	}
 	return v
