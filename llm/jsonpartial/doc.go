@@ -11,6 +11,12 @@
 // Strict is for the end of a tool-call block: the whole text must be one
 // JSON object (empty text means {}).
 //
+// ObjectEnd watches the fragments as they arrive and reports the moment
+// they hold one whole object (its closing brace read, nothing but
+// whitespace after), in linear time overall, so a wire package can end a
+// call's block, and the call can start, without waiting for the stream to
+// move on.
+//
 // The convention for a call whose final arguments are not a JSON object:
 // the wire package sets the block's Arguments to Invalid(raw), a JSON
 // *string* holding the raw text the model sent. A string is never a valid
