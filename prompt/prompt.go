@@ -129,6 +129,9 @@ func FindContextFiles(home, workspace string) ([]ContextFile, error) {
 			if seen[p] {
 				break
 			}
+			if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
+				continue // a directory (or a FIFO) of that name is not instructions
+			}
 			data, err := os.ReadFile(p)
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 				continue

@@ -73,3 +73,18 @@ func TestReplaceKeepsInstructions(t *testing.T) {
 		t.Errorf("prompt without context files = %q", got)
 	}
 }
+
+func TestContextFileThatIsADirectory(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.Mkdir(filepath.Join(ws, "AGENTS.md"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(ws, "CLAUDE.md"), "CLAUDE RULES")
+	files, err := FindContextFiles("", ws)
+	if err != nil {
+		t.Fatalf("a directory named AGENTS.md failed the prompt: %v", err)
+	}
+	if len(files) != 1 || files[0].Path != filepath.Join(ws, "CLAUDE.md") {
+		t.Errorf("files = %+v, want only CLAUDE.md", files)
+	}
+}
