@@ -9,11 +9,8 @@ import (
 )
 
 var (
-	// A list of accepted values: `Supported values are: "high", "medium"`,
-	// `must be one of 'low', 'high'`, `valid values: low, medium`.
-	supportedList = regexp.MustCompile(`(?i)(?:supported values(?: are)?|valid values(?: are)?|must be one of|expected one of|allowed values(?: are)?)\s*:?\s*([^\n.]+)`)
-	quotedItem    = regexp.MustCompile(`['"]([^'"]+)['"]`)
-	listItem      = regexp.MustCompile(`[A-Za-z][A-Za-z_-]*`)
+	quotedItem = regexp.MustCompile(`['"]([^'"]+)['"]`)
+	listItem   = regexp.MustCompile(`[A-Za-z][A-Za-z_-]*`)
 	// A setting the model refuses: `think value "low" is not supported`.
 	// Like OpenClaw, any "not supported" counts: the retry with thinking
 	// off costs one call when the refusal was about something else.
@@ -48,28 +45,62 @@ func PickFallbackThinkingLevel(message string, attempted []llm.ThinkingLevel) (l
 	tried := func(l llm.ThinkingLevel) bool {
 		return slices.Contains(attempted, l) || l == llm.ThinkingOff && slices.Contains(attempted, "")
 	}
-	if m := supportedList.FindStringSubmatch(message); m != nil {
-		words := listItem.FindAllString(m[1], 12)
-		if q := quotedItem.FindAllStringSubmatch(m[1], 12); len(q) > 0 {
+	// Cheap keyword checks first: the regular expressions cost tens of
+	// microseconds on a long message.
+	lower := strings.ToLower(message)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(lower, w) {
+				return true
+			}
+		}
+		return false
+	}
+	if frag, ok := supportedFragment(lower); ok {
+		words := listItem.FindAllString(frag, 12)
+		if q := quotedItem.FindAllStringSubmatch(frag, 12); len(q) > 0 {
 			words = words[:0]
 			for _, item := range q {
 				words = append(words, strings.TrimSpace(item[1]))
 			}
 		}
 		for _, w := range words {
-			if l, ok := levelAliases[strings.ToLower(w)]; ok && !tried(l) {
+			if l, ok := levelAliases[w]; ok && !tried(l) {
 				return l, true
 			}
 		}
 	}
-	if reasoningMandatory.MatchString(message) {
+	if has("mandatory", "required", "requires reasoning", "cannot be disabled") && reasoningMandatory.MatchString(message) {
 		if !tried(llm.ThinkingMinimal) {
 			return llm.ThinkingMinimal, true
 		}
 		return "", false
 	}
-	if levelUnsupported.MatchString(message) && !tried(llm.ThinkingOff) {
+	if has("support", "not available", "not allowed") && levelUnsupported.MatchString(message) && !tried(llm.ThinkingOff) {
 		return llm.ThinkingOff, true
+	}
+	return "", false
+}
+
+// listIntros introduce a list of accepted values: `Supported values are:
+// "high", "medium"`, `must be one of 'low', 'high'`, `valid values: low`.
+var listIntros = []string{"supported values", "valid values", "allowed values", "must be one of", "expected one of"}
+
+// supportedFragment returns the text of a list of accepted values in a
+// lower-cased message, up to the end of its sentence or line.
+func supportedFragment(lower string) (string, bool) {
+	for _, intro := range listIntros {
+		i := strings.Index(lower, intro)
+		if i < 0 {
+			continue
+		}
+		frag := strings.TrimSpace(lower[i+len(intro):])
+		frag = strings.TrimPrefix(frag, "are")
+		frag = strings.TrimLeft(frag, ": ")
+		if end := strings.IndexAny(frag, ".\n"); end >= 0 {
+			frag = frag[:end]
+		}
+		return frag, frag != ""
 	}
 	return "", false
 }
