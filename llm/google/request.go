@@ -205,15 +205,23 @@ func (m *Model) convertMessages(msgs []llm.Message) []content {
 		}
 		out = append(out, content{Role: role, Parts: parts})
 	}
+	// Gemini pairs a response with its call by name: a result stored
+	// without one takes its call's.
+	names := map[string]string{}
 	for i := range msgs {
 		msg := &msgs[i]
 		switch msg.Role {
 		case llm.RoleUser:
 			add("user", userParts(msg.Content))
 		case llm.RoleAssistant:
+			for _, c := range msg.Content {
+				if c.Type == llm.ContentToolCall {
+					names[c.ID] = c.Name
+				}
+			}
 			add("model", m.modelParts(msg))
 		case llm.RoleToolResult:
-			add("user", toolResultParts(msg))
+			add("user", toolResultParts(msg, names[msg.ToolCallID]))
 		}
 	}
 	return out
@@ -237,7 +245,7 @@ func userParts(cs []llm.Content) []part {
 
 // toolResultParts answers one call: its text as the function's output (or
 // error), and its images as inline data after it.
-func toolResultParts(msg *llm.Message) []part {
+func toolResultParts(msg *llm.Message, callName string) []part {
 	var text strings.Builder
 	var images []part
 	for _, c := range msg.Content {
@@ -259,7 +267,11 @@ func toolResultParts(msg *llm.Message) []part {
 	if msg.IsError {
 		key = "error"
 	}
-	parts := []part{{FunctionResponse: &functionResponse{Name: msg.ToolName, Response: map[string]any{key: s}}}}
+	name := msg.ToolName
+	if name == "" {
+		name = callName
+	}
+	parts := []part{{FunctionResponse: &functionResponse{Name: name, Response: map[string]any{key: s}}}}
 	return append(parts, images...)
 }
 

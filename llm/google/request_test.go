@@ -31,7 +31,7 @@ func history() []llm.Message {
 		{Role: llm.RoleAssistant, Provider: "anthropic", Model: "claude", API: "anthropic-messages", StopReason: llm.StopReasonToolUse,
 			Content: []llm.Content{llm.Thinking("claude thoughts", "sig"), llm.Text("ok"),
 				{Type: llm.ContentToolCall, ID: "toolu_1", Name: "ls", Arguments: json.RawMessage(`{}`), ThoughtSignature: "other"}}},
-		{Role: llm.RoleToolResult, ToolCallID: "toolu_1", ToolName: "ls", Content: []llm.Content{llm.Text("a b")}},
+		{Role: llm.RoleToolResult, ToolCallID: "toolu_1", Content: []llm.Content{llm.Text("a b")}}, // name from its call
 		{Role: llm.RoleAssistant, StopReason: llm.StopReasonError, Content: []llm.Content{llm.Text("failed")}},
 		llm.UserText("next"),
 	}

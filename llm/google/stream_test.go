@@ -293,42 +293,6 @@ func TestStreamFailures(t *testing.T) {
 	}
 }
 
-// A stream that sends only comments after its start times out: comments
-// do not reset the idle timer.
-func TestIdleTimeout(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
-		w.Header().Set("Content-Type", "text/event-stream")
-		f := w.(http.Flusher)
-		fmt.Fprint(w, "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Hi\"}],\"role\": \"model\"}}]}\n\n")
-		f.Flush()
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-r.Context().Done():
-				return
-			case <-tick.C:
-				fmt.Fprint(w, ": still thinking\n\n")
-				f.Flush()
-			}
-		}
-	}))
-	defer srv.Close()
-	start := time.Now()
-	r := collect(t, newModel(srv, 150*time.Millisecond), context.Background(), simpleRequest())
-	if el := time.Since(start); el > 5*time.Second {
-		t.Fatalf("took %v", el)
-	}
-	var pe *llm.ProviderError
-	if !errors.As(r.err, &pe) || pe.Reason != llm.ReasonTimeout {
-		t.Fatalf("want a timeout ProviderError, got %v", r.err)
-	}
-	if typesString(r.types) != "start text_start text_delta error" || r.msg.StopReason != llm.StopReasonError || r.msg.Text() != "Hi" {
-		t.Fatalf("events %s stop %q text %q", typesString(r.types), r.msg.StopReason, r.msg.Text())
-	}
-}
-
 // Cancelling the context mid-stream closes the body at once and keeps the
 // partial output with stop reason aborted.
 func TestAbortKeepsPartial(t *testing.T) {
@@ -412,5 +376,25 @@ func TestCallArgumentsAreJSON(t *testing.T) {
 	}
 	if len(r.deltas) != 3 {
 		t.Errorf("%d deltas, want one per call with arguments", len(r.deltas))
+	}
+}
+
+// A cancellation cause is kept on the error.
+func TestCancelCause(t *testing.T) {
+	srv := serve(t, 200, nil, fixture(t, "text.sse"), nil)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("user pressed ctrl-c"))
+	r := collect(t, newModel(srv, 0), ctx, simpleRequest())
+	if !r.bare || !errors.Is(r.err, context.Canceled) || !strings.Contains(r.err.Error(), "ctrl-c") {
+		t.Fatalf("bare %v err %v", r.bare, r.err)
+	}
+}
+
+// A proxy that labels the stream text/plain is still read as a stream.
+func TestMislabelledStream(t *testing.T) {
+	srv := serve(t, 200, map[string]string{"Content-Type": "text/plain; charset=utf-8"}, fixture(t, "text.sse"), nil)
+	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+	if r.err != nil || r.msg.Text() != "Hello, world." {
+		t.Fatalf("err %v text %q", r.err, r.msg.Text())
 	}
 }
