@@ -91,6 +91,10 @@ func (h *History) Record(callID, name string, args json.RawMessage, blocked bool
 	h.append(Record{Tool: name, ArgsHash: HashCall(name, args), CallID: callID, Blocked: blocked})
 }
 
+func (h *History) record(callID, name, hash string, blocked bool) {
+	h.append(Record{Tool: name, ArgsHash: hash, CallID: callID, Blocked: blocked})
+}
+
 func (h *History) append(r Record) {
 	h.records = append(h.records, r)
 	if over := len(h.records) - h.cfg.HistorySize; over > 0 {
@@ -103,7 +107,10 @@ func (h *History) append(r Record) {
 // when it is not empty) that has none yet. When there is no such call it
 // remembers a new one that already has its outcome.
 func (h *History) RecordOutcome(callID, name string, args json.RawMessage, outcome string) {
-	hash := HashCall(name, args)
+	h.recordOutcome(callID, name, HashCall(name, args), outcome)
+}
+
+func (h *History) recordOutcome(callID, name, hash, outcome string) {
 	for i := len(h.records) - 1; i >= 0; i-- {
 		r := &h.records[i]
 		if r.ArgsHash != hash || r.done() || (callID != "" && r.CallID != callID) {
@@ -153,11 +160,14 @@ func (h *History) Stats() Stats {
 // warning), ping-pong, generic repeat. Every count includes the call being
 // checked.
 func (h *History) Detect(name string, args json.RawMessage) Detection {
-	cfg := &h.cfg
-	if cfg.Disabled {
+	if h.cfg.Disabled {
 		return Detection{}
 	}
-	hash := HashCall(name, args)
+	return h.detect(name, args, HashCall(name, args))
+}
+
+func (h *History) detect(name string, args json.RawMessage, hash string) Detection {
+	cfg := &h.cfg
 	streak, outcome := h.noProgressStreak(hash)
 	count := streak + 1
 	if streak > 0 && count >= cfg.Global {

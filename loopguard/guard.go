@@ -107,6 +107,8 @@ type Guard struct {
 	// blocked holds calls refused by Before whose result After must not
 	// record a second time.
 	blocked map[string]bool
+	// hashes holds the identity Before computed for each call, for After.
+	hashes map[string]string
 }
 
 // maxPending bounds the calls waiting for Annotate or After, for callers
@@ -116,7 +118,8 @@ const maxPending = 1024
 // New returns a guard with cfg (nil means the defaults: on, 10/20/30).
 func New(cfg *Config) *Guard {
 	h := NewHistory(cfg)
-	return &Guard{onEvent: h.cfg.OnEvent, h: h, warnings: map[string]string{}, blocked: map[string]bool{}}
+	return &Guard{onEvent: h.cfg.OnEvent, h: h, warnings: map[string]string{}, blocked: map[string]bool{},
+		hashes: map[string]string{}}
 }
 
 // callKey identifies a call among the pending ones: its id, or its
@@ -136,7 +139,8 @@ func (g *Guard) Before(call tool.Call) Verdict {
 		g.mu.Unlock()
 		return Verdict{}
 	}
-	d := g.h.Detect(call.Name, call.Args)
+	hash := HashCall(call.Name, call.Args)
+	d := g.h.detect(call.Name, call.Args, hash)
 	v := Verdict{Detection: d}
 	var kind EventKind
 	switch {
@@ -163,7 +167,13 @@ func (g *Guard) Before(call tool.Call) Verdict {
 		}
 		g.blocked[callKey(call)] = true
 	}
-	g.h.Record(call.ID, call.Name, call.Args, refused)
+	g.h.record(call.ID, call.Name, hash, refused)
+	if !refused {
+		if len(g.hashes) >= maxPending {
+			clear(g.hashes)
+		}
+		g.hashes[callKey(call)] = hash
+	}
 	on := g.onEvent
 	g.mu.Unlock()
 	if kind != "" && on != nil {
@@ -191,7 +201,12 @@ func (g *Guard) After(call tool.Call, res tool.Result) {
 		delete(g.blocked, k)
 		return
 	}
-	g.h.RecordOutcome(call.ID, call.Name, call.Args, OutcomeHash(call.Name, call.Args, res))
+	hash, ok := g.hashes[k]
+	delete(g.hashes, k)
+	if !ok {
+		hash = HashCall(call.Name, call.Args) // a call Before never saw
+	}
+	g.h.recordOutcome(call.ID, call.Name, hash, OutcomeHash(call.Name, call.Args, res))
 }
 
 // Annotate returns res with the warning Before gave call appended as a
@@ -233,6 +248,7 @@ func (g *Guard) Reset() {
 	g.h.records = nil
 	clear(g.warnings)
 	clear(g.blocked)
+	clear(g.hashes)
 }
 
 // Hooks are functions with the signatures of the agent package's
