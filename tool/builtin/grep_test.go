@@ -207,3 +207,44 @@ func TestGrepIgnoreCaseUnicode(t *testing.T) {
 		t.Errorf("foldCase = %q", got)
 	}
 }
+
+// A file over grepWholeFileMax is streamed line by line instead of read
+// whole; both paths must report the same lines, context and CRLF handling
+// included, and skip binary files alike.
+func TestGrepLargeFileStreamed(t *testing.T) {
+	w, tmp := newTestWorkspace(t, nil)
+	ws := filepath.Join(tmp, "ws")
+	var b strings.Builder
+	for i := 1; b.Len() <= grepWholeFileMax; i++ {
+		switch i {
+		case 2, 70_000:
+			fmt.Fprintf(&b, "needle %d\r\n", i)
+		default:
+			fmt.Fprintf(&b, "filler line %d\r\n", i)
+		}
+	}
+	b.WriteString("last needle")
+	big := b.String()
+	writeFile(t, ws+"/big.txt", big)
+	writeFile(t, ws+"/big.bin", "\x00"+big)
+	small := strings.Join(strings.Split(big, "\r\n")[:3], "\r\n")
+	writeFile(t, ws+"/small.txt", small)
+
+	res := run(t, NewGrep(w), `{"pattern":"needle( \\d+)?$","path":"big.txt","context":1}`)
+	want := "big.txt-1- filler line 1\nbig.txt:2: needle 2\nbig.txt-3- filler line 3\n--\n" +
+		"big.txt-69999- filler line 69999\nbig.txt:70000: needle 70000\nbig.txt-70001- filler line 70001\n--\n"
+	lines := strings.Count(big, "\n") + 1
+	want += fmt.Sprintf("big.txt-%d- filler line %d\nbig.txt:%d: last needle", lines-1, lines-1, lines)
+	if res.IsError || res.Text() != want {
+		t.Errorf("streamed grep:\n%s\nwant:\n%s", res.Text(), want)
+	}
+	// The whole-file path says the same of the same lines.
+	res = run(t, NewGrep(w), `{"pattern":"needle( \\d+)?$","path":"small.txt","context":1}`)
+	if want := "small.txt-1- filler line 1\nsmall.txt:2: needle 2\nsmall.txt-3- filler line 3"; res.Text() != want {
+		t.Errorf("whole-file grep:\n%s\nwant:\n%s", res.Text(), want)
+	}
+	res = run(t, NewGrep(w), `{"pattern":"needle","glob":"big.*","limit":5}`)
+	if !strings.Contains(res.Text(), "big.txt:2: needle 2") || strings.Contains(res.Text(), "big.bin") {
+		t.Errorf("the large binary file was searched, or the text one was not:\n%s", res.Text())
+	}
+}
