@@ -230,7 +230,7 @@ func (s *Store) Usable(provider, model string, ids []string, exclude ...string) 
 }
 
 // Select picks the profile of provider for a call to model, among ids
-// (ProfileIDs), leaving out those in tried: preferred when it is usable (a
+// (ProfileIDs; empty means DefaultProfile), leaving out those in tried: preferred when it is usable (a
 // session keeps its profile while it works), else the first usable one in
 // file order. When none is usable it returns an *ExhaustedError
 // (errors.Is(err, ErrExhausted)) with the strongest reason and the soonest
@@ -241,6 +241,9 @@ func (s *Store) Select(provider, model string, ids []string, preferred string, t
 		found  bool
 		ex     = &ExhaustedError{Provider: provider, Model: model}
 	)
+	if len(ids) == 0 {
+		ids = []string{DefaultProfile}
+	}
 	err := s.update(func(st *stateFile) (bool, error) {
 		now := s.now()
 		order := ids
