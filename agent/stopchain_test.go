@@ -67,6 +67,15 @@ func TestMaxTokensRaiseThenContinue(t *testing.T) {
 	if err := json.Unmarshal(resets[0].Data, &data); err != nil || data.MaxTokens != EscalatedMaxTokens {
 		t.Errorf("retry_reset data %s", resets[0].Data)
 	}
+	line, err := json.Marshal(resets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"type":"retry_reset"`, `"reason":"max_tokens"`, `"data":{"maxTokens":64000}`, `"first, cut"`, `"usage":`} {
+		if !strings.Contains(string(line), want) {
+			t.Errorf("retry_reset encodes as %s, without %s", line, want)
+		}
+	}
 	for _, e := range ofType(evs, EventMessageEnd) {
 		if e.Message.Text() == "first, cut" {
 			t.Error("the withdrawn partial reached message_end")
