@@ -152,6 +152,13 @@ func (r *run) end(reason string, stop llm.StopReason, err error) {
 		added := append([]llm.Message(nil), r.added...)
 		r.callHook("agent_end", func() { r.cfg.Hooks.AgentEnd(r.hookCtx, added) })
 	}
+	if reason == ReasonAborted {
+		// A run cancelled with a cause (a loop-guard breaker, a budget, a
+		// hook's halt) reports that cause rather than a bare "canceled".
+		if cause := context.Cause(r.ctx); cause != nil && !errors.Is(cause, context.Canceled) || err == nil {
+			err = cause
+		}
+	}
 	usage := r.usage
 	r.emit(Event{Type: EventAgentEnd, StopReason: stop, Reason: reason, Usage: &usage, Err: err, Messages: r.added})
 }
