@@ -304,3 +304,21 @@ func splitKey(k string) (provider, id string) {
 	provider, id, _ = strings.Cut(k, "/")
 	return provider, id
 }
+
+// Clear forgets the failures and cooldowns of profile id of provider, or of
+// every profile of provider when all is true (for `agentloop auth reset`).
+// It reports how many profiles it cleared.
+func (s *Store) Clear(provider, id string, all bool) (int, error) {
+	n := 0
+	err := s.update(func(st *stateFile) (bool, error) {
+		for k := range st.Profiles {
+			p, pid := splitKey(k)
+			if p == provider && (all || pid == id) {
+				delete(st.Profiles, k)
+				n++
+			}
+		}
+		return n > 0, nil
+	})
+	return n, err
+}

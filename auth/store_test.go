@@ -398,3 +398,23 @@ func TestWriteStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestClear(t *testing.T) {
+	c := newClock()
+	s := open(t, filepath.Join(t.TempDir(), StateFileName), c)
+	mark(t, s, "A", "m", llm.ReasonAuth)
+	mark(t, s, "B", "m", llm.ReasonAuth)
+	s.MarkFailure("openai", DefaultProfile, "m", llm.ReasonAuth)
+	if n, err := s.Clear("anthropic", "A", false); n != 1 || err != nil {
+		t.Fatalf("Clear A = %d %v", n, err)
+	}
+	if got := mustSelect(t, s, "m", ab, ""); got != "A" {
+		t.Errorf("after clearing A picked %s", got)
+	}
+	if n, _ := s.Clear("anthropic", "", true); n != 1 {
+		t.Errorf("Clear all anthropic cleared %d, want 1 (B)", n)
+	}
+	if st, _ := s.Status(nil); len(st) != 1 || st[0].Provider != "openai" {
+		t.Errorf("status after clearing = %+v", st)
+	}
+}
