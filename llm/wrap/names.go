@@ -20,13 +20,13 @@ func NormalizeToolNames() Middleware {
 	return func(inner llm.Model) llm.Model {
 		return layer(inner, func(ctx context.Context, req *llm.Request, in iter.Seq2[llm.Event, error], r *relay) {
 			offered := offeredNames(req)
-			rewrite := func(c *llm.Content) {
-				if c.Type != llm.ContentToolCall {
-					return
+			rewrite := func(c llm.Content) llm.Content {
+				if c.Type == llm.ContentToolCall {
+					if name, ok := MatchToolName(c.Name, offered); ok {
+						c.Name = name
+					}
 				}
-				if name, ok := MatchToolName(c.Name, offered); ok {
-					c.Name = name
-				}
+				return c
 			}
 			r.passAll(in, rewrite)
 		})

@@ -85,6 +85,7 @@ type promoteLayer struct {
 
 type promoBlock struct {
 	held     []byte // text not yet released
+	fresh    string // the delta held consists of, when it is only that
 	searched int    // held[:searched] is known not to hold the close marker
 	kind     int    // the kind of text being held, or kindNone
 	out      int    // our open text block, or -1
@@ -113,8 +114,12 @@ func (l *promoteLayer) run(in iter.Seq2[llm.Event, error]) {
 			}
 		case llm.EventTextDelta:
 			if st := l.blocks[ev.ContentIndex]; st != nil {
+				if len(st.held) == 0 {
+					st.fresh = ev.Delta
+				}
 				st.held = append(st.held, ev.Delta...)
 				l.scan(st, false)
+				st.fresh = ""
 			}
 		case llm.EventTextEnd:
 			st := l.blocks[ev.ContentIndex]
@@ -198,12 +203,16 @@ func (l *promoteLayer) scan(st *promoBlock, final bool) bool {
 				if !final {
 					cut = markerHoldback(st.held)
 				}
-				l.release(st, string(st.held[:cut]))
-				st.held = st.held[cut:]
+				if cut == len(st.held) && len(st.fresh) == cut {
+					l.release(st, st.fresh) // the delta as it came: no copy
+				} else {
+					l.release(st, string(st.held[:cut]))
+				}
+				st.drop(cut)
 				return !l.r.stopped
 			}
 			l.release(st, string(st.held[:p]))
-			st.held = st.held[p:]
+			st.drop(p)
 			st.kind, st.searched = kind, 0
 			continue
 		}
@@ -212,7 +221,7 @@ func (l *promoteLayer) scan(st *promoBlock, final bool) bool {
 			// Not a call after all: the marker is text; scan on after it.
 			n := len(markerOf(st.kind))
 			l.release(st, string(st.held[:n]))
-			st.held = st.held[n:]
+			st.drop(n)
 			st.kind, st.searched = kindNone, 0
 			continue
 		}
@@ -223,7 +232,7 @@ func (l *promoteLayer) scan(st *promoBlock, final bool) bool {
 			end = len(st.held)
 		}
 		seg := string(st.held[:end])
-		st.held = st.held[end:]
+		st.drop(end)
 		kind := st.kind
 		st.kind, st.searched = kindNone, 0
 		if calls := l.parse(kind, seg); calls != nil {
@@ -236,6 +245,12 @@ func (l *promoteLayer) scan(st *promoBlock, final bool) bool {
 		}
 	}
 	return false
+}
+
+// drop removes the first n bytes of held, keeping its buffer.
+func (st *promoBlock) drop(n int) {
+	st.held = append(st.held[:0], st.held[n:]...)
+	st.fresh = ""
 }
 
 func markerOf(kind int) string {

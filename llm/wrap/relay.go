@@ -97,14 +97,14 @@ func (r *relay) end(i int) bool {
 }
 
 // pass forwards a block event of the inner stream unchanged but for its
-// index. rewrite, if not nil, adjusts the block before it is stored.
-func (r *relay) pass(ev llm.Event, rewrite func(*llm.Content)) bool {
+// index. rewrite, if not nil, returns the block as it is to be stored.
+func (r *relay) pass(ev llm.Event, rewrite func(llm.Content) llm.Content) bool {
 	in := ev.ContentIndex
 	switch ev.Type {
 	case llm.EventTextStart, llm.EventThinkingStart, llm.EventToolCallStart:
 		c := blockOf(ev)
 		if rewrite != nil {
-			rewrite(&c)
+			c = rewrite(c)
 		}
 		j, ok := r.begin(c)
 		r.idx[in] = j
@@ -116,7 +116,7 @@ func (r *relay) pass(ev llm.Event, rewrite func(*llm.Content)) bool {
 		}
 		c := blockOf(ev)
 		if rewrite != nil {
-			rewrite(&c)
+			c = rewrite(c)
 		}
 		r.msg.Content[j] = c
 		return r.delta(j, ev.Delta)
@@ -130,7 +130,7 @@ func (r *relay) pass(ev llm.Event, rewrite func(*llm.Content)) bool {
 			c = *ev.Block
 		}
 		if rewrite != nil {
-			rewrite(&c)
+			c = rewrite(c)
 		}
 		r.msg.Content[j] = c
 		return r.end(j)
@@ -154,13 +154,13 @@ func blockOf(ev llm.Event) llm.Content {
 // content. Blocks passed through and still open (a failed stream) take
 // their final form from the inner message; rewrite adjusts them as pass
 // does. reason, if set, replaces a successful stream's stop reason.
-func (r *relay) finish(ev llm.Event, reason llm.StopReason, rewrite func(*llm.Content)) {
+func (r *relay) finish(ev llm.Event, reason llm.StopReason, rewrite func(llm.Content) llm.Content) {
 	if ev.Message != nil {
 		for in, j := range r.idx {
 			if r.open[j] && in < len(ev.Message.Content) {
 				c := ev.Message.Content[in]
 				if rewrite != nil {
-					rewrite(&c)
+					c = rewrite(c)
 				}
 				r.msg.Content[j] = c
 			}
@@ -188,7 +188,7 @@ func (r *relay) bare(ev llm.Event, err error) {
 }
 
 // passAll forwards a whole stream, block events through pass.
-func (r *relay) passAll(in iter.Seq2[llm.Event, error], rewrite func(*llm.Content)) {
+func (r *relay) passAll(in iter.Seq2[llm.Event, error], rewrite func(llm.Content) llm.Content) {
 	for ev, err := range in {
 		if err != nil {
 			r.bare(ev, err)

@@ -33,17 +33,18 @@ type repairLayer struct {
 
 type heldCall struct{ deltas []string }
 
-func repairBlock(c *llm.Content) {
+func repairBlock(c llm.Content) llm.Content {
 	if c.Type != llm.ContentToolCall || !jsonpartial.IsInvalid(c.Arguments) {
-		return
+		return c
 	}
 	var raw string
 	if json.Unmarshal(c.Arguments, &raw) != nil {
-		return
+		return c
 	}
 	if fixed, ok := RepairArguments(raw); ok {
 		c.Arguments = fixed
 	}
+	return c
 }
 
 func named(c llm.Content) bool { return strings.TrimSpace(c.Name) != "" }
