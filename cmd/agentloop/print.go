@@ -8,8 +8,14 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/reply"
 	"github.com/agentloop/agentloop/runner"
 )
+
+// eventReply is the printer's own --json line after each assistant message:
+// its text as people see it (reasoning tags stripped), beside the raw text
+// the message_update and message_end events carry.
+const eventReply agent.EventType = "reply"
 
 // printer shows a run: with --json every event as one line on stdout;
 // otherwise the assistant's text on stdout, and tool calls, notices (one
@@ -34,10 +40,13 @@ type printer struct {
 	replay    string
 	replaying bool
 	got       strings.Builder
+
+	// strip removes <think> blocks and <final> tags from the text shown.
+	strip *reply.Stripper
 }
 
 func newPrinter(env *cliEnv, jsonOut bool, info llm.ModelInfo) *printer {
-	p := &printer{out: env.stdout, errw: env.stderr, json: jsonOut, info: info, atLineStart: true}
+	p := &printer{out: env.stdout, errw: env.stderr, json: jsonOut, info: info, atLineStart: true, strip: reply.NewStripper(nil)}
 	if jsonOut {
 		p.enc = json.NewEncoder(env.stdout)
 		p.enc.SetEscapeHTML(false)
@@ -47,8 +56,12 @@ func newPrinter(env *cliEnv, jsonOut bool, info llm.ModelInfo) *printer {
 
 func (p *printer) event(ev agent.Event) {
 	if p.json {
-		if err := p.enc.Encode(ev); err != nil {
-			fmt.Fprintf(p.errw, "agentloop: cannot encode a %s event: %v\n", ev.Type, err)
+		p.encode(ev)
+		if ev.Type == agent.EventMessageEnd && ev.Message != nil && ev.Message.Role == llm.RoleAssistant {
+			data, _ := json.Marshal(struct {
+				Text string `json:"text"`
+			}{reply.StripTags(ev.Message.Text(), nil)})
+			p.encode(agent.Event{Type: eventReply, Data: data})
 		}
 		return
 	}
@@ -58,6 +71,7 @@ func (p *printer) event(ev agent.Event) {
 	case agent.EventMessageStart:
 		if ev.Message != nil && ev.Message.Role == llm.RoleAssistant {
 			p.shown.Reset()
+			p.strip.Reset()
 			if p.replay != "" {
 				p.replaying = true
 				p.got.Reset()
@@ -65,10 +79,11 @@ func (p *printer) event(ev agent.Event) {
 		}
 	case agent.EventMessageUpdate:
 		if ev.LLM != nil && ev.LLM.Type == llm.EventTextDelta {
-			p.delta(ev.LLM.Delta)
+			p.delta(p.strip.Write(ev.LLM.Delta))
 		}
 	case agent.EventMessageEnd:
 		if ev.Message != nil && ev.Message.Role == llm.RoleAssistant {
+			p.delta(p.strip.Flush())
 			p.replaying = false
 			if !ev.Message.StopReason.Failed() {
 				p.replay = ""
@@ -105,8 +120,17 @@ func (p *printer) event(ev agent.Event) {
 	}
 }
 
+func (p *printer) encode(ev agent.Event) {
+	if err := p.enc.Encode(ev); err != nil {
+		fmt.Fprintf(p.errw, "agentloop: cannot encode a %s event: %v\n", ev.Type, err)
+	}
+}
+
 // delta prints streamed text, skipping what a failed reply already showed.
 func (p *printer) delta(s string) {
+	if s == "" {
+		return
+	}
 	if !p.replaying {
 		p.shown.WriteString(s)
 		p.text(s)
