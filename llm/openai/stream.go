@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/jsonpartial"
 	"github.com/agentloop/agentloop/llm/sse"
 )
 
@@ -105,7 +106,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		if !b.start() {
 			return
 		}
-		d := decoder{m: m, b: b, calls: map[int]int{}, cur: -1}
+		d := decoder{m: m, b: b, calls: map[int]int{}, ends: map[int]*jsonpartial.ObjectEnd{}, cur: -1}
 		if x.jsonBody != nil {
 			d.whole(x.jsonBody)
 			return
@@ -157,13 +158,23 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 
 // decoder maps chunks onto the builder. Blocks are sequential: a new kind
 // of content closes the block before it, and a new tool call closes the
-// call before it, so each call is complete (and can start) as soon as the
-// next begins.
+// call before it.
+//
+// Chat Completions has no event that ends a tool call, so a call's block
+// also ends as soon as its arguments hold one whole JSON object that
+// parses strictly (and its name is known): the call can start while the
+// model keeps talking, instead of waiting for the next call or
+// finish_reason. A complete object cannot be validly extended, so once a
+// call's block has ended, later fragments for it may only repeat its id
+// or name or carry whitespace (ignored); anything else is a protocol error
+// that fails the stream, since the call may already be running with the
+// arguments it had.
 type decoder struct {
 	m      *Model
 	b      *builder
-	cur    int         // content index of the open block, -1 for none
-	calls  map[int]int // tool_calls index → content index
+	cur    int                            // content index of the open block, -1 for none
+	calls  map[int]int                    // tool_calls index → content index
+	ends   map[int]*jsonpartial.ObjectEnd // content index of an open call → its arguments' end
 	nCalls int
 	finish string
 	ch     chunk
@@ -293,19 +304,24 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 			ci, ok = b.begin(llm.Content{Type: llm.ContentToolCall, ID: id, Name: tc.Function.Name, Arguments: json.RawMessage("{}")})
 			d.cur = ci
 			d.calls[idx] = ci
+			d.ends[ci] = &jsonpartial.ObjectEnd{}
 			if !ok {
 				return nil
 			}
-		} else if ci != d.cur {
-			if !b.open[ci] {
-				return malformed(m.provider, m.cfg.Info.ID, "arguments arrived for a tool call that had already ended", data)
+		} else if !b.open[ci] {
+			if isBlank(tc.Function.Arguments) {
+				continue // a repeat of the id or name, or whitespace
 			}
+			return malformed(m.provider, m.cfg.Info.ID, fmt.Sprintf("more arguments arrived for tool call %q after its block had ended", b.msg.Content[ci].ID), data)
 		}
 		if tc.Function.Name != "" && b.msg.Content[ci].Name == "" {
 			b.msg.Content[ci].Name = tc.Function.Name
 		}
-		if tc.Function.Arguments != "" {
-			b.toolArgs(ci, tc.Function.Arguments)
+		if tc.Function.Arguments != "" && !b.toolArgs(ci, tc.Function.Arguments) {
+			return nil
+		}
+		if !d.endComplete(ci, tc.Function.Arguments) {
+			return nil
 		}
 	}
 	if ch.FinishReason != "" {
@@ -331,6 +347,37 @@ func (d *decoder) ensure(t llm.ContentType, c llm.Content) bool {
 	i, ok := d.b.begin(c)
 	d.cur = i
 	return ok
+}
+
+// endComplete feeds a fragment of call ci's arguments to its end tracker
+// and ends the call's block once the arguments are one complete object
+// that parses strictly and the call has a name. It reports false when the
+// consumer has stopped.
+func (d *decoder) endComplete(ci int, frag string) bool {
+	end := d.ends[ci]
+	if end == nil || !end.Feed(frag) || d.b.msg.Content[ci].Name == "" {
+		return true
+	}
+	delete(d.ends, ci)
+	if !d.b.endStrict(ci) {
+		// Balanced but not valid JSON: it can never become valid, so it
+		// waits for its normal end and gets Invalid arguments there.
+		return true
+	}
+	if d.cur == ci {
+		d.cur = -1
+	}
+	return !d.b.stopped
+}
+
+// isBlank reports whether s is empty or JSON whitespace.
+func isBlank(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *decoder) closeCur() {

@@ -350,6 +350,23 @@ func (b *builder) finishArgs(i int) {
 	}
 }
 
+// endStrict ends tool-call block i if its arguments so far parse strictly
+// as one JSON object, and reports whether it did.
+func (b *builder) endStrict(i int) bool {
+	a := b.args[i]
+	if a == nil {
+		return false
+	}
+	final, err := jsonpartial.Strict(a.raw)
+	if err != nil {
+		return false
+	}
+	delete(b.args, i)
+	b.msg.Content[i].Arguments = final
+	b.end(i)
+	return true
+}
+
 // end closes block i and emits its _end event with the finished block.
 func (b *builder) end(i int) bool {
 	if i < 0 || i >= len(b.open) || !b.open[i] {
