@@ -19,7 +19,9 @@
 // the history is replayed to the same model.
 //
 // finishReason STOP with function calls becomes llm.StopReasonToolUse,
-// MAX_TOKENS llm.StopReasonLength; the safety and policy stops (SAFETY,
+// MAX_TOKENS llm.StopReasonLength (toolUse too when calls came before the
+// cap: they arrive whole, so they are complete); the safety and policy
+// stops (SAFETY,
 // RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII, ...) and a blocked
 // prompt (promptFeedback.blockReason) end the stream with a clear error.
 // Every failure is an *llm.ProviderError made by llm.NewHTTPError or

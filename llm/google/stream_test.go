@@ -122,6 +122,18 @@ func TestStreamFixtures(t *testing.T) {
 			},
 		},
 		{
+			name: "MAX_TOKENS after whole calls is toolUse", fixture: "tools.sse",
+			transform: func(s string) string { return strings.Replace(s, `"STOP"`, `"MAX_TOKENS"`, 1) },
+			types: "start thinking_start thinking_delta thinking_end text_start text_delta text_end " +
+				"toolcall_start toolcall_delta toolcall_end toolcall_start toolcall_delta toolcall_end " +
+				"toolcall_start toolcall_delta toolcall_end toolcall_start toolcall_end done",
+			check: func(t *testing.T, m *llm.Message) {
+				if m.StopReason != llm.StopReasonToolUse {
+					t.Errorf("stop %q", m.StopReason)
+				}
+			},
+		},
+		{
 			name: "finish reason newer than this code", fixture: "text.sse",
 			transform: func(s string) string { return strings.Replace(s, `"STOP"`, `"SOMETHING_NEW"`, 1) },
 			types:     "start text_start text_delta text_delta text_end done",
