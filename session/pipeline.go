@@ -28,7 +28,8 @@ type RepairOptions struct {
 // Repair runs the whole history repair pipeline, in this order:
 // SanitizeToolCalls, RepairPairing, LimitHistoryTurns and a second
 // RepairPairing (the cut may orphan results), StripToolResultDetails, then
-// ValidateGeminiTurns or ValidateAnthropicTurns for those APIs. It never
+// ValidateGeminiTurns or ValidateAnthropicTurns (followed by a last
+// RepairPairing) for those APIs. It never
 // changes msgs' elements; the file is not touched.
 func Repair(msgs []llm.Message, opts RepairOptions) []llm.Message {
 	policy := opts.FailedTurns
@@ -54,6 +55,11 @@ func Repair(msgs []llm.Message, opts RepairOptions) []llm.Message {
 		msgs = ValidateGeminiTurns(msgs)
 	case llm.APIAnthropicMessages:
 		msgs = ValidateAnthropicTurns(msgs)
+		// Validation may blank a failed thinking turn whose calls only
+		// partly ran (its signature allows no partial edit), leaving the
+		// results of the calls that ran behind a turn without them, which
+		// Anthropic rejects; pairing drops such orphans.
+		msgs, _ = RepairPairing(msgs, pairing)
 	}
 	return msgs
 }

@@ -350,6 +350,21 @@ func TestRepairPipeline(t *testing.T) {
 	if history[2].Details == nil {
 		t.Error("the input history was modified")
 	}
+
+	// An aborted thinking turn where only the first call ran: Anthropic
+	// validation blanks the turn (its signature forbids dropping one call),
+	// and the result of the call that ran must not stay behind unpaired.
+	thinking := []llm.Message{
+		user("go"), failed(llm.StopReasonAborted, llm.Thinking("t", "sig"), call("1", "read"), call("2", "bash")),
+		result("1", "read", "r"), user("again"),
+	}
+	got := Repair(thinking, RepairOptions{API: llm.APIAnthropicMessages})
+	if d := cmp.Diff([]string{"u:go", "a:", "u:again"}, shape(got)); d != "" {
+		t.Errorf("aborted thinking turn for Anthropic (-want +got):\n%s", d)
+	}
+	if err := CheckPairing(got); err != nil {
+		t.Error(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := Transform(RepairOptions{})(ctx, history); !errors.Is(err, context.Canceled) {
