@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -294,7 +295,15 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	// Tools, with MCP servers started before the first model call.
 	reg := p.Tools
 	if p.MCP != nil && len(p.MCP.Config.Servers) > 0 {
-		m, err := mcp.Start(runCtx, p.MCP.Config, p.MCP.Options)
+		var mo mcp.Options
+		if p.MCP.Options != nil {
+			mo = *p.MCP.Options
+		}
+		if mo.Logger == nil {
+			// Failures are reported as warnings of the run, below.
+			mo.Logger = slog.New(slog.DiscardHandler)
+		}
+		m, err := mcp.Start(runCtx, p.MCP.Config, &mo)
 		if err != nil {
 			return Result{Err: err}, fmt.Errorf("start MCP servers: %w", err)
 		}

@@ -1,0 +1,102 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tool/mcp"
+)
+
+// A tool whose name a provider would refuse (an MCP name with a dot) is
+// offered under its wire-safe name, called back by that name, and runs
+// under its own; the history sent later uses the wire name too.
+func TestRunMapsToolNames(t *testing.T) {
+	const name = "mcp__docs__search.v2"
+	ran := 0
+	reg, err := tool.NewRegistry(&tool.Func{ToolName: name, Run: func(context.Context, tool.Call, func(tool.Partial)) (tool.Result, error) {
+		ran++
+		return tool.TextResult("found it"), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire := tool.NewNameMap([]string{name}).Wire(name)
+	if wire == name || !tool.IsWireSafe(wire) {
+		t.Fatalf("wire name %q", wire)
+	}
+	m := faux.New(faux.Func(func(_ context.Context, req *llm.Request) faux.Step {
+		if len(req.Tools) != 1 || req.Tools[0].Name != wire {
+			return faux.Say("tools offered: " + req.Tools[0].Name)
+		}
+		return faux.Call("", wire, map[string]any{})
+	}), faux.Say("done"))
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "search", Model: m, Tools: reg})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	if ran != 1 {
+		t.Fatalf("the tool ran %d times; messages %+v", ran, res.Messages)
+	}
+	if res.Messages[1].Content[0].Name != name {
+		t.Errorf("the transcript names the call %q, want the tool's own name", res.Messages[1].Content[0].Name)
+	}
+	second := m.Requests()[1]
+	if second.Messages[1].Content[0].Name != wire || second.Messages[2].ToolName != wire {
+		t.Errorf("the history sent back uses %q / %q, want the wire name", second.Messages[1].Content[0].Name, second.Messages[2].ToolName)
+	}
+}
+
+// An MCP server that cannot start is reported and the run goes on.
+func TestRunMCPServerFailureIsAWarning(t *testing.T) {
+	ev := &events{}
+	cfg := mcp.Config{Servers: map[string]mcp.ServerConfig{"broken": {Command: "/nonexistent/mcp-server"}}}
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: faux.New(faux.Say("hello")), MCP: &MCPSpec{Config: cfg}, OnEvent: ev.add})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	w := ev.notices(EventWarning)
+	if len(w) != 1 || !strings.Contains(w[0].Message, "MCP server broken") {
+		t.Errorf("warnings %+v", w)
+	}
+}
+
+// Loop detection is bound: the 10th identical call is warned, the 20th
+// blocked, and the model sees both in the results it is sent.
+func TestRunLoopGuardBound(t *testing.T) {
+	reg, _ := tool.NewRegistry(&tool.Func{ToolName: "status", Run: func(context.Context, tool.Call, func(tool.Partial)) (tool.Result, error) {
+		return tool.TextResult("still pending"), nil
+	}})
+	var steps []faux.Step
+	for range 25 {
+		steps = append(steps, faux.Call("", "status", map[string]any{"job": 7}))
+	}
+	m := faux.New(append(steps, faux.Say("giving up"))...)
+	ev := &events{}
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "wait for job 7", Model: m, Tools: reg, OnEvent: ev.add})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	results := func(call int) string { // the result of the n-th call, as the next request sends it
+		msgs := m.Requests()[call].Messages
+		data, _ := json.Marshal(msgs[len(msgs)-1].Content)
+		return string(data)
+	}
+	if r := results(10); strings.Contains(results(9), "WARNING") || !strings.Contains(r, "WARNING") {
+		t.Errorf("9th result %s\n10th result %s", results(9), r)
+	}
+	if r := results(20); !strings.Contains(r, "blocked") || strings.Contains(results(19), "blocked") {
+		t.Errorf("20th result %s", r)
+	}
+	kinds := map[string]int{}
+	for _, n := range ev.notices(EventLoopDetected) {
+		kinds[n.Reason]++
+	}
+	if kinds["warning"] == 0 || kinds["block"] == 0 {
+		t.Errorf("loop detection events %v", kinds)
+	}
+}
