@@ -106,6 +106,8 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		}, m.cfg.Headers)
 
 		x := newExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
+		// A proxy that drops ?alt=sse gets Gemini's JSON array of chunks.
+		x.acceptJSON = true
 		defer func() { x.close(b.finished) }()
 		if err := x.do(m.client, httpReq); err != nil {
 			b.fail(err)
@@ -115,6 +117,10 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			return
 		}
 		d := decoder{m: m, b: b, cur: -1}
+		if x.jsonBody != nil {
+			d.whole(x.jsonBody)
+			return
+		}
 		r := sse.NewReader(x.body)
 		for {
 			ev, err := r.Next()
@@ -154,6 +160,35 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			}
 		}
 	}
+}
+
+// whole decodes a reply that came as one JSON document: the array of
+// chunks streamGenerateContent sends without alt=sse, or one chunk.
+func (d *decoder) whole(body []byte) {
+	m, b := d.m, d.b
+	var chunks []json.RawMessage
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
+		if err := json.Unmarshal(t, &chunks); err != nil {
+			b.fail(malformed(m.provider, m.cfg.Info.ID, "the provider sent a reply that is not valid JSON", body))
+			return
+		}
+	} else {
+		chunks = []json.RawMessage{t}
+	}
+	for _, c := range chunks {
+		if err := d.handle(c); err != nil {
+			b.fail(err)
+			return
+		}
+		if b.stopped {
+			return
+		}
+	}
+	if d.finish == "" {
+		b.fail(truncatedStream(m.provider, m.cfg.Info.ID))
+		return
+	}
+	d.end()
 }
 
 // decoder maps the chunks onto the builder.

@@ -402,6 +402,42 @@ func TestCancelCause(t *testing.T) {
 	}
 }
 
+// Without alt=sse Gemini answers with a JSON array of the same chunks.
+func TestJSONArrayReply(t *testing.T) {
+	var chunks []string
+	for _, line := range strings.Split(fixture(t, "tools.sse"), "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			chunks = append(chunks, d)
+		}
+	}
+	tests := []struct{ name, body, types string }{
+		{"array", "[" + strings.Join(chunks, ",\n") + "]", "start thinking_start thinking_delta thinking_end text_start text_delta text_end " +
+			"toolcall_start toolcall_delta toolcall_end toolcall_start toolcall_delta toolcall_end " +
+			"toolcall_start toolcall_delta toolcall_end toolcall_start toolcall_end done"},
+		{"one response", `{"candidates": [{"content": {"parts": [{"text": "Whole."}],"role": "model"},"finishReason": "STOP"}],"usageMetadata": {"promptTokenCount": 3,"candidatesTokenCount": 2}}`,
+			"start text_start text_delta text_end done"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := serve(t, 200, map[string]string{"Content-Type": "application/json; charset=UTF-8"}, tt.body, nil)
+			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if got := typesString(r.types); got != tt.types {
+				t.Errorf("events\n got %s\nwant %s", got, tt.types)
+			}
+		})
+	}
+	t.Run("array without a finish reason", func(t *testing.T) {
+		srv := serve(t, 200, map[string]string{"Content-Type": "application/json"}, "["+chunks[0]+"]", nil)
+		r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+		if llm.ReasonOf(r.err) != llm.ReasonNetwork || r.msg.StopReason != llm.StopReasonError {
+			t.Fatalf("err %v", r.err)
+		}
+	})
+}
+
 // A proxy that labels the stream text/plain is still read as a stream.
 func TestMislabelledStream(t *testing.T) {
 	srv := serve(t, 200, map[string]string{"Content-Type": "text/plain; charset=utf-8"}, fixture(t, "text.sse"), nil)
