@@ -110,7 +110,7 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.BoolVar(&f.noMCP, "no-mcp", false, "start no MCP servers")
 	fl.Float64Var(&f.maxCost, "max-cost", 0, "stop the run once it has cost more than this many USD")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "stop the run once it has used more than this many tokens")
-	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (e.g. 10m; default: no limit)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (default 10m, extended once while compacting)")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", -1, "fail a model call that sends nothing for this long (0: never; default 120s)")
 	fl.DurationVar(&f.retryBase, "retry-base", 0, "first wait before retrying a transient failure (default 2s)")
 	_ = fl.MarkHidden("retry-base") // for tests against scripted servers
