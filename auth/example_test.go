@@ -33,3 +33,24 @@ func ExampleStore_Select() {
 	// using spare
 	// true
 }
+
+// The table of `agentloop auth status`.
+func ExampleWriteStatus() {
+	dir, _ := os.MkdirTemp("", "auth-example")
+	defer os.RemoveAll(dir)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	store, _ := auth.Open(&auth.Config{Path: filepath.Join(dir, "auth-state.json"), Now: func() time.Time { return now }})
+	mf, _ := llm.ParseModelsFile("models.json", []byte(`{"providers": {"anthropic": {"profiles": [{"id": "work", "apiKey": "KEY_A"}, {"id": "spare", "apiKey": "KEY_B"}]}}}`))
+	store.MarkFailure("anthropic", "work", "claude-sonnet-4-5", llm.ReasonRateLimit)
+	statuses, _ := store.Status(mf)
+	for _, s := range statuses {
+		if s.State == auth.StateOK {
+			fmt.Println(s.Profile, s.State)
+			continue
+		}
+		fmt.Println(s.Profile, s.State, s.Reason, "on", s.Model, "for", s.Until.Sub(now))
+	}
+	// Output:
+	// work cooldown rate_limit on claude-sonnet-4-5 for 30s
+	// spare ok
+}
