@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +85,12 @@ func (r *Runner) Run(ctx context.Context, p Params) (res Result, err error) {
 	// the lock is taken after them, so runs of one process queue instead
 	// of failing on each other's lock.
 	store := p.Session.Store
+	if store != nil && p.Session.Cwd == "" {
+		if wd, err := os.Getwd(); err == nil {
+			p.Session.Cwd = wd
+			s.p.Session.Cwd = wd
+		}
+	}
 	var sessID, source string
 	create := false
 	if store != nil {
@@ -310,7 +317,11 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		defer m.Close()
 		for _, st := range m.Status() {
 			if st.State != mcp.StateReady {
-				s.warn(fmt.Sprintf("MCP server %s (%s) is not available: %v; its tools are left out", st.Name, st.Source, st.Err))
+				from := ""
+				if st.Source != "" {
+					from = " (from " + st.Source + ")"
+				}
+				s.warn(fmt.Sprintf("MCP server %s%s is not available: %v; its tools are left out", st.Name, from, st.Err))
 			}
 		}
 		var tools []tool.Tool
@@ -695,7 +706,7 @@ func (r *recorder) RecordTruncations(ctx context.Context, recs []compact.Truncat
 	return nil
 }
 
-// trigger for rand in jitter.
+// jitter is the default source of backoff jitter.
 func jitter() float64 { return rand.Float64() }
 
 func orStr(a, b string) string {

@@ -208,7 +208,8 @@ type SessionSpec struct {
 	Continue bool
 	// Fork copies session Fork into a new session and runs on the copy.
 	Fork string
-	// Cwd is the working directory sessions belong to.
+	// Cwd is the working directory sessions belong to; "" means the
+	// process's.
 	Cwd string
 	// Lock says whether to wait for a session held by another run; nil
 	// fails fast.
