@@ -96,6 +96,7 @@ func TestRunCascade(t *testing.T) {
 	tests := []struct {
 		name      string
 		steps     []faux.Step
+		window    int
 		history   []llm.Message
 		reason    string
 		calls     int
@@ -116,6 +117,10 @@ func TestRunCascade(t *testing.T) {
 			refuse(llm.ReasonContextOverflow, 400), refuse(llm.ReasonContextOverflow, 400), refuse(llm.ReasonContextOverflow, 400),
 			refuse(llm.ReasonContextOverflow, 400)},
 			reason: "context_overflow", calls: 4, recovers: 3, notices: map[agent.EventType]int{EventCompactionRetry: 3, EventTruncationRetry: 0}},
+		{name: "timeout with a big prompt compacts", window: 20_000, history: bigHistory(), steps: []faux.Step{refuse(llm.ReasonTimeout, 0), faux.Say("ok")},
+			reason: "stop", calls: 2, recovers: 1, notices: map[agent.EventType]int{EventTimeoutCompaction: 1, EventRetry: 0}},
+		{name: "timeout with a small prompt retries", history: bigHistory(), steps: []faux.Step{refuse(llm.ReasonTimeout, 0), faux.Say("ok")},
+			reason: "stop", calls: 2, recovers: 0, notices: map[agent.EventType]int{EventTimeoutCompaction: 0, EventRetry: 1}, wantDelay: []int64{2000}},
 		{name: "529 twice then success", steps: []faux.Step{refuse(llm.ReasonOverloaded, 529), refuse(llm.ReasonOverloaded, 529), faux.Say("ok")},
 			reason: "stop", calls: 3, notices: map[agent.EventType]int{EventRetry: 2}, wantDelay: []int64{2000, 4000}},
 		{name: "overloaded mid-stream after text", steps: []faux.Step{faux.Say("partial answer").WithError(faux.Failure{Reason: llm.ReasonOverloaded, Status: 529}), faux.Say("whole answer")},
@@ -136,7 +141,7 @@ func TestRunCascade(t *testing.T) {
 				fc := &fakeCompactor{}
 				ev := &events{}
 				start := time.Now()
-				res, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m, History: tc.history,
+				res, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m, History: tc.history, Info: llm.ModelInfo{ContextWindow: tc.window},
 					Compaction: &CompactionSpec{Compactor: fc}, Retry: noJitter(), OnEvent: ev.add})
 				if err != nil {
 					t.Fatal(err)
