@@ -33,3 +33,17 @@ func BenchmarkMarkFailure(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMarkGood is the success path of a run on a clean profile: a
+// locked read, no write.
+func BenchmarkMarkGood(b *testing.B) {
+	b.ReportAllocs()
+	c := newClock()
+	s, _ := Open(&Config{Path: filepath.Join(b.TempDir(), StateFileName), Now: c.Now})
+	s.MarkGood("anthropic", "A", "m")
+	for b.Loop() {
+		if err := s.MarkGood("anthropic", "A", "m"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -40,7 +40,8 @@ type ProfileState struct {
 	// DisabledUntil ends a billing or revoked-key window.
 	DisabledUntil  time.Time  `json:"disabledUntil,omitzero"`
 	DisabledReason llm.Reason `json:"disabledReason,omitempty"`
-	LastUsed       time.Time  `json:"lastUsedAt,omitzero"`
+	// LastUsed is the last recorded success, to the hour.
+	LastUsed time.Time `json:"lastUsedAt,omitzero"`
 }
 
 // unusableUntil is when the profile's current cooldown or disable window

@@ -182,19 +182,30 @@ func (s *Store) MarkFailure(provider, id, model string, reason llm.Reason) (*Pro
 	return &out, nil
 }
 
+// lastUsedResolution is how stale ProfileState.LastUsed may get: a success
+// on a clean profile rewrites the file only this often, so the common path
+// of a run costs a read, not a synced write.
+const lastUsedResolution = time.Hour
+
 // MarkGood records that profile id of provider just worked for model: its
 // counters and cooldowns are cleared (except a rate-limit cooldown of
 // another model, still running), and it becomes the provider's last good
-// profile.
+// profile. On a profile with nothing to clear it writes the file at most
+// once an hour (LastUsed).
 func (s *Store) MarkGood(provider, id, model string) error {
 	return s.update(func(st *stateFile) (bool, error) {
 		now := s.now()
 		k := key(provider, id)
+		p := st.Profiles[k]
+		clean := p != nil && p.ErrorCount == 0 && p.CooldownUntil.IsZero() && p.DisabledUntil.IsZero() &&
+			now.Sub(p.LastUsed) < lastUsedResolution && !now.Before(p.LastUsed)
+		if clean && st.LastGood[provider] == id {
+			return false, nil
+		}
 		if st.LastGood == nil {
 			st.LastGood = map[string]string{}
 		}
 		st.LastGood[provider] = id
-		p := st.Profiles[k]
 		if p == nil {
 			p = &ProfileState{}
 			st.Profiles[k] = p

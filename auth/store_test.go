@@ -418,3 +418,36 @@ func TestClear(t *testing.T) {
 		t.Errorf("status after clearing = %+v", st)
 	}
 }
+
+// A success on a clean profile does not rewrite the file (the common path
+// of every run costs a read, not a synced write).
+func TestMarkGoodWritesOnlyChanges(t *testing.T) {
+	c := newClock()
+	path := filepath.Join(t.TempDir(), StateFileName)
+	s := open(t, path, c)
+	stat := func() time.Time {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.ModTime()
+	}
+	if err := s.MarkGood("anthropic", "A", "m"); err != nil {
+		t.Fatal(err)
+	}
+	before := stat()
+	os.Chtimes(path, before.Add(-time.Hour), before.Add(-time.Hour))
+	before = stat()
+	c.Advance(time.Minute)
+	s.MarkGood("anthropic", "A", "m")
+	if !stat().Equal(before) {
+		t.Error("a success on a clean profile rewrote the file")
+	}
+	s.MarkGood("anthropic", "B", "m") // another last good profile: written
+	if stat().Equal(before) {
+		t.Error("a new last good profile was not written")
+	}
+	if lg, _ := s.LastGood("anthropic"); lg != "B" {
+		t.Errorf("LastGood = %q", lg)
+	}
+}
