@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Verdict is an approval policy's decision on one call.
@@ -236,22 +237,32 @@ func (r *Registry) ReadOnly(call Call) bool {
 // answer, one line, from in: y or yes runs the call, a or always runs it
 // and every later call of the tool, anything else refuses it. It is meant
 // for a terminal; the caller decides whether there is one. A cancelled ctx
-// refuses the call at once; the line being read then answers nothing.
+// refuses the call at once. A line typed while no question was waiting
+// (after a cancelled one, say) answers nothing: it is dropped, so a stale
+// "y" can never approve a later call.
 func LineAsker(in io.Reader, out io.Writer) Asker {
-	lines := make(chan string)
-	var once sync.Once
-	var readErr error
+	type line struct {
+		text string
+		gen  int64 // the question being asked when the line was read
+	}
+	lines := make(chan line)
+	var (
+		once    sync.Once
+		readErr error
+		gen     atomic.Int64
+	)
 	start := func() {
 		go func() {
 			defer close(lines)
 			sc := bufio.NewScanner(in)
 			for sc.Scan() {
-				lines <- sc.Text()
+				lines <- line{sc.Text(), gen.Load()}
 			}
 			readErr = sc.Err()
 		}()
 	}
 	return func(ctx context.Context, call Call, reason string) (Answer, error) {
+		question := gen.Add(1)
 		args := string(call.Args)
 		if len(args) > 500 {
 			args = args[:500] + "…"
@@ -262,23 +273,29 @@ func LineAsker(in io.Reader, out io.Writer) Asker {
 		}
 		fmt.Fprintf(out, "Allow? [y]es, [n]o, [a]lways allow %s in this run: ", call.Name)
 		once.Do(start)
-		select {
-		case <-ctx.Done():
-			return AnswerNo, context.Cause(ctx)
-		case line, ok := <-lines:
-			if !ok {
-				if readErr == nil {
-					readErr = io.EOF
+		for {
+			select {
+			case <-ctx.Done():
+				return AnswerNo, context.Cause(ctx)
+			case l, ok := <-lines:
+				if !ok {
+					err := readErr
+					if err == nil {
+						err = io.EOF
+					}
+					return AnswerNo, fmt.Errorf("no answer: %w", err)
 				}
-				return AnswerNo, fmt.Errorf("no answer: %w", readErr)
+				if l.gen != question {
+					continue // typed before this question was asked
+				}
+				switch strings.ToLower(strings.TrimSpace(l.text)) {
+				case "y", "yes":
+					return AnswerYes, nil
+				case "a", "always":
+					return AnswerAlways, nil
+				}
+				return AnswerNo, nil
 			}
-			switch strings.ToLower(strings.TrimSpace(line)) {
-			case "y", "yes":
-				return AnswerYes, nil
-			case "a", "always":
-				return AnswerAlways, nil
-			}
-			return AnswerNo, nil
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 )
 
 type roTool struct {
@@ -223,4 +224,28 @@ func TestLineAsker(t *testing.T) {
 	if ok, reason := a.Approve(ctx, Call{Name: "write"}); ok || !strings.Contains(reason, "EOF") {
 		t.Errorf("EOF: %v %q", ok, reason)
 	}
+}
+
+// A line typed while no question waits (here: after a question whose run
+// was cancelled) must not answer the next question.
+func TestLineAskerDropsStaleLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, w := io.Pipe()
+		defer w.Close()
+		ask := LineAsker(r, io.Discard)
+		cctx, cancel := context.WithCancel(context.Background())
+		go cancel()
+		if ans, err := ask(cctx, Call{Name: "rm"}, ""); ans != AnswerNo || !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled question: %v %v", ans, err)
+		}
+		go func() { _, _ = io.WriteString(w, "y\n") }() // the stale answer
+		synctest.Wait()                                // read, and waiting to be delivered
+		go func() {
+			synctest.Wait() // the next question is waiting too
+			_, _ = io.WriteString(w, "n\n")
+		}()
+		if ans, err := ask(context.Background(), Call{Name: "rm"}, ""); ans != AnswerNo || err != nil {
+			t.Errorf("the next question got %v, %v; want the fresh no, not the stale yes", ans, err)
+		}
+	})
 }
