@@ -239,7 +239,7 @@ func TestLineAskerDropsStaleLines(t *testing.T) {
 			t.Fatalf("cancelled question: %v %v", ans, err)
 		}
 		go func() { _, _ = io.WriteString(w, "y\n") }() // the stale answer
-		synctest.Wait()                                // read, and waiting to be delivered
+		synctest.Wait()                                 // read, and waiting to be delivered
 		go func() {
 			synctest.Wait() // the next question is waiting too
 			_, _ = io.WriteString(w, "n\n")
