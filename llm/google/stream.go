@@ -129,7 +129,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 				case x.ctx.Err() != nil:
 					// Cancelled or idle: that is the cause, whatever the read saw.
 					err = x.failure(err)
-				case err == io.EOF && d.finish != "":
+				case err == io.EOF && d.finish != "" && !r.Truncated():
 					// Gemini has no terminator: the body ends after the
 					// chunk that gave the finish reason.
 					d.end()

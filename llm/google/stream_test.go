@@ -270,6 +270,7 @@ func TestStreamFailures(t *testing.T) {
 		{"prompt blocked", fixture(t, "prompt_blocked.sse"), nil, []string{"prompt blocked", "PROHIBITED_CONTENT", "Rephrase"}, ""},
 		{"cut without a finish reason", cut, []llm.Reason{llm.ReasonNetwork}, []string{"ended before"}, "Hello, world."},
 		{"cut mid-line", cut + `data: {"candidates": [{"content": {"pa`, []llm.Reason{llm.ReasonNetwork}, []string{"ended before"}, "Hello, world."},
+		{"cut mid-line after the finish", text + `data: {"candidates": [{"content": {"pa`, []llm.Reason{llm.ReasonNetwork}, []string{"ended before"}, "Hello, world."},
 		{"invalid JSON chunk", strings.Replace(text, `{"text": ", world."}],`, `{"text": ", world."}]`, 1), nil, []string{"not valid JSON"}, "Hello"},
 		{"not an event stream", "data: {\"candidates\": []}\n\nthis is not an event stream\n", []llm.Reason{llm.ReasonNetwork}, []string{"ended before"}, ""},
 	}
