@@ -14,6 +14,7 @@ import (
 func TestAbortCarriesCause(t *testing.T) {
 	errBudget := errors.New("budget exhausted")
 	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 	hold := make(chan struct{})
 	model := faux.New(faux.Say("never finished").WithHold(hold))
 	a := New(Config{Model: model})
