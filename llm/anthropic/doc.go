@@ -8,6 +8,9 @@
 // message_stop, ping, error), and turns every failure into an
 // *llm.ProviderError through llm.NewHTTPError and llm.NetworkError.
 //
-// This room may import llm, llm/sse and llm/jsonpartial, and the standard
-// library; nothing above llm.
+// The HTTP exchange and the event builder are shared with the other wire
+// packages in llm/internal/wire.
+//
+// This room may import llm, llm/sse, llm/jsonpartial and llm/internal/wire,
+// and the standard library; nothing above llm.
 package anthropic

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wire"
 )
 
 // The request body of POST /v1/messages.
@@ -172,7 +173,7 @@ func (m *Model) convertMessages(msgs []llm.Message) []message {
 				out = append(out, message{Role: "assistant", Content: blocks})
 			}
 		case llm.RoleToolResult:
-			b := block{Type: "tool_result", ToolUseID: sanitizeID(msg.ToolCallID, 64), IsError: msg.IsError}
+			b := block{Type: "tool_result", ToolUseID: wire.SanitizeID(msg.ToolCallID, 64), IsError: msg.IsError}
 			b.Content = userBlocks(msg.Content)
 			if n := len(out); n > 0 && out[n-1].Role == "user" && len(out[n-1].Content) > 0 && out[n-1].Content[0].Type == "tool_result" {
 				out[n-1].Content = append(out[n-1].Content, b)
@@ -233,7 +234,7 @@ func (m *Model) assistantBlocks(msg *llm.Message) []block {
 			if t := bytes.TrimSpace(input); len(t) == 0 || t[0] != '{' {
 				input = json.RawMessage("{}")
 			}
-			blocks = append(blocks, block{Type: "tool_use", ID: sanitizeID(c.ID, 64), Name: c.Name, Input: input})
+			blocks = append(blocks, block{Type: "tool_use", ID: wire.SanitizeID(c.ID, 64), Name: c.Name, Input: input})
 		}
 	}
 	return blocks

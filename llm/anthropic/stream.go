@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wire"
 	"github.com/agentloop/agentloop/llm/sse"
 )
 
@@ -120,7 +121,7 @@ var errorStatus = map[string]int{
 
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		b := newBuilder(m.cfg.Info, m.provider, llm.APIAnthropicMessages, yield)
+		b := wire.NewBuilder(m.cfg.Info, m.provider, llm.APIAnthropicMessages, yield)
 		areq := m.buildRequest(req)
 		beta := ""
 		if areq.Thinking != nil && len(areq.Tools) > 0 {
@@ -129,19 +130,19 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		}
 		body, err := json.Marshal(areq)
 		if err != nil {
-			b.fail(fmt.Errorf("anthropic: encode request: %w", err))
+			b.Fail(fmt.Errorf("anthropic: encode request: %w", err))
 			return
 		}
 		if ctx.Err() != nil {
-			b.fail(abortError(ctx))
+			b.Fail(wire.AbortError(ctx))
 			return
 		}
 		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))
 		if err != nil {
-			b.fail(fmt.Errorf("anthropic: build request for %s: %w", m.endpoint, err))
+			b.Fail(fmt.Errorf("anthropic: build request for %s: %w", m.endpoint, err))
 			return
 		}
-		setHeaders(httpReq.Header, map[string]string{
+		wire.SetHeaders(httpReq.Header, map[string]string{
 			"Content-Type":      "application/json",
 			"Accept":            "text/event-stream",
 			"X-Api-Key":         m.cfg.APIKey,
@@ -149,49 +150,49 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			"Anthropic-Beta":    beta,
 		}, m.cfg.Headers)
 
-		x := newExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
-		defer func() { x.close(b.finished) }()
-		if err := x.do(m.client, httpReq); err != nil {
-			b.fail(err)
+		x := wire.NewExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
+		defer func() { x.Close(b.Finished()) }()
+		if err := x.Do(m.client, httpReq); err != nil {
+			b.Fail(err)
 			return
 		}
-		if !b.start() {
+		if !b.Start() {
 			return
 		}
 		d := decoder{m: m, b: b}
-		r := sse.NewReader(x.body)
+		r := sse.NewReader(x.Body)
 		for {
 			ev, err := r.Next()
 			if err != nil {
-				if x.ctx.Err() != nil {
+				if x.Context().Err() != nil {
 					// Cancelled or idle: that is the cause, whatever the read saw.
-					err = x.failure(err)
+					err = x.Failure(err)
 				} else if err == io.EOF {
-					err = truncatedStream(m.provider, m.cfg.Info.ID)
+					err = wire.Truncated(m.provider, m.cfg.Info.ID)
 				} else if errors.Is(err, sse.ErrEventTooLarge) {
-					err = malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
+					err = wire.Malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
 				} else {
-					err = x.failure(err)
+					err = x.Failure(err)
 				}
-				b.fail(err)
+				b.Fail(err)
 				return
 			}
 			if ev.Type == "ping" {
 				continue // keep-alive: does not reset the idle timer
 			}
-			x.touch()
+			x.Touch()
 			if ev.Done() {
 				continue // a proxy's sentinel after message_stop
 			}
 			finished, err := d.handle(&ev)
 			if err != nil {
 				if r.Truncated() {
-					err = truncatedStream(m.provider, m.cfg.Info.ID)
+					err = wire.Truncated(m.provider, m.cfg.Info.ID)
 				}
-				b.fail(err)
+				b.Fail(err)
 				return
 			}
-			if finished || b.stopped {
+			if finished || b.Stopped() {
 				return
 			}
 		}
@@ -201,11 +202,11 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 // decoder maps the stream's events onto the builder.
 type decoder struct {
 	m          *Model
-	b          *builder
+	b          *wire.Builder
 	blocks     map[int]int // server index → content index
 	stopReason string
 	ev         streamEvent
-	json       jsonReader
+	json       wire.JSONReader
 }
 
 // handle applies one event; finished is true after message_stop.
@@ -213,19 +214,19 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 	m, b := d.m, d.b
 	d.ev = streamEvent{}
 	e := &d.ev
-	if err := d.json.decode(ev.Data, e); err != nil {
-		return false, malformed(m.provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
+	if err := d.json.Decode(ev.Data, e); err != nil {
+		return false, wire.Malformed(m.provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
 	}
 	if e.Type == "" {
 		e.Type = name(ev.Type)
 	}
 	switch e.Type {
 	case "message_start":
-		e.Message.Usage.apply(b.msg.Usage)
+		e.Message.Usage.apply(b.Msg.Usage)
 	case "content_block_start":
 		cb := &e.ContentBlock
 		if cb.Type == "" {
-			return false, malformed(m.provider, m.cfg.Info.ID, "content_block_start without a content block", ev.Data)
+			return false, wire.Malformed(m.provider, m.cfg.Info.ID, "content_block_start without a content block", ev.Data)
 		}
 		var c llm.Content
 		switch cb.Type {
@@ -238,13 +239,13 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 		case "tool_use":
 			id := cb.ID
 			if id == "" {
-				id = fmt.Sprintf("toolu_auto_%d", len(b.msg.Content))
+				id = fmt.Sprintf("toolu_auto_%d", len(b.Msg.Content))
 			}
 			c = llm.Content{Type: llm.ContentToolCall, ID: id, Name: cb.Name, Arguments: json.RawMessage("{}")}
 		default:
 			return false, nil // server tools and other blocks we do not model
 		}
-		i, ok := b.begin(c)
+		i, ok := b.Begin(c)
 		if d.blocks == nil {
 			d.blocks = map[int]int{}
 		}
@@ -254,14 +255,14 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 		}
 		switch {
 		case cb.Type == "text" && cb.Text != "":
-			b.text(i, cb.Text)
+			b.Text(i, cb.Text)
 		case cb.Type == "thinking" && cb.Thinking != "":
-			b.thinking(i, cb.Thinking)
+			b.Thinking(i, cb.Thinking)
 		case cb.Type == "tool_use":
 			// The input normally arrives as deltas after an empty {};
 			// a non-empty input here is the whole of it.
 			if in := bytes.TrimSpace(cb.Input); len(in) > 0 && string(in) != "{}" {
-				b.toolArgs(i, string(in))
+				b.ToolArgs(i, string(in))
 			}
 		}
 	case "content_block_delta":
@@ -271,34 +272,34 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 		}
 		switch e.Delta.Type {
 		case "text_delta":
-			b.text(i, e.Delta.Text)
+			b.Text(i, e.Delta.Text)
 		case "thinking_delta":
-			b.thinking(i, e.Delta.Thinking)
+			b.Thinking(i, e.Delta.Thinking)
 		case "signature_delta":
-			b.msg.Content[i].ThinkingSignature += e.Delta.Signature
+			b.Msg.Content[i].ThinkingSignature += e.Delta.Signature
 		case "input_json_delta":
 			if e.Delta.PartialJSON != "" {
-				b.toolArgs(i, e.Delta.PartialJSON)
+				b.ToolArgs(i, e.Delta.PartialJSON)
 			}
 		}
 	case "content_block_stop":
 		if i, ok := d.blocks[e.Index]; ok {
 			delete(d.blocks, e.Index)
-			b.end(i)
+			b.End(i)
 		}
 	case "message_delta":
 		if e.Delta.StopReason != nil {
 			d.stopReason = *e.Delta.StopReason
 		}
 		if e.Usage != nil {
-			e.Usage.apply(b.msg.Usage)
+			e.Usage.apply(b.Msg.Usage)
 		}
 	case "message_stop":
 		reason, err := d.mapStop()
 		if err != nil {
 			return true, err
 		}
-		b.done(reason)
+		b.Done(reason)
 		return true, nil
 	case "error":
 		typ, msg := e.Error.Type, e.Error.Message

@@ -8,7 +8,9 @@
 // by CompatFor or given in Config.
 //
 // The stream decoder accumulates tool calls keyed by their index (a new id on
-// an index starts a new call), keeps reasoning_content-style thinking, reads
+// an index starts a new call) and ends a call's block as soon as its
+// arguments are one complete object, so the call can start while the model
+// keeps talking; it keeps reasoning_content-style thinking, reads
 // the usage-only final chunk, and turns every failure into an
 // *llm.ProviderError through llm.NewHTTPError and llm.NetworkError.
 //
@@ -19,6 +21,9 @@
 // and response.completed / incomplete / failed map to stop, length and
 // error.
 //
-// This room may import llm, llm/sse and llm/jsonpartial, and the standard
-// library; nothing above llm.
+// The HTTP exchange and the event builder are shared with the other wire
+// packages in llm/internal/wire.
+//
+// This room may import llm, llm/sse, llm/jsonpartial and llm/internal/wire,
+// and the standard library; nothing above llm.
 package openai

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wire"
 	"github.com/agentloop/agentloop/llm/jsonpartial"
 )
 
@@ -228,7 +229,7 @@ func (m *Model) appendMessages(out []message, msgs []llm.Message) []message {
 					content = "(see the attached image)"
 				}
 			}
-			tm := message{Role: "tool", Content: content, ToolCallID: sanitizeID(msg.ToolCallID, 40)}
+			tm := message{Role: "tool", Content: content, ToolCallID: wire.SanitizeID(msg.ToolCallID, 40)}
 			if c.RequiresToolResultName {
 				tm.Name = msg.ToolName
 			}
@@ -332,7 +333,7 @@ func (m *Model) assistantMessage(msg *llm.Message) (message, bool) {
 		} else if len(bytes.TrimSpace(call.Arguments)) == 0 {
 			args = "{}"
 		}
-		am.ToolCalls = append(am.ToolCalls, toolCall{ID: sanitizeID(call.ID, 40), Type: "function",
+		am.ToolCalls = append(am.ToolCalls, toolCall{ID: wire.SanitizeID(call.ID, 40), Type: "function",
 			Function: functionCall{Name: call.Name, Arguments: args}})
 	}
 	if am.Content == nil && len(am.ToolCalls) == 0 {

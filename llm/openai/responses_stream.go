@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wire"
 	"github.com/agentloop/agentloop/llm/sse"
 )
 
@@ -90,72 +91,72 @@ type outputItem struct {
 
 func (m *ResponsesModel) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		b := newBuilder(m.cfg.Info, m.provider, llm.APIOpenAIResponses, yield)
+		b := wire.NewBuilder(m.cfg.Info, m.provider, llm.APIOpenAIResponses, yield)
 		body, err := json.Marshal(m.buildRequest(req))
 		if err != nil {
-			b.fail(fmt.Errorf("openai: encode request: %w", err))
+			b.Fail(fmt.Errorf("openai: encode request: %w", err))
 			return
 		}
 		if ctx.Err() != nil {
-			b.fail(abortError(ctx))
+			b.Fail(wire.AbortError(ctx))
 			return
 		}
 		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))
 		if err != nil {
-			b.fail(fmt.Errorf("openai: build request for %s: %w", m.endpoint, err))
+			b.Fail(fmt.Errorf("openai: build request for %s: %w", m.endpoint, err))
 			return
 		}
 		auth := ""
 		if m.cfg.APIKey != "" {
 			auth = "Bearer " + m.cfg.APIKey
 		}
-		setHeaders(httpReq.Header, map[string]string{
+		wire.SetHeaders(httpReq.Header, map[string]string{
 			"Content-Type":  "application/json",
 			"Accept":        "text/event-stream",
 			"Authorization": auth,
 		}, m.cfg.Headers)
 
-		x := newExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
-		defer func() { x.close(b.finished) }()
-		if err := x.do(m.client, httpReq); err != nil {
-			b.fail(err)
+		x := wire.NewExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
+		defer func() { x.Close(b.Finished()) }()
+		if err := x.Do(m.client, httpReq); err != nil {
+			b.Fail(err)
 			return
 		}
-		if !b.start() {
+		if !b.Start() {
 			return
 		}
 		d := responsesDecoder{m: m, b: b, items: map[int]int{}}
-		r := sse.NewReader(x.body)
+		r := sse.NewReader(x.Body)
 		for {
 			ev, err := r.Next()
 			if err != nil {
 				switch {
-				case x.ctx.Err() != nil:
+				case x.Context().Err() != nil:
 					// Cancelled or idle: that is the cause, whatever the read saw.
-					err = x.failure(err)
+					err = x.Failure(err)
 				case err == io.EOF:
-					err = truncatedStream(m.provider, m.cfg.Info.ID)
+					err = wire.Truncated(m.provider, m.cfg.Info.ID)
 				case errors.Is(err, sse.ErrEventTooLarge):
-					err = malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
+					err = wire.Malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
 				default:
-					err = x.failure(err)
+					err = x.Failure(err)
 				}
-				b.fail(err)
+				b.Fail(err)
 				return
 			}
-			x.touch()
+			x.Touch()
 			if ev.Done() {
 				continue
 			}
 			finished, err := d.handle(&ev)
 			if err != nil {
 				if r.Truncated() {
-					err = truncatedStream(m.provider, m.cfg.Info.ID)
+					err = wire.Truncated(m.provider, m.cfg.Info.ID)
 				}
-				b.fail(err)
+				b.Fail(err)
 				return
 			}
-			if finished || b.stopped {
+			if finished || b.Stopped() {
 				return
 			}
 		}
@@ -168,10 +169,10 @@ func (m *ResponsesModel) stream(ctx context.Context, req *llm.Request) iter.Seq2
 // function_call → a tool call with id "call_id|item_id".
 type responsesDecoder struct {
 	m     *ResponsesModel
-	b     *builder
+	b     *wire.Builder
 	items map[int]int // output_index → content index
 	parts map[int]int // content index → summary parts seen
-	json  jsonReader
+	json  wire.JSONReader
 	ev    responsesEvent
 }
 
@@ -179,8 +180,8 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 	m, b := d.m, d.b
 	d.ev = responsesEvent{}
 	e := &d.ev
-	if err := d.json.decode(ev.Data, e); err != nil {
-		return false, malformed(m.provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
+	if err := d.json.Decode(ev.Data, e); err != nil {
+		return false, wire.Malformed(m.provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
 	}
 	if e.Type == "" {
 		e.Type = eventName(ev.Type)
@@ -189,7 +190,7 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 	case "response.output_item.added":
 		var it outputItem
 		if err := json.Unmarshal(e.Item, &it); err != nil {
-			return false, malformed(m.provider, m.cfg.Info.ID, "an output item that is not valid JSON", ev.Data)
+			return false, wire.Malformed(m.provider, m.cfg.Info.ID, "an output item that is not valid JSON", ev.Data)
 		}
 		var c llm.Content
 		switch it.Type {
@@ -206,14 +207,14 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 		default:
 			return false, nil // built-in tools and other items we do not model
 		}
-		i, ok := b.begin(c)
+		i, ok := b.Begin(c)
 		d.items[e.OutputIndex] = i
 		if ok && it.Type == "function_call" && it.Arguments != "" {
-			b.toolArgs(i, it.Arguments)
+			b.ToolArgs(i, it.Arguments)
 		}
 	case "response.output_text.delta", "response.refusal.delta":
 		if i, ok := d.block(e.OutputIndex, llm.ContentText); ok && e.Delta != "" {
-			b.text(i, e.Delta)
+			b.Text(i, e.Delta)
 		}
 	case "response.reasoning_summary_part.added":
 		if i, ok := d.block(e.OutputIndex, llm.ContentThinking); ok {
@@ -221,17 +222,17 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 				d.parts = map[int]int{}
 			}
 			if d.parts[i] > 0 {
-				b.thinking(i, "\n\n")
+				b.Thinking(i, "\n\n")
 			}
 			d.parts[i]++
 		}
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
 		if i, ok := d.block(e.OutputIndex, llm.ContentThinking); ok && e.Delta != "" {
-			b.thinking(i, e.Delta)
+			b.Thinking(i, e.Delta)
 		}
 	case "response.function_call_arguments.delta":
 		if i, ok := d.block(e.OutputIndex, llm.ContentToolCall); ok && e.Delta != "" {
-			b.toolArgs(i, e.Delta)
+			b.ToolArgs(i, e.Delta)
 		}
 	case "response.output_item.done":
 		i, ok := d.items[e.OutputIndex]
@@ -240,23 +241,23 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 		}
 		var it outputItem
 		json.Unmarshal(e.Item, &it)
-		switch b.msg.Content[i].Type {
+		switch b.Msg.Content[i].Type {
 		case llm.ContentThinking:
-			b.msg.Content[i].ThinkingSignature = string(e.Item)
-			if b.msg.Content[i].Thinking == "" && len(it.Summary) > 0 {
+			b.Msg.Content[i].ThinkingSignature = string(e.Item)
+			if b.Msg.Content[i].Thinking == "" && len(it.Summary) > 0 {
 				var parts []string
 				for _, s := range it.Summary {
 					parts = append(parts, s.Text)
 				}
-				b.thinking(i, joinParts(parts))
+				b.Thinking(i, joinParts(parts))
 			}
 		case llm.ContentToolCall:
 			// The finished item's arguments are authoritative.
-			if a := b.args[i]; a != nil && it.Arguments != "" && string(a.raw) != it.Arguments {
-				a.raw = append(a.raw[:0], it.Arguments...)
+			if it.Arguments != "" {
+				b.ReplaceArgs(i, it.Arguments)
 			}
 		}
-		b.end(i)
+		b.End(i)
 	case "response.completed", "response.incomplete", "response.failed", "response.cancelled":
 		return true, d.finish(e, ev.Data)
 	case "error":
@@ -293,7 +294,7 @@ func codeStatus(code json.RawMessage) int {
 // block of type t.
 func (d *responsesDecoder) block(outputIndex int, t llm.ContentType) (int, bool) {
 	i, ok := d.items[outputIndex]
-	if !ok || d.b.msg.Content[i].Type != t || !d.b.open[i] {
+	if !ok || d.b.Msg.Content[i].Type != t || !d.b.Open(i) {
 		return 0, false
 	}
 	return i, true
@@ -307,9 +308,9 @@ func (d *responsesDecoder) finish(e *responsesEvent, data []byte) error {
 		if u.InputTokensDetails != nil {
 			cached = u.InputTokensDetails.CachedTokens
 		}
-		b.msg.Usage.Input = max(0, u.InputTokens-cached)
-		b.msg.Usage.CacheRead = cached
-		b.msg.Usage.Output = u.OutputTokens
+		b.Msg.Usage.Input = max(0, u.InputTokens-cached)
+		b.Msg.Usage.CacheRead = cached
+		b.Msg.Usage.Output = u.OutputTokens
 	}
 	status := resp.Status
 	if status == "" {
@@ -318,16 +319,16 @@ func (d *responsesDecoder) finish(e *responsesEvent, data []byte) error {
 	switch status {
 	case "completed":
 		reason := llm.StopReasonStop
-		if len(b.msg.ToolCalls()) > 0 {
+		if len(b.Msg.ToolCalls()) > 0 {
 			reason = llm.StopReasonToolUse
 		}
-		b.done(reason)
+		b.Done(reason)
 		return nil
 	case "incomplete":
 		if resp.IncompleteDetails != nil && resp.IncompleteDetails.Reason == "content_filter" {
 			return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte("content_filter: the provider's content filter stopped the reply"))
 		}
-		b.done(llm.StopReasonLength)
+		b.Done(llm.StopReasonLength)
 		return nil
 	default:
 		body := []byte(resp.Error)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wire"
 	"github.com/agentloop/agentloop/llm/jsonpartial"
 	"github.com/agentloop/agentloop/llm/sse"
 )
@@ -71,72 +72,72 @@ func (u *usage) apply(to *llm.Usage) {
 
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		b := newBuilder(m.cfg.Info, m.provider, llm.APIOpenAICompletions, yield)
+		b := wire.NewBuilder(m.cfg.Info, m.provider, llm.APIOpenAICompletions, yield)
 		body, err := json.Marshal(m.buildRequest(req))
 		if err != nil {
-			b.fail(fmt.Errorf("openai: encode request: %w", err))
+			b.Fail(fmt.Errorf("openai: encode request: %w", err))
 			return
 		}
 		if ctx.Err() != nil {
-			b.fail(abortError(ctx))
+			b.Fail(wire.AbortError(ctx))
 			return
 		}
 		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))
 		if err != nil {
-			b.fail(fmt.Errorf("openai: build request for %s: %w", m.endpoint, err))
+			b.Fail(fmt.Errorf("openai: build request for %s: %w", m.endpoint, err))
 			return
 		}
 		auth := ""
 		if m.cfg.APIKey != "" {
 			auth = "Bearer " + m.cfg.APIKey
 		}
-		setHeaders(httpReq.Header, map[string]string{
+		wire.SetHeaders(httpReq.Header, map[string]string{
 			"Content-Type":  "application/json",
 			"Accept":        "text/event-stream",
 			"Authorization": auth,
 		}, m.cfg.Headers)
 
-		x := newExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
-		x.acceptJSON = true
-		defer func() { x.close(b.finished) }()
-		if err := x.do(m.client, httpReq); err != nil {
-			b.fail(err)
+		x := wire.NewExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
+		x.AcceptJSON = true
+		defer func() { x.Close(b.Finished()) }()
+		if err := x.Do(m.client, httpReq); err != nil {
+			b.Fail(err)
 			return
 		}
-		if !b.start() {
+		if !b.Start() {
 			return
 		}
 		d := decoder{m: m, b: b, calls: map[int]int{}, ends: map[int]*jsonpartial.ObjectEnd{}, cur: -1}
-		if x.jsonBody != nil {
-			d.whole(x.jsonBody)
+		if x.JSONBody != nil {
+			d.whole(x.JSONBody)
 			return
 		}
-		r := sse.NewReader(x.body)
+		r := sse.NewReader(x.Body)
 		for {
 			ev, err := r.Next()
 			if err != nil {
 				switch {
-				case x.ctx.Err() != nil:
+				case x.Context().Err() != nil:
 					// Cancelled or idle: that is the cause, whatever the read saw.
-					err = x.failure(err)
+					err = x.Failure(err)
 				case err == io.EOF && d.finish != "" && !r.Truncated():
 					// No [DONE], but the reply said it was finished.
 					d.done()
 					return
 				case err == io.EOF:
-					err = truncatedStream(m.provider, m.cfg.Info.ID)
+					err = wire.Truncated(m.provider, m.cfg.Info.ID)
 				case errors.Is(err, sse.ErrEventTooLarge):
-					err = malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
+					err = wire.Malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
 				default:
-					err = x.failure(err)
+					err = x.Failure(err)
 				}
-				b.fail(err)
+				b.Fail(err)
 				return
 			}
-			x.touch()
+			x.Touch()
 			if ev.Done() {
-				if d.finish == "" && len(b.msg.Content) == 0 {
-					b.fail(truncatedStream(m.provider, m.cfg.Info.ID))
+				if d.finish == "" && len(b.Msg.Content) == 0 {
+					b.Fail(wire.Truncated(m.provider, m.cfg.Info.ID))
 					return
 				}
 				d.done()
@@ -144,12 +145,12 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			}
 			if err := d.handle(&ev); err != nil {
 				if r.Truncated() {
-					err = truncatedStream(m.provider, m.cfg.Info.ID)
+					err = wire.Truncated(m.provider, m.cfg.Info.ID)
 				}
-				b.fail(err)
+				b.Fail(err)
 				return
 			}
-			if b.stopped {
+			if b.Stopped() {
 				return
 			}
 		}
@@ -171,14 +172,14 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 // arguments it had.
 type decoder struct {
 	m      *Model
-	b      *builder
+	b      *wire.Builder
 	cur    int                            // content index of the open block, -1 for none
 	calls  map[int]int                    // tool_calls index → content index
 	ends   map[int]*jsonpartial.ObjectEnd // content index of an open call → its arguments' end
 	nCalls int
 	finish string
 	ch     chunk
-	json   jsonReader
+	json   wire.JSONReader
 }
 
 func (d *decoder) handle(ev *sse.Event) error {
@@ -189,8 +190,8 @@ func (d *decoder) handle(ev *sse.Event) error {
 	clear(choices)
 	d.ch = chunk{Choices: choices[:0]}
 	c := &d.ch
-	if err := d.json.decode(ev.Data, c); err != nil {
-		return malformed(m.provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", ev.Data)
+	if err := d.json.Decode(ev.Data, c); err != nil {
+		return wire.Malformed(m.provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", ev.Data)
 	}
 	return d.apply(c, ev.Data)
 }
@@ -219,7 +220,7 @@ func (d *decoder) whole(data []byte) {
 		Error json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(data, &full); err != nil || (len(full.Choices) == 0 && len(full.Error) == 0) {
-		b.fail(malformed(m.provider, m.cfg.Info.ID, "the provider answered with JSON that is not a chat completion", data))
+		b.Fail(wire.Malformed(m.provider, m.cfg.Info.ID, "the provider answered with JSON that is not a chat completion", data))
 		return
 	}
 	c := &d.ch
@@ -243,7 +244,7 @@ func (d *decoder) whole(data []byte) {
 		}
 	}
 	if err := d.apply(c, data); err != nil {
-		b.fail(err)
+		b.Fail(err)
 		return
 	}
 	d.done()
@@ -256,16 +257,16 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 		return d.streamError(data, c.Error)
 	}
 	if c.Usage != nil {
-		c.Usage.apply(b.msg.Usage)
+		c.Usage.apply(b.Msg.Usage)
 	} else if c.XGroq != nil && c.XGroq.Usage != nil {
-		c.XGroq.Usage.apply(b.msg.Usage)
+		c.XGroq.Usage.apply(b.Msg.Usage)
 	}
 	if len(c.Choices) == 0 {
 		return nil // the usage-only chunk
 	}
 	ch := &c.Choices[0]
 	if ch.Usage != nil && c.Usage == nil {
-		ch.Usage.apply(b.msg.Usage)
+		ch.Usage.apply(b.Msg.Usage)
 	}
 	delta := &ch.Delta
 	for i, r := range [...]string{delta.ReasoningContent, delta.Reasoning, delta.ReasoningText} {
@@ -273,7 +274,7 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 			if !d.ensure(llm.ContentThinking, llm.Content{Type: llm.ContentThinking, ThinkingSignature: reasoningFields[i]}) {
 				return nil
 			}
-			b.thinking(d.cur, r)
+			b.Thinking(d.cur, r)
 			break
 		}
 	}
@@ -281,7 +282,7 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 		if !d.ensure(llm.ContentText, llm.Content{Type: llm.ContentText}) {
 			return nil
 		}
-		b.text(d.cur, delta.Content)
+		b.Text(d.cur, delta.Content)
 	}
 	for i := range delta.ToolCalls {
 		tc := &delta.ToolCalls[i]
@@ -290,7 +291,7 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 			idx = *tc.Index
 		}
 		ci, known := d.calls[idx]
-		if known && tc.ID != "" && b.msg.Content[ci].ID != "" && tc.ID != b.msg.Content[ci].ID {
+		if known && tc.ID != "" && b.Msg.Content[ci].ID != "" && tc.ID != b.Msg.Content[ci].ID {
 			known = false // a new id on the same index starts a new call
 		}
 		if !known {
@@ -301,23 +302,23 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 			d.nCalls++
 			d.closeCur()
 			var ok bool
-			ci, ok = b.begin(llm.Content{Type: llm.ContentToolCall, ID: id, Name: tc.Function.Name, Arguments: json.RawMessage("{}")})
+			ci, ok = b.Begin(llm.Content{Type: llm.ContentToolCall, ID: id, Name: tc.Function.Name, Arguments: json.RawMessage("{}")})
 			d.cur = ci
 			d.calls[idx] = ci
 			d.ends[ci] = &jsonpartial.ObjectEnd{}
 			if !ok {
 				return nil
 			}
-		} else if !b.open[ci] {
+		} else if !b.Open(ci) {
 			if isBlank(tc.Function.Arguments) {
 				continue // a repeat of the id or name, or whitespace
 			}
-			return malformed(m.provider, m.cfg.Info.ID, fmt.Sprintf("more arguments arrived for tool call %q after its block had ended", b.msg.Content[ci].ID), data)
+			return wire.Malformed(m.provider, m.cfg.Info.ID, fmt.Sprintf("more arguments arrived for tool call %q after its block had ended", b.Msg.Content[ci].ID), data)
 		}
-		if tc.Function.Name != "" && b.msg.Content[ci].Name == "" {
-			b.msg.Content[ci].Name = tc.Function.Name
+		if tc.Function.Name != "" && b.Msg.Content[ci].Name == "" {
+			b.Msg.Content[ci].Name = tc.Function.Name
 		}
-		if tc.Function.Arguments != "" && !b.toolArgs(ci, tc.Function.Arguments) {
+		if tc.Function.Arguments != "" && !b.ToolArgs(ci, tc.Function.Arguments) {
 			return nil
 		}
 		if !d.endComplete(ci, tc.Function.Arguments) {
@@ -331,7 +332,7 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 		}
 		// The reply is complete: end the blocks now so tool calls can
 		// start before the usage chunk and [DONE] arrive.
-		b.endAll()
+		b.EndAll()
 		d.cur = -1
 	}
 	return nil
@@ -340,11 +341,11 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 // ensure makes the open block one of kind t, closing another kind and
 // beginning c if needed.
 func (d *decoder) ensure(t llm.ContentType, c llm.Content) bool {
-	if d.cur >= 0 && d.b.msg.Content[d.cur].Type == t && d.b.open[d.cur] {
+	if d.cur >= 0 && d.b.Msg.Content[d.cur].Type == t && d.b.Open(d.cur) {
 		return true
 	}
 	d.closeCur()
-	i, ok := d.b.begin(c)
+	i, ok := d.b.Begin(c)
 	d.cur = i
 	return ok
 }
@@ -355,11 +356,11 @@ func (d *decoder) ensure(t llm.ContentType, c llm.Content) bool {
 // consumer has stopped.
 func (d *decoder) endComplete(ci int, frag string) bool {
 	end := d.ends[ci]
-	if end == nil || !end.Feed(frag) || d.b.msg.Content[ci].Name == "" {
+	if end == nil || !end.Feed(frag) || d.b.Msg.Content[ci].Name == "" {
 		return true
 	}
 	delete(d.ends, ci)
-	if !d.b.endStrict(ci) {
+	if !d.b.EndStrict(ci) {
 		// Balanced but not valid JSON: it can never become valid, so it
 		// waits for its normal end and gets Invalid arguments there.
 		return true
@@ -367,7 +368,7 @@ func (d *decoder) endComplete(ci int, frag string) bool {
 	if d.cur == ci {
 		d.cur = -1
 	}
-	return !d.b.stopped
+	return !d.b.Stopped()
 }
 
 // isBlank reports whether s is empty or JSON whitespace.
@@ -382,7 +383,7 @@ func isBlank(s string) bool {
 
 func (d *decoder) closeCur() {
 	if d.cur >= 0 {
-		d.b.end(d.cur)
+		d.b.End(d.cur)
 		d.cur = -1
 	}
 }
@@ -396,14 +397,14 @@ func (d *decoder) done() {
 	case "tool_calls", "function_call":
 		reason = llm.StopReasonToolUse
 	case "content_filter":
-		b.fail(llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte("content_filter: the provider's content filter stopped the reply")))
+		b.Fail(llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte("content_filter: the provider's content filter stopped the reply")))
 		return
 	}
-	if reason == llm.StopReasonStop && len(b.msg.ToolCalls()) > 0 {
+	if reason == llm.StopReasonStop && len(b.Msg.ToolCalls()) > 0 {
 		// Some servers say "stop" after calling tools.
 		reason = llm.StopReasonToolUse
 	}
-	b.done(reason)
+	b.Done(reason)
 }
 
 // streamError turns an error object in the stream into a ProviderError,
