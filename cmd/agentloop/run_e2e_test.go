@@ -526,3 +526,51 @@ func TestE2EReplyTagsStripped(t *testing.T) {
 		t.Errorf("raw %v, stripped %v in:\n%s", raw, stripped, out.String())
 	}
 }
+
+// Issue 7: a second agentloop process writing to a session that a running
+// one holds fails at once with the lock message and exit code 1.
+func TestE2ESecondWriterProcess(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	quick := writeFile(t, filepath.Join(t.TempDir(), "q.json"), `{"repeat":true,"steps":[{"text":"ok"}]}`)
+	env, _, errb := cliEnvWith(home, nil)
+	if code := execute(context.Background(), env, []string{"run", "--script", quick, "--cwd", ws, "start"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	id := ""
+	for _, l := range strings.Split(errb.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, "session: "); ok {
+			id = v
+		}
+	}
+	slow := writeFile(t, filepath.Join(t.TempDir(), "s.json"), `{"steps":[{"text":"one two three four five six seven eight","delayMs":300}]}`)
+	cmd := func(script string) *exec.Cmd {
+		c := exec.Command(os.Args[0], "run", "--session", id, "--script", script, "--cwd", ws, "more")
+		c.Env = append(os.Environ(), "AGENTLOOP_TEST_MAIN=1", "AGENTLOOP_HOME="+home)
+		return c
+	}
+	holder := cmd(slow)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	holder.Stdout = pw
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	if _, err := pr.Read(make([]byte, 1)); err != nil { // the holder is streaming: it has the lock
+		t.Fatalf("the first process printed nothing: %v", err)
+	}
+	second := cmd(quick)
+	var out strings.Builder
+	second.Stderr = &out
+	start := time.Now()
+	err = second.Run()
+	code := second.ProcessState.ExitCode()
+	want := fmt.Sprintf("is in use by pid %d", holder.Process.Pid)
+	if code != 1 || !strings.Contains(out.String(), want) || time.Since(start) > 5*time.Second {
+		t.Errorf("second writer: exit %d (%v) after %s, stderr %q; want 1 and %q", code, err, time.Since(start), out.String(), want)
+	}
+}
