@@ -162,6 +162,14 @@ func (m *Model) buildRequest(req *llm.Request) *request {
 	r := &request{}
 	gc := &generationConfig{MaxOutputTokens: req.Options.MaxTokens, Temperature: req.Options.Temperature}
 	gc.ThinkingConfig = thinking(info, req.Options.Thinking)
+	if tc := gc.ThinkingConfig; tc != nil && tc.ThinkingBudget != nil && gc.MaxOutputTokens > 0 {
+		// Gemini counts thoughts as output: make room for the budget, within
+		// the model's limit, so a small cap is not all spent thinking.
+		gc.MaxOutputTokens += *tc.ThinkingBudget
+		if info.MaxTokens > 0 {
+			gc.MaxOutputTokens = min(gc.MaxOutputTokens, info.MaxTokens)
+		}
+	}
 	if gc.MaxOutputTokens > 0 || gc.Temperature != nil || gc.ThinkingConfig != nil {
 		r.GenerationConfig = gc
 	}

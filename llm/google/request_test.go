@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/agentloop/agentloop/llm"
@@ -61,7 +62,7 @@ func TestRequestBody(t *testing.T) {
 		{"systemInstruction", js(body["systemInstruction"]), `{"parts":[{"text":"You are terse."}]}`},
 		{"tools", js(body["tools"]), `[{"functionDeclarations":[{"description":"Read a file","name":"read","parameters":{"properties":{"path":{"type":"string"}},"required":["path"],"type":"object"}},{"description":"List","name":"ls"}]}]`},
 		{"toolConfig", js(body["toolConfig"]), `{"functionCallingConfig":{"allowedFunctionNames":["read"],"mode":"ANY"}}`},
-		{"generationConfig", js(body["generationConfig"]), `{"maxOutputTokens":1000,"temperature":0.2,"thinkingConfig":{"includeThoughts":true,"thinkingBudget":32768}}`},
+		{"generationConfig", js(body["generationConfig"]), `{"maxOutputTokens":33768,"temperature":0.2,"thinkingConfig":{"includeThoughts":true,"thinkingBudget":32768}}`},
 		{"contents", js(body["contents"]), `[` +
 			`{"parts":[{"text":"look"}],"role":"user"},` +
 			`{"parts":[{"text":"I should read it.","thought":true,"thoughtSignature":"sigT"},{"text":"Reading.","thoughtSignature":"sigX"},` +
@@ -222,4 +223,35 @@ func ExampleNew() {
 	})
 	fmt.Println(m.Info().ID)
 	// Output: gemini-2.5-flash
+}
+
+// The thinking budget is added to a requested output cap (Gemini counts
+// thoughts as output), within the model's limit; no cap asked, none sent.
+func TestMaxOutputTokensMakeRoomForThinking(t *testing.T) {
+	tests := []struct {
+		max  int
+		lvl  llm.ThinkingLevel
+		want string
+	}{
+		{1000, llm.ThinkingLow, `"maxOutputTokens":3048`},
+		{60000, llm.ThinkingHigh, `"maxOutputTokens":65536`},
+		{1000, llm.ThinkingOff, `"maxOutputTokens":1128`},
+		{0, llm.ThinkingHigh, `{"thinkingConfig"`},
+	}
+	for _, tt := range tests {
+		var c capture
+		srv := serve(t, 200, nil, fixture(t, "text.sse"), &c)
+		req := simpleRequest()
+		req.Options = llm.Options{MaxTokens: tt.max, Thinking: tt.lvl}
+		if r := collect(t, newModelID(srv, 0, "gemini-2.5-pro"), context.Background(), req); r.err != nil {
+			t.Fatal(r.err)
+		}
+		var body struct {
+			GenerationConfig json.RawMessage `json:"generationConfig"`
+		}
+		json.Unmarshal(c.body, &body)
+		if got := string(body.GenerationConfig); !strings.Contains(got, tt.want) {
+			t.Errorf("max %d %s: generationConfig %s, want %s", tt.max, tt.lvl, got, tt.want)
+		}
+	}
 }
