@@ -27,6 +27,7 @@ Try it offline on the scripted model:
 		newTrustCmd(env),
 		newSessionsCmd(env),
 		newMCPCmd(env),
+		newAuthCmd(env),
 	)
 	return root
 }
