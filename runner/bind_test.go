@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/session"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tool/mcp"
 )
@@ -98,5 +99,59 @@ func TestRunLoopGuardBound(t *testing.T) {
 	}
 	if kinds["warning"] == 0 || kinds["block"] == 0 {
 		t.Errorf("loop detection events %v", kinds)
+	}
+}
+
+// Compaction's decisions are recorded in the session, so a resumed session
+// shows the model the same shortened context.
+func TestRunRecordsCompactionInSession(t *testing.T) {
+	store := session.NewJSONLStore(t.TempDir())
+	cwd := t.TempDir()
+	reg, _ := tool.NewRegistry(&tool.Func{ToolName: "dump", Run: func(_ context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
+		return tool.TextResult(strings.Repeat(string(call.Args), 1500)), nil // about 20 KB
+	}})
+	var steps []faux.Step
+	for i := range 6 {
+		steps = append(steps, faux.Call("", "dump", map[string]any{"part": i}))
+	}
+	m := faux.New(append(steps, faux.Say("all dumped"))...)
+	m.Info.ContextWindow = 32_000
+	ev := &events{}
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "dump it all", Model: m, Info: m.ModelInfo(), Tools: reg,
+		Session: SessionSpec{Store: store, Cwd: cwd}, OnEvent: ev.add})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	tr, err := store.Load(t.Context(), res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[session.EntryType]int{}
+	for _, e := range tr.Entries {
+		kinds[e.Type]++
+	}
+	if kinds[session.EntryToolResultTruncate]+kinds[session.EntryCompaction] == 0 {
+		t.Fatalf("no compaction or truncation entries: %v", kinds)
+	}
+	sess, err := store.Open(t.Context(), res.SessionID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	resumed := 0
+	for _, msg := range sess.Context().Messages {
+		resumed += len(msg.Text())
+	}
+	last := m.Requests()[len(m.Requests())-1]
+	sent := 0
+	for _, msg := range last.Messages {
+		sent += len(msg.Text())
+	}
+	t.Logf("entries %v; resumed %d chars, last request %d", kinds, resumed, sent)
+	if resumed > sent+len("all dumped")+100 {
+		t.Errorf("the resumed context holds %d chars, the last request %d: decisions were not recorded", resumed, sent)
+	}
+	if err := session.CheckPairing(sess.Context().Messages); err != nil {
+		t.Error(err)
 	}
 }
