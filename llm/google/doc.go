@@ -27,6 +27,7 @@
 // Every failure is an *llm.ProviderError made by llm.NewHTTPError or
 // llm.NetworkError.
 //
-// This room may import llm, llm/sse and llm/jsonpartial, and the standard
+// This room may import llm, llm/sse, llm/jsonpartial and llm/internal/wire
+// (the exchange and event builder every wire shares), and the standard
 // library; nothing above llm.
 package google

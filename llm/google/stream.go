@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wire"
 	"github.com/agentloop/agentloop/llm/sse"
 )
 
@@ -79,83 +80,83 @@ type idCounter struct{ n atomic.Uint64 }
 // the time and a counter, unique across the conversation.
 func (c *idCounter) next(name string) string {
 	n := c.n.Add(1)
-	return sanitizeID(fmt.Sprintf("%s_%d_%d", name, time.Now().UnixMilli(), n), 64)
+	return wire.SanitizeID(fmt.Sprintf("%s_%d_%d", name, time.Now().UnixMilli(), n), 64)
 }
 
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		b := newBuilder(m.cfg.Info, m.provider, llm.APIGoogleGenerativeAI, yield)
+		b := wire.NewBuilder(m.cfg.Info, m.provider, llm.APIGoogleGenerativeAI, yield)
 		body, err := json.Marshal(m.buildRequest(req))
 		if err != nil {
-			b.fail(fmt.Errorf("google: encode request: %w", err))
+			b.Fail(fmt.Errorf("google: encode request: %w", err))
 			return
 		}
 		if ctx.Err() != nil {
-			b.fail(abortError(ctx))
+			b.Fail(wire.AbortError(ctx))
 			return
 		}
 		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))
 		if err != nil {
-			b.fail(fmt.Errorf("google: build request for %s: %w", m.endpoint, err))
+			b.Fail(fmt.Errorf("google: build request for %s: %w", m.endpoint, err))
 			return
 		}
-		setHeaders(httpReq.Header, map[string]string{
+		wire.SetHeaders(httpReq.Header, map[string]string{
 			"Content-Type":   "application/json",
 			"Accept":         "text/event-stream",
 			"X-Goog-Api-Key": m.cfg.APIKey,
 		}, m.cfg.Headers)
 
-		x := newExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
+		x := wire.NewExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
 		// A proxy that drops ?alt=sse gets Gemini's JSON array of chunks.
-		x.acceptJSON = true
-		defer func() { x.close(b.finished) }()
-		if err := x.do(m.client, httpReq); err != nil {
-			b.fail(err)
+		x.AcceptJSON = true
+		defer func() { x.Close(b.Finished()) }()
+		if err := x.Do(m.client, httpReq); err != nil {
+			b.Fail(err)
 			return
 		}
-		if !b.start() {
+		if !b.Start() {
 			return
 		}
 		d := decoder{m: m, b: b, cur: -1}
-		if x.jsonBody != nil {
-			d.whole(x.jsonBody)
+		if x.JSONBody != nil {
+			d.whole(x.JSONBody)
 			return
 		}
-		r := sse.NewReader(x.body)
+		r := sse.NewReader(x.Body)
 		for {
 			ev, err := r.Next()
 			if err != nil {
 				switch {
-				case x.ctx.Err() != nil:
+				case x.Context().Err() != nil:
 					// Cancelled or idle: that is the cause, whatever the read saw.
-					err = x.failure(err)
+					err = x.Failure(err)
 				case err == io.EOF && d.finish != "" && !r.Truncated():
 					// Gemini has no terminator: the body ends after the
 					// chunk that gave the finish reason.
 					d.end()
 					return
 				case err == io.EOF:
-					err = truncatedStream(m.provider, m.cfg.Info.ID)
+					err = wire.Truncated(m.provider, m.cfg.Info.ID)
 				case errors.Is(err, sse.ErrEventTooLarge):
-					err = malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
+					err = wire.Malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
 				default:
-					err = x.failure(err)
+					err = x.Failure(err)
 				}
-				b.fail(err)
+				b.Fail(err)
 				return
 			}
-			x.touch()
+			x.Touch()
 			if ev.Done() || len(bytes.TrimSpace(ev.Data)) == 0 {
 				continue // a proxy's sentinel, or an empty event
 			}
 			if err := d.handle(ev.Data); err != nil {
 				if r.Truncated() {
-					err = truncatedStream(m.provider, m.cfg.Info.ID)
+					err = wire.Truncated(m.provider, m.cfg.Info.ID)
 				}
-				b.fail(err)
+				b.Fail(err)
 				return
 			}
-			if b.stopped {
+			if b.Stopped() {
 				return
 			}
 		}
@@ -169,7 +170,7 @@ func (d *decoder) whole(body []byte) {
 	var chunks []json.RawMessage
 	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
 		if err := json.Unmarshal(t, &chunks); err != nil {
-			b.fail(malformed(m.provider, m.cfg.Info.ID, "the provider sent a reply that is not valid JSON", body))
+			b.Fail(wire.Malformed(m.provider, m.cfg.Info.ID, "the provider sent a reply that is not valid JSON", body))
 			return
 		}
 	} else {
@@ -177,15 +178,15 @@ func (d *decoder) whole(body []byte) {
 	}
 	for _, c := range chunks {
 		if err := d.handle(c); err != nil {
-			b.fail(err)
+			b.Fail(err)
 			return
 		}
-		if b.stopped {
+		if b.Stopped() {
 			return
 		}
 	}
 	if d.finish == "" {
-		b.fail(truncatedStream(m.provider, m.cfg.Info.ID))
+		b.Fail(wire.Truncated(m.provider, m.cfg.Info.ID))
 		return
 	}
 	d.end()
@@ -194,7 +195,7 @@ func (d *decoder) whole(body []byte) {
 // decoder maps the chunks onto the builder.
 type decoder struct {
 	m      *Model
-	b      *builder
+	b      *wire.Builder
 	cur    int // content index of the open text or thinking block, or -1
 	finish string
 	// finishMessage and blocked explain a safety or policy stop.
@@ -202,7 +203,7 @@ type decoder struct {
 	blocked       []string
 	seenIDs       map[string]bool
 	c             chunk
-	json          jsonReader
+	json          wire.JSONReader
 }
 
 // handle applies one chunk.
@@ -215,14 +216,14 @@ func (d *decoder) handle(data []byte) error {
 	d.c = chunk{}
 	d.c.Candidates[0].Content.Parts = parts[:0]
 	c := &d.c
-	if err := d.json.decode(data, c); err != nil {
-		return malformed(m.provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", data)
+	if err := d.json.Decode(data, c); err != nil {
+		return wire.Malformed(m.provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", data)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, data)
 	}
 	if c.UsageMetadata != (usageMetadata{}) {
-		c.UsageMetadata.apply(b.msg.Usage)
+		c.UsageMetadata.apply(b.Msg.Usage)
 	}
 	if pf := c.PromptFeedback; pf != nil && pf.BlockReason != "" {
 		return d.blockedPrompt(pf.BlockReason, pf.BlockReasonMessage, pf.SafetyRatings)
@@ -245,7 +246,7 @@ func (d *decoder) handle(data []byte) error {
 func (d *decoder) part(p *streamPart) bool {
 	b := d.b
 	if fc := p.FunctionCall; fc != nil {
-		if d.cur >= 0 && !b.end(d.cur) {
+		if d.cur >= 0 && !b.End(d.cur) {
 			return false
 		}
 		d.cur = -1
@@ -257,15 +258,15 @@ func (d *decoder) part(p *streamPart) bool {
 			id = d.m.ids.next(fc.Name)
 		}
 		d.seenIDs[id] = true
-		i, ok := b.begin(llm.Content{Type: llm.ContentToolCall, ID: id, Name: fc.Name, Arguments: json.RawMessage("{}"), ThoughtSignature: p.ThoughtSignature})
+		i, ok := b.Begin(llm.Content{Type: llm.ContentToolCall, ID: id, Name: fc.Name, Arguments: json.RawMessage("{}"), ThoughtSignature: p.ThoughtSignature})
 		if !ok {
 			return false
 		}
 		// Calls arrive whole: one delta with all the arguments.
-		if args := bytes.TrimSpace(fc.Args); len(args) > 0 && string(args) != "null" && !b.toolArgs(i, string(args)) {
+		if args := bytes.TrimSpace(fc.Args); len(args) > 0 && string(args) != "null" && !b.ToolArgs(i, string(args)) {
 			return false
 		}
-		return b.end(i)
+		return b.End(i)
 	}
 	text, sig := p.Text, p.ThoughtSignature
 	typ := llm.ContentText
@@ -277,21 +278,21 @@ func (d *decoder) part(p *streamPart) bool {
 			return true
 		}
 		// A signature alone closes the part it follows.
-		if d.cur >= 0 && signature(&b.msg.Content[d.cur]) == "" {
-			setSignature(&b.msg.Content[d.cur], sig)
+		if d.cur >= 0 && signature(&b.Msg.Content[d.cur]) == "" {
+			setSignature(&b.Msg.Content[d.cur], sig)
 			return true
 		}
 	}
 	// A new block when the kind changes, or when the open block has been
 	// sealed by a signature (the signature belongs to its own part).
-	if d.cur >= 0 && (b.msg.Content[d.cur].Type != typ || signature(&b.msg.Content[d.cur]) != "") {
-		if !b.end(d.cur) {
+	if d.cur >= 0 && (b.Msg.Content[d.cur].Type != typ || signature(&b.Msg.Content[d.cur]) != "") {
+		if !b.End(d.cur) {
 			return false
 		}
 		d.cur = -1
 	}
 	if d.cur < 0 {
-		i, ok := b.begin(llm.Content{Type: typ})
+		i, ok := b.Begin(llm.Content{Type: typ})
 		if !ok {
 			return false
 		}
@@ -300,16 +301,16 @@ func (d *decoder) part(p *streamPart) bool {
 	if text != "" {
 		var ok bool
 		if typ == llm.ContentThinking {
-			ok = b.thinking(d.cur, text)
+			ok = b.Thinking(d.cur, text)
 		} else {
-			ok = b.text(d.cur, text)
+			ok = b.Text(d.cur, text)
 		}
 		if !ok {
 			return false
 		}
 	}
 	if sig != "" {
-		setSignature(&b.msg.Content[d.cur], sig)
+		setSignature(&b.Msg.Content[d.cur], sig)
 	}
 	return true
 }
@@ -352,21 +353,21 @@ var toolTrouble = map[string]string{
 // end finishes a stream whose body ended after a finish reason.
 func (d *decoder) end() {
 	m, b := d.m, d.b
-	hasCalls := len(b.msg.ToolCalls()) > 0
+	hasCalls := len(b.Msg.ToolCalls()) > 0
 	switch r := d.finish; {
 	case r == "STOP" || r == "FINISH_REASON_UNSPECIFIED":
 		if hasCalls {
-			b.done(llm.StopReasonToolUse)
+			b.Done(llm.StopReasonToolUse)
 		} else {
-			b.done(llm.StopReasonStop)
+			b.Done(llm.StopReasonStop)
 		}
 	case r == "MAX_TOKENS":
 		// Gemini's calls arrive whole, so a call made before the cap is
 		// complete and is run.
 		if hasCalls {
-			b.done(llm.StopReasonToolUse)
+			b.Done(llm.StopReasonToolUse)
 		} else {
-			b.done(llm.StopReasonLength)
+			b.Done(llm.StopReasonLength)
 		}
 	case withheld[r] != "":
 		text := fmt.Sprintf("%s: Gemini withheld the reply because %s", r, withheld[r])
@@ -376,19 +377,19 @@ func (d *decoder) end() {
 		if d.finishMessage != "" {
 			text += ": " + d.finishMessage
 		}
-		b.fail(llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte(text+". Rephrase the request or leave out the flagged content.")))
+		b.Fail(llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte(text+". Rephrase the request or leave out the flagged content.")))
 	case toolTrouble[r] != "":
 		text := fmt.Sprintf("%s: %s", r, toolTrouble[r])
 		if d.finishMessage != "" {
 			text += ": " + d.finishMessage
 		}
-		b.fail(llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte(text)))
+		b.Fail(llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte(text)))
 	default:
 		// A finish reason newer than this code: the message is complete.
 		if hasCalls {
-			b.done(llm.StopReasonToolUse)
+			b.Done(llm.StopReasonToolUse)
 		} else {
-			b.done(llm.StopReasonStop)
+			b.Done(llm.StopReasonStop)
 		}
 	}
 }
