@@ -49,8 +49,9 @@ func NewHTTPError(provider, model string, status int, header http.Header, body [
 		Provider: provider,
 		Model:    model,
 		Status:   status,
-		Message:  redact(truncate(msg, maxMessageKept)),
-		Body:     redact(truncate(strings.TrimSpace(string(body[:min(len(body), 2*maxBodyKept)])), maxBodyKept)),
+		// Redact before cutting: a key cut in two is no longer recognised.
+		Message: truncate(redact(msg), maxMessageKept),
+		Body:    truncate(redact(strings.TrimSpace(string(body[:min(len(body), 2*maxBodyKept)]))), maxBodyKept),
 	}
 	e.Reason = classifyParsed(provider, status, eb)
 	e.RetryAfter = ParseRetryAfter(header, time.Now())
@@ -74,7 +75,7 @@ func NewStreamError(provider, model, text string) *ProviderError {
 // recognisable with errors.Is, a deadline or a timed-out connection becomes
 // a timeout, anything else is a network failure.
 func NetworkError(provider, model string, err error) *ProviderError {
-	e := &ProviderError{Provider: provider, Model: model, Err: err, Reason: ReasonNetwork, Message: redact(truncate(err.Error(), maxMessageKept))}
+	e := &ProviderError{Provider: provider, Model: model, Err: err, Reason: ReasonNetwork, Message: truncate(redact(err.Error()), maxMessageKept)}
 	if isTimeoutErr(err) {
 		e.Reason = ReasonTimeout
 	}

@@ -234,6 +234,25 @@ func TestNewHTTPErrorRedactsKeys(t *testing.T) {
 	}
 }
 
+// A key that straddles the point where the message and body are cut is
+// redacted whole, not left as a prefix too short to recognise.
+func TestNewHTTPErrorRedactsKeyAtTheCut(t *testing.T) {
+	key := "AIzaSyA1234567890abcdefghijklmnopq"
+	for _, limit := range []int{maxMessageKept, maxBodyKept} {
+		for _, back := range []int{4, 10, 16, 20} {
+			pad := strings.Repeat("x", limit-back-len(`{"error":{"message":"`)-1) + " "
+			body := `{"error":{"message":"` + pad + key + `"}}`
+			e := NewHTTPError("google", "gemini", 400, nil, []byte(body))
+			ne := NetworkError("google", "gemini", errors.New(pad+key))
+			for _, s := range []string{e.Message, e.Body, ne.Message} {
+				if strings.Contains(s, "AIza") {
+					t.Errorf("limit %d, key cut %d bytes in: a part of it leaks: …%q", limit, back, s[max(0, len(s)-40):])
+				}
+			}
+		}
+	}
+}
+
 func TestNewHTTPErrorTruncatesBody(t *testing.T) {
 	body := `{"error":{"message":"` + strings.Repeat("é", 5000) + `"}}`
 	e := NewHTTPError("p", "m", 500, nil, []byte(body))
