@@ -102,8 +102,9 @@ type server struct {
 	// once the server has started), and the copier's end.
 	stderrR, stderrW *os.File
 	stderrDone       chan struct{}
-	cancelConn       context.CancelFunc // ends the connection's context
-	watched          chan struct{}      // closed when the watcher has seen the connection end
+	cancelConn       context.CancelFunc               // ends the connection's context
+	calls            map[*int]context.CancelCauseFunc // in-flight tool calls
+	watched          chan struct{}                    // closed when the watcher has seen the connection end
 }
 
 // Start starts every server in cfg concurrently and lists their tools;
@@ -365,13 +366,22 @@ func (s *server) sweep() {
 	proc.Reap(proc.Kill(proc.Target{Tag: s.tag}), 0, stopTimeout)
 }
 
+// errClosed is the cause of calls cancelled by Close.
+var errClosed = errors.New("the MCP server was stopped")
+
 func (s *server) close() {
 	s.mu.Lock()
 	cs, watched := s.session, s.watched
 	if s.state == StateReady {
 		s.state = StateClosed
 	}
+	calls := s.calls
+	s.calls = nil
 	s.mu.Unlock()
+	// A graceful close waits for calls in flight: end them first.
+	for _, cancel := range calls {
+		cancel(errClosed)
+	}
 	if cs != nil {
 		_ = cs.Close()
 		<-watched
@@ -381,6 +391,26 @@ func (s *server) close() {
 	}
 	s.sweep()
 	s.drainStderr(stopTimeout)
+}
+
+// track registers an in-flight call so that close can cancel it. It
+// returns false when the server is no longer ready.
+func (s *server) track(cancel context.CancelCauseFunc) (untrack func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != StateReady {
+		return nil, false
+	}
+	if s.calls == nil {
+		s.calls = make(map[*int]context.CancelCauseFunc)
+	}
+	key := new(int)
+	s.calls[key] = cancel
+	return func() {
+		s.mu.Lock()
+		delete(s.calls, key)
+		s.mu.Unlock()
+	}, true
 }
 
 // Tools returns the tools of the servers that are ready, by server name

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -295,5 +296,47 @@ func TestEverythingServer(t *testing.T) {
 		if res.IsError || !strings.Contains(res.Text(), "5") {
 			t.Errorf("get-sum: %q (isError %v)", res.Text(), res.IsError)
 		}
+	}
+}
+
+func TestCloseCancelsCallsInFlight(t *testing.T) {
+	ts := httpTestServer(t, "")
+	for _, cfg := range []ServerConfig{stdioServer("stdio"), {URL: ts.URL}} {
+		t.Run(cfg.Transport(), func(t *testing.T) {
+			m, err := Start(context.Background(), Config{Servers: map[string]ServerConfig{"s": cfg}}, quiet())
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg, _ := tool.NewRegistry(m.Tools()...)
+			hang, _ := reg.Get("mcp__s__hang")
+			srv := m.servers[0]
+			done := make(chan tool.Result, 1)
+			go func() {
+				res, _ := hang.Execute(context.Background(), tool.Call{Name: "mcp__s__hang", Args: json.RawMessage(`{}`)}, func(tool.Partial) {})
+				done <- res
+			}()
+			// Wait until the call is in flight.
+			for {
+				srv.mu.Lock()
+				n := len(srv.calls)
+				srv.mu.Unlock()
+				if n == 1 {
+					break
+				}
+				runtime.Gosched()
+			}
+			start := time.Now()
+			m.Close()
+			if el := time.Since(start); el > 10*time.Second {
+				t.Errorf("Close took %v: it waited for the hanging call", el)
+			}
+			res := <-done
+			if !res.IsError || !strings.Contains(res.Text(), "was stopped while mcp__s__hang was running") {
+				t.Errorf("call cut by Close: %q", res.Text())
+			}
+			if res := reg.Execute(context.Background(), call("mcp__s__echo", `{"text":"x"}`), nil); !res.IsError {
+				t.Errorf("call after Close: %q, want an error result", res.Text())
+			}
+		})
 	}
 }

@@ -116,8 +116,15 @@ func (t *Tool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)
 		return tool.ErrorResult(fmt.Sprintf("MCP server %q is not running (%s), so %s is unavailable. Do not call its tools again in this run.", s.name, why, t.name)), nil
 	}
 	timeout := s.m.opts.CallTimeout
-	callCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	timeoutCtx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	defer cancelTimeout()
+	callCtx, cancel := context.WithCancelCause(timeoutCtx)
+	defer cancel(nil)
+	untrack, ok := s.track(cancel)
+	if !ok {
+		return tool.ErrorResult(fmt.Sprintf("MCP server %q was stopped, so %s is unavailable.", s.name, t.name)), nil
+	}
+	defer untrack()
 	args := call.Args
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -127,7 +134,9 @@ func (t *Tool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)
 		switch {
 		case ctx.Err() != nil:
 			return tool.Result{}, ctx.Err()
-		case errors.Is(callCtx.Err(), context.DeadlineExceeded):
+		case errors.Is(context.Cause(callCtx), errClosed):
+			return tool.ErrorResult(fmt.Sprintf("MCP server %q was stopped while %s was running; the call was cancelled.", s.name, t.name)), nil
+		case errors.Is(timeoutCtx.Err(), context.DeadlineExceeded):
 			return tool.ErrorResult(fmt.Sprintf("MCP tool %s did not answer within %s; the call was cancelled. Try again with a smaller request, or do without it.", t.name, timeout)), nil
 		case errors.Is(err, sdk.ErrConnectionClosed):
 			s.markExited(err)
