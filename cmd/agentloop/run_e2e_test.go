@@ -574,3 +574,29 @@ func TestE2ESecondWriterProcess(t *testing.T) {
 		t.Errorf("second writer: exit %d (%v) after %s, stderr %q; want 1 and %q", code, err, time.Since(start), out.String(), want)
 	}
 }
+
+// Issue 10: budgets and the timeout stop a run cleanly with a reason.
+func TestE2EBudgets(t *testing.T) {
+	loop := writeFile(t, filepath.Join(t.TempDir(), "loop.json"),
+		`{"repeat":true,"steps":[{"toolCalls":[{"name":"ls","arguments":{"path":"."}}]}]}`)
+	slow := writeFile(t, filepath.Join(t.TempDir(), "slow.json"), `{"steps":[{"text":"a b c d e f g h i j","delayMs":3000}]}`)
+	tests := []struct {
+		name   string
+		script string
+		args   []string
+		errs   string
+	}{
+		{"tokens", loop, []string{"--max-tokens", "5000"}, "over its budget of 5000 (--max-tokens)"},
+		{"timeout", slow, []string{"--timeout", "300ms"}, "stopped at its timeout (--timeout)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env, _, errb := cliEnvWith(t.TempDir(), nil)
+			args := append([]string{"run", "--no-session", "--script", tc.script, "--cwd", t.TempDir()}, tc.args...)
+			code := execute(context.Background(), env, append(args, "go"))
+			if code != 1 || !strings.Contains(errb.String(), tc.errs) {
+				t.Errorf("exit %d, stderr:\n%s\nwant 1 and %q", code, errb.String(), tc.errs)
+			}
+		})
+	}
+}
