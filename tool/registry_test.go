@@ -122,3 +122,18 @@ func TestConcurrencySafe(t *testing.T) {
 		t.Error("exclusive or unknown tool reported safe")
 	}
 }
+
+// Prepare runs on every tool call: lookup, coercion, validation.
+func BenchmarkPrepare(b *testing.B) {
+	r, err := NewRegistry(echoTool())
+	if err != nil {
+		b.Fatal(err)
+	}
+	block := llm.ToolCall("c1", "echo", json.RawMessage(`{"n":"5","f":2.5,"b":true,"tags":["a","b"],"opts":{"deep":false},"s":"some text"}`))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, bad := r.Prepare(block); bad != nil {
+			b.Fatal(bad.Text())
+		}
+	}
+}
