@@ -239,7 +239,7 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 		case "tool_use":
 			id := cb.ID
 			if id == "" {
-				id = fmt.Sprintf("toolu_auto_%d", len(b.Msg.Content))
+				id = wire.NewCallID("toolu_")
 			}
 			c = llm.Content{Type: llm.ContentToolCall, ID: id, Name: cb.Name, Arguments: json.RawMessage("{}")}
 		default:

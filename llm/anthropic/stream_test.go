@@ -435,17 +435,23 @@ func TestConsumerBreak(t *testing.T) {
 	<-handlerDone
 }
 
-// A tool_use block without an id gets one, so its result can be paired.
+// A tool_use block without an id gets one, so its result can be paired;
+// the made-up ids differ between replies too, since results are matched
+// to calls by id across the whole transcript.
 func TestToolUseWithoutID(t *testing.T) {
 	body := strings.Replace(fixture(t, "tools.sse"), `"id":"toolu_01B",`, ``, 1)
 	srv := serve(t, 200, nil, body, nil)
-	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	calls := r.msg.ToolCalls()
-	if len(calls) != 2 || calls[1].ID == "" || calls[1].ID == calls[0].ID {
-		t.Fatalf("calls %+v", calls)
+	seen := map[string]bool{}
+	for range 2 {
+		r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		calls := r.msg.ToolCalls()
+		if len(calls) != 2 || calls[1].ID == "" || calls[1].ID == calls[0].ID || seen[calls[1].ID] {
+			t.Fatalf("calls %+v (ids seen before: %v)", calls, seen)
+		}
+		seen[calls[1].ID] = true
 	}
 }
 

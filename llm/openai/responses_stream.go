@@ -318,11 +318,7 @@ func (d *responsesDecoder) finish(e *responsesEvent, data []byte) error {
 	}
 	switch status {
 	case "completed":
-		reason := llm.StopReasonStop
-		if len(b.Msg.ToolCalls()) > 0 {
-			reason = llm.StopReasonToolUse
-		}
-		b.Done(reason)
+		b.Done(llm.StopReasonStop) // toolUse when it called tools
 		return nil
 	case "incomplete":
 		if resp.IncompleteDetails != nil && resp.IncompleteDetails.Reason == "content_filter" {

@@ -107,7 +107,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		if !b.Start() {
 			return
 		}
-		d := decoder{m: m, b: b, calls: map[int]int{}, ends: map[int]*jsonpartial.ObjectEnd{}, cur: -1}
+		d := decoder{m: m, b: b, calls: map[int]int{}, ends: map[int]*jsonpartial.ObjectEnd{}, ids: map[string]bool{}, cur: -1}
 		if x.JSONBody != nil {
 			d.whole(x.JSONBody)
 			return
@@ -176,7 +176,7 @@ type decoder struct {
 	cur    int                            // content index of the open block, -1 for none
 	calls  map[int]int                    // tool_calls index → content index
 	ends   map[int]*jsonpartial.ObjectEnd // content index of an open call → its arguments' end
-	nCalls int
+	ids    map[string]bool                // the call ids of this message
 	finish string
 	ch     chunk
 	json   wire.JSONReader
@@ -296,10 +296,13 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 		}
 		if !known {
 			id := tc.ID
-			if id == "" {
-				id = "call_auto_" + strconv.Itoa(d.nCalls)
+			if id == "" || d.ids[id] {
+				// No id, or one an earlier call of this message has
+				// (servers that number calls per message): results are
+				// matched to calls by id, so make one.
+				id = wire.NewCallID("call_")
 			}
-			d.nCalls++
+			d.ids[id] = true
 			d.closeCur()
 			var ok bool
 			ci, ok = b.Begin(llm.Content{Type: llm.ContentToolCall, ID: id, Name: tc.Function.Name, Arguments: json.RawMessage("{}")})
@@ -399,10 +402,6 @@ func (d *decoder) done() {
 	case "content_filter":
 		b.Fail(llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte("content_filter: the provider's content filter stopped the reply")))
 		return
-	}
-	if reason == llm.StopReasonStop && len(b.Msg.ToolCalls()) > 0 {
-		// Some servers say "stop" after calling tools.
-		reason = llm.StopReasonToolUse
 	}
 	b.Done(reason)
 }

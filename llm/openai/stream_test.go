@@ -220,6 +220,33 @@ func TestToolCallIndexing(t *testing.T) {
 	}
 }
 
+// Call ids are unique across a transcript: a call without one gets a
+// fresh id in every reply, and an id an earlier call of the same message
+// already has (a server numbering calls per message) is replaced.
+func TestToolCallIDsUnique(t *testing.T) {
+	body := argsDelta(0, "call_0", "a", `{}`) + argsDelta(1, "call_0", "b", `{}`) +
+		chunkJSON(map[string]any{"tool_calls": []any{map[string]any{"index": 2, "function": map[string]any{"name": "c", "arguments": `{}`}}}}, nil) +
+		chunkJSON(map[string]any{}, "tool_calls") + "data: [DONE]\n\n"
+	srv := serve(t, 200, nil, body, nil)
+	seen := map[string]bool{"call_0": true}
+	for range 2 {
+		r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		calls := r.msg.ToolCalls()
+		if len(calls) != 3 || calls[0].ID != "call_0" || calls[0].Name != "a" || calls[1].Name != "b" || calls[2].Name != "c" {
+			t.Fatalf("calls %+v", calls)
+		}
+		for _, c := range calls[1:] {
+			if c.ID == "" || seen[c.ID] {
+				t.Fatalf("call %s has id %q, seen before", c.Name, c.ID)
+			}
+			seen[c.ID] = true
+		}
+	}
+}
+
 func TestHTTPErrors(t *testing.T) {
 	tests := []struct {
 		name    string

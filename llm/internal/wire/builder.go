@@ -254,10 +254,19 @@ func (b *Builder) finishUsage() {
 }
 
 // Done ends a successful stream: the open blocks end, usage gets its
-// total and cost, and the done event carries the message.
+// total and cost, and the done event carries the message. The stop reason
+// follows the content where wires are loose about it: a reply that called
+// tools ends in toolUse even if the server said stop, and one that called
+// none ends in stop even if the server said tool_calls.
 func (b *Builder) Done(reason llm.StopReason) {
 	if !b.EndAll() {
 		return
+	}
+	switch calls := len(b.Msg.ToolCalls()) > 0; {
+	case reason == llm.StopReasonStop && calls:
+		reason = llm.StopReasonToolUse
+	case reason == llm.StopReasonToolUse && !calls:
+		reason = llm.StopReasonStop
 	}
 	b.finishUsage()
 	b.Msg.StopReason = reason

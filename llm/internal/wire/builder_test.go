@@ -85,6 +85,47 @@ func TestBuilderDone(t *testing.T) {
 	}
 }
 
+// The stop reason follows the content: toolUse exactly when the reply
+// called tools; length stays length.
+func TestBuilderDoneReason(t *testing.T) {
+	tests := []struct {
+		said  llm.StopReason
+		calls bool
+		want  llm.StopReason
+	}{
+		{llm.StopReasonStop, false, llm.StopReasonStop},
+		{llm.StopReasonStop, true, llm.StopReasonToolUse},
+		{llm.StopReasonToolUse, true, llm.StopReasonToolUse},
+		{llm.StopReasonToolUse, false, llm.StopReasonStop},
+		{llm.StopReasonLength, true, llm.StopReasonLength},
+		{llm.StopReasonLength, false, llm.StopReasonLength},
+	}
+	for _, tt := range tests {
+		var r recorder
+		b := newBuilder(&r)
+		b.Start()
+		if tt.calls {
+			b.Begin(llm.Content{Type: llm.ContentToolCall, ID: "c", Name: "x"})
+		}
+		b.Done(tt.said)
+		last := r.events[len(r.events)-1]
+		if last.Reason != tt.want || last.Message.StopReason != tt.want {
+			t.Errorf("said %s with calls %v: reason %s, message %s, want %s", tt.said, tt.calls, last.Reason, last.Message.StopReason, tt.want)
+		}
+	}
+}
+
+func TestNewCallID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := wire.NewCallID("call_")
+		if len(id) != len("call_")+24 || !strings.HasPrefix(id, "call_") || wire.SanitizeID(id, 40) != id || seen[id] {
+			t.Fatalf("id %q (seen before: %v)", id, seen[id])
+		}
+		seen[id] = true
+	}
+}
+
 func TestBuilderEndStrict(t *testing.T) {
 	tests := []struct {
 		args  string

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"mime"
 	"net/http"
 	"strings"
@@ -239,6 +240,22 @@ func SanitizeID(id string, max int) string {
 		return "call"
 	}
 	return sb.String()
+}
+
+// NewCallID makes an id for a tool call the provider sent without one:
+// prefix and 24 random hex digits. Ids must be unique across a transcript,
+// not only within a message (results are matched to calls by id), so a
+// counter per stream will not do.
+func NewCallID(prefix string) string {
+	const hex = "0123456789abcdef"
+	var b [24]byte
+	for i, r := 0, rand.Uint64(); i < len(b); i, r = i+1, r>>4 {
+		if i == 16 {
+			r = rand.Uint64()
+		}
+		b[i] = hex[r&15]
+	}
+	return prefix + string(b[:])
 }
 
 func idByte(c byte) bool {
