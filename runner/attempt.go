@@ -86,6 +86,11 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 			case ActionFail:
 				res.Reason, res.Message = d.Reason, d.Message
 				res.StopReason = llm.StopReasonError
+				if res.Err != nil && llm.ReasonOf(res.Err) == "" && o.Failure == llm.ReasonUnknown {
+					// Not the provider's failure (a refused window, a
+					// broken transform): its own words say more.
+					res.Message = res.Err.Error()
+				}
 				if res.Err == nil {
 					res.Err = errors.New(d.Message)
 				}

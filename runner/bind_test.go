@@ -3,9 +3,11 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
 	"github.com/agentloop/agentloop/session"
@@ -153,5 +155,14 @@ func TestRunRecordsCompactionInSession(t *testing.T) {
 	}
 	if err := session.CheckPairing(sess.Context().Messages); err != nil {
 		t.Error(err)
+	}
+}
+
+// A model whose window is too small to work in is refused before any call.
+func TestRunRefusesTinyWindow(t *testing.T) {
+	m := faux.New(faux.Say("hi"))
+	_, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: m, Info: llm.ModelInfo{ContextWindow: 8_000}})
+	if !errors.Is(err, compact.ErrWindowTooSmall) || m.Calls() != 0 {
+		t.Fatalf("err %v after %d calls, want the window refused", err, m.Calls())
 	}
 }
