@@ -16,6 +16,7 @@ import (
 	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/loopguard"
 	"github.com/agentloop/agentloop/prompt"
 	"github.com/agentloop/agentloop/runner"
 	"github.com/agentloop/agentloop/session"
@@ -60,6 +61,7 @@ type runFlags struct {
 	timeout     time.Duration
 	idleTimeout time.Duration
 	retryBase   time.Duration
+	noLoopGuard bool
 }
 
 func newRunCmd(env *cliEnv) *cobra.Command {
@@ -112,6 +114,7 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "stop the run once it has used more than this many tokens")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (default 10m, extended once while compacting)")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", -1, "fail a model call that sends nothing for this long (0: never; default 120s)")
+	fl.BoolVar(&f.noLoopGuard, "no-loop-detection", false, "do not warn about or block a tool call repeated over and over")
 	fl.DurationVar(&f.retryBase, "retry-base", 0, "first wait before retrying a transient failure (default 2s)")
 	_ = fl.MarkHidden("retry-base") // for tests against scripted servers
 	return cmd
@@ -194,6 +197,9 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 			return nil, llm.ModelInfo{}, err
 		}
 		return r.Model, r.Info, nil
+	}
+	if f.noLoopGuard {
+		p.LoopGuard = &loopguard.Config{Disabled: true}
 	}
 	if f.retryBase > 0 {
 		p.Retry = &runner.RetryPolicy{Base: f.retryBase}
