@@ -31,6 +31,11 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 		window = llm.DefaultContextWindow
 	}
 	st := State{Window: window, Profiles: max(1, p.Profiles)}
+	thinking := p.Options.Thinking
+	if thinking == "" {
+		thinking = llm.ThinkingOff
+	}
+	attempted := []llm.ThinkingLevel{thinking}
 	first := true
 	var res Result
 	for {
@@ -73,6 +78,9 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				o.RetryAfter = pe.RetryAfter
 			}
 			o.PromptTokens = s.promptTokens(a)
+			if end.Err != nil {
+				o.ThinkingFallback = PickFallbackThinkingLevel(end.Err.Error(), attempted)
+			}
 		}
 		for {
 			d := Decide(o, st, policy)
@@ -95,6 +103,13 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 					res.Err = errors.New(d.Message)
 				}
 				return res
+			case ActionThinkingFallback:
+				streamed := s.dropFailedTail(a)
+				attempted = append(attempted, d.Thinking)
+				if s.thinking != nil {
+					s.thinking.set(d.Thinking)
+				}
+				s.notice(EventThinkingFallback, Notice{Reason: string(d.Thinking), Streamed: streamed, Message: d.Message})
 			case ActionRetry:
 				streamed := s.dropFailedTail(a)
 				st.Retries++

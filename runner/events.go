@@ -28,6 +28,9 @@ const (
 	// EventTimeoutCompaction: a timed-out call with a big prompt is
 	// compacted and retried.
 	EventTimeoutCompaction agent.EventType = "timeout_compaction"
+	// EventThinkingFallback: the provider refused the thinking level; the
+	// call is retried at the level in Reason.
+	EventThinkingFallback agent.EventType = "thinking_fallback"
 	// EventPrecheckTruncation: the precheck shortened tool results instead
 	// of calling the model over budget; it counts as a fresh attempt.
 	EventPrecheckTruncation agent.EventType = "precheck_truncation"

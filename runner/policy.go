@@ -75,6 +75,9 @@ const (
 	ActionCompact Action = "compaction_retry"
 	// ActionTruncate shortens oversized tool results once, then retries.
 	ActionTruncate Action = "truncation_retry"
+	// ActionThinkingFallback retries at the thinking level Decision.Thinking
+	// the provider will accept.
+	ActionThinkingFallback Action = "thinking_fallback"
 	// ActionRetry waits Delay and retries the same model.
 	ActionRetry Action = "retry"
 	// ActionFail ends the run with Reason and Message.
@@ -94,6 +97,9 @@ type Outcome struct {
 	Compacted bool
 	// PromptTokens is the prompt size of the attempt's last model call.
 	PromptTokens int
+	// ThinkingFallback is the level PickFallbackThinkingLevel found in the
+	// failure's message ("" when it is not a refused thinking level).
+	ThinkingFallback llm.ThinkingLevel
 	// Err is the attempt's error, for messages.
 	Err error
 }
@@ -159,6 +165,8 @@ type Decision struct {
 	Delay time.Duration
 	// Message is a sentence for people (the event line, or the user error).
 	Message string
+	// Thinking is the level to retry with, for ActionThinkingFallback.
+	Thinking llm.ThinkingLevel
 }
 
 // Decide is the decision cascade after an attempt, in the reference order
@@ -171,10 +179,12 @@ type Decision struct {
 //     compacted, else compact (up to 3 times in all), then shorten tool
 //     results once, then fail with OverflowUserMessage. An overflow never
 //     fails over;
-//  4. a transient failure (overloaded, server, network, timeout, rate limit
+//  4. a refused thinking level (Outcome.ThinkingFallback): retry at the
+//     level the provider accepts;
+//  5. a transient failure (overloaded, server, network, timeout, rate limit
 //     with one profile): retry the same model after a backoff, Attempts
 //     times; a Retry-After beyond Max is not waited for: the run fails;
-//  5. anything else fails with the classified reason's user message.
+//  6. anything else fails with the classified reason's user message.
 //
 // Decide is pure: the caller applies the decision and updates State.
 func Decide(o Outcome, s State, p RetryPolicy) Decision {
@@ -205,6 +215,10 @@ func Decide(o Outcome, s State, p RetryPolicy) Decision {
 				Message: "context overflow after compaction: shortening large tool results and retrying"}
 		}
 		return Decision{Action: ActionFail, Reason: string(reason), Message: OverflowUserMessage}
+	}
+	if o.ThinkingFallback != "" {
+		return Decision{Action: ActionThinkingFallback, Reason: string(reason), Thinking: o.ThinkingFallback,
+			Message: fmt.Sprintf("the model refused the thinking level: retrying with thinking %s", o.ThinkingFallback)}
 	}
 	transient := reason.Transient()
 	if reason == llm.ReasonRateLimit && s.Profiles > 1 {

@@ -40,6 +40,7 @@ type run struct {
 	leafBefore string
 	sessErr    bool
 
+	thinking         *thinkingModel
 	compacting       atomic.Bool
 	attemptCompacted bool
 	precheckCounted  bool
@@ -341,7 +342,8 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		names = reg.Names()
 		specs = reg.Specs()
 	}
-	model := p.Model
+	s.thinking = &thinkingModel{Model: p.Model}
+	var model llm.Model = s.thinking
 	var nameMap *tool.NameMap
 	if nm := tool.NewNameMap(names); !nm.Identity() {
 		nameMap = nm

@@ -326,3 +326,21 @@ func TestRunPrecheckTruncationIsAnAttempt(t *testing.T) {
 		t.Errorf("the results were not shortened: %d chars sent", got)
 	}
 }
+
+// A provider that refuses the thinking level gets the call again at a
+// level it lists; the retry is an event.
+func TestRunThinkingFallback(t *testing.T) {
+	m := faux.New(faux.Refuse(llm.ReasonFormat, 400, `reasoning effort "xhigh" is not supported by this model. Supported values are: "low", "medium"`), faux.Say("ok"))
+	ev := &events{}
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "think", Model: m, Options: llm.Options{Thinking: llm.ThinkingXHigh}, OnEvent: ev.add})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	reqs := m.Requests()
+	if len(reqs) != 2 || reqs[0].Options.Thinking != llm.ThinkingXHigh || reqs[1].Options.Thinking != llm.ThinkingLow {
+		t.Fatalf("thinking levels sent: %v", reqs)
+	}
+	if n := ev.notices(EventThinkingFallback); len(n) != 1 || n[0].Reason != "low" {
+		t.Errorf("fallback events %+v", n)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/compact"
+	"github.com/agentloop/agentloop/llm"
 )
 
 // The cases of ../shared/reference/vectors/run_policy.json (OpenClaw's own
@@ -45,7 +46,6 @@ func loadVectors(t *testing.T, file string) []vector {
 var skipRunPolicy = map[string]string{
 	"resolveRunFailoverDecision":           "auth-profile rotation and model fallback are not in this runner yet (issue 10 covers retry on the same model)",
 	"mergeRetryFailoverReason":             "part of model fallback, not in this runner yet",
-	"pickFallbackThinkingLevel":            "thinking-level fallback is not in this runner yet",
 	"normalizeQueueMode":                   "queue modes belong to the gateway's message queue",
 	"normalizeQueueDropPolicy":             "queue modes belong to the gateway's message queue",
 	"calculateMaxToolResultChars":          "package compact (its vectors adapter)",
@@ -71,6 +71,14 @@ func TestRunPolicyVectors(t *testing.T) {
 			boolean := func(k string) bool { b, _ := in[k].(bool); return b }
 			var got any
 			switch v.Function {
+			case "pickFallbackThinkingLevel":
+				var attempted []llm.ThinkingLevel
+				for _, a := range in["attempted"].([]any) {
+					attempted = append(attempted, llm.ThinkingLevel(a.(string)))
+				}
+				if l := PickFallbackThinkingLevel(str("message"), attempted); l != "" {
+					got = string(l)
+				}
 			case "resolveGlobalLane":
 				got = ResolveGlobalLane(str("lane"))
 			case "resolveSessionLane":
