@@ -476,6 +476,17 @@ func TestRenderAndExport(t *testing.T) {
 	if strings.Contains(term.String(), "\x1b[") {
 		t.Error("colour codes without Color")
 	}
+	// Text from a tool or a model must not drive the terminal.
+	hostile := &Transcript{Header: Header{Type: "session", Version: 3, ID: "sid"}}
+	hostile.add(Entry{Type: EntryMessage, ID: "1", Message: &llm.Message{Role: llm.RoleToolResult, ToolName: "bash",
+		Content: []llm.Content{llm.Text("ok\x1b[2J\x1b]0;pwned\x07\rfake\u009b31m\tdone")}}})
+	var evil bytes.Buffer
+	if err := Render(&evil, hostile, RenderOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := evil.String(); strings.ContainsAny(got, "\x1b\x07\r\u009b") || !strings.Contains(got, "ok␛[2J␛]0;pwned␇␍fake\uFFFD31m\tdone") {
+		t.Errorf("control characters reached the terminal: %q", got)
+	}
 	if err := ExportMarkdown(&md, tr, ""); err != nil {
 		t.Fatal(err)
 	}

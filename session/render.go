@@ -51,7 +51,7 @@ func Render(w io.Writer, t *Transcript, opts RenderOptions) error {
 	if leaf == "" {
 		leaf = t.Leaf
 	}
-	fmt.Fprintf(bw, "%s\n", style(ansiBold, fmt.Sprintf("session %s  %s  %s", t.Header.ID, t.Header.Cwd, t.Header.Timestamp)))
+	fmt.Fprintf(bw, "%s\n", style(ansiBold, terminalSafe(fmt.Sprintf("session %s  %s  %s", t.Header.ID, t.Header.Cwd, t.Header.Timestamp))))
 	for _, e := range t.Path(leaf) {
 		switch e.Type {
 		case EntryMessage:
@@ -63,13 +63,13 @@ func Render(w io.Writer, t *Transcript, opts RenderOptions) error {
 		case EntryBranchSummary:
 			fmt.Fprintf(bw, "\n%s\n%s\n", style(ansiDim, "── branch summary ──"), indent(e.Summary))
 		case EntryCustomMessage:
-			fmt.Fprintf(bw, "\n%s\n%s\n", style(ansiDim, "["+e.CustomType+"]"), indent(contentText(e.Content)))
+			fmt.Fprintf(bw, "\n%s\n%s\n", style(ansiDim, "["+terminalSafe(e.CustomType)+"]"), indent(contentText(e.Content)))
 		case EntryModelChange:
-			fmt.Fprintf(bw, "\n%s\n", style(ansiDim, fmt.Sprintf("── model: %s/%s ──", e.Provider, e.ModelID)))
+			fmt.Fprintf(bw, "\n%s\n", style(ansiDim, terminalSafe(fmt.Sprintf("── model: %s/%s ──", e.Provider, e.ModelID))))
 		case EntryThinkingLevelChange:
 			fmt.Fprintf(bw, "\n%s\n", style(ansiDim, fmt.Sprintf("── thinking: %s ──", e.ThinkingLevel)))
 		case EntryToolResultTruncate:
-			fmt.Fprintf(bw, "\n%s\n", style(ansiDim, fmt.Sprintf("── result of %s truncated ──", e.ToolCallID)))
+			fmt.Fprintf(bw, "\n%s\n", style(ansiDim, terminalSafe(fmt.Sprintf("── result of %s truncated ──", e.ToolCallID))))
 		}
 	}
 	return bw.Flush()
@@ -82,7 +82,7 @@ func renderMessage(w io.Writer, m *llm.Message, style func(string, string) strin
 	case llm.RoleAssistant:
 		head := "assistant"
 		if m.Model != "" {
-			head += " (" + m.Model + ")"
+			head += " (" + terminalSafe(m.Model) + ")"
 		}
 		fmt.Fprintf(w, "\n%s\n", style(ansiBold+ansiGreen, head))
 		for _, c := range m.Content {
@@ -94,7 +94,7 @@ func renderMessage(w io.Writer, m *llm.Message, style func(string, string) strin
 					fmt.Fprintf(w, "%s\n", style(ansiDim, indent(c.Thinking)))
 				}
 			case llm.ContentToolCall:
-				fmt.Fprintf(w, "  → %s %s\n", style(ansiBold, c.Name), string(c.Arguments))
+				fmt.Fprintf(w, "  → %s %s\n", style(ansiBold, terminalSafe(c.Name)), terminalSafe(string(c.Arguments)))
 			}
 		}
 		if m.StopReason.Failed() {
@@ -102,16 +102,16 @@ func renderMessage(w io.Writer, m *llm.Message, style func(string, string) strin
 			if m.ErrorMessage != "" {
 				msg += ": " + m.ErrorMessage
 			}
-			fmt.Fprintf(w, "  %s\n", style(ansiRed, "✗ "+msg))
+			fmt.Fprintf(w, "  %s\n", style(ansiRed, "✗ "+terminalSafe(msg)))
 		}
 	case llm.RoleToolResult:
 		mark := "←"
 		if m.IsError {
 			mark = style(ansiRed, "✗")
 		}
-		fmt.Fprintf(w, "  %s %s\n%s\n", mark, m.ToolName, indent(headLines(contentText(m.Content), maxLines)))
+		fmt.Fprintf(w, "  %s %s\n%s\n", mark, terminalSafe(m.ToolName), indent(headLines(contentText(m.Content), maxLines)))
 	default:
-		fmt.Fprintf(w, "\n%s\n%s\n", style(ansiDim, string(m.Role)), indent(contentText(m.Content)))
+		fmt.Fprintf(w, "\n%s\n%s\n", style(ansiDim, terminalSafe(string(m.Role))), indent(contentText(m.Content)))
 	}
 }
 
@@ -147,7 +147,32 @@ func headLines(s string, n int) string {
 }
 
 func indent(s string) string {
-	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+	return "    " + strings.ReplaceAll(strings.TrimRight(terminalSafe(s), "\n"), "\n", "\n    ")
+}
+
+// terminalSafe shows the control characters of s (but newline and tab) as
+// visible symbols, so that text from a model or a tool (a file's escape
+// sequences, a carriage return) cannot clear, retitle or rewrite the
+// terminal it is rendered on.
+func terminalSafe(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case !isControl(r):
+			return r
+		case r < 0x20:
+			return 0x2400 + r // the Control Pictures block: ␛, ␍, ␇ ...
+		case r == 0x7f:
+			return '\u2421'
+		}
+		return '\uFFFD'
+	}, s)
+}
+
+func isControl(r rune) bool {
+	return r != '\n' && r != '\t' && (r < 0x20 || r >= 0x7f && r < 0xa0)
 }
 
 // ExportMarkdown writes the conversation on the path to leaf ("" for the
