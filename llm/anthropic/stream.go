@@ -4,11 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"iter"
-	"net/http"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/internal/wire"
@@ -128,76 +124,38 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			// Lets Claude think between tool calls, not only before the first.
 			beta = InterleavedThinkingBeta
 		}
-		body, err := json.Marshal(areq)
-		if err != nil {
-			b.Fail(fmt.Errorf("anthropic: encode request: %w", err))
+		x := wire.Open(ctx, b, &wire.Post{
+			Provider: m.provider, Model: m.cfg.Info.ID, Client: m.client, Endpoint: m.endpoint, Idle: m.idle,
+			Headers: map[string]string{
+				"Content-Type":      "application/json",
+				"Accept":            "text/event-stream",
+				"X-Api-Key":         m.cfg.APIKey,
+				"Anthropic-Version": APIVersion,
+				"Anthropic-Beta":    beta,
+			},
+			Extra: m.cfg.Headers,
+		}, areq)
+		if x == nil {
 			return
 		}
-		if ctx.Err() != nil {
-			b.Fail(wire.AbortError(ctx))
-			return
-		}
-		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))
-		if err != nil {
-			b.Fail(fmt.Errorf("anthropic: build request for %s: %w", m.endpoint, err))
-			return
-		}
-		wire.SetHeaders(httpReq.Header, map[string]string{
-			"Content-Type":      "application/json",
-			"Accept":            "text/event-stream",
-			"X-Api-Key":         m.cfg.APIKey,
-			"Anthropic-Version": APIVersion,
-			"Anthropic-Beta":    beta,
-		}, m.cfg.Headers)
-
-		x := wire.NewExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
 		defer func() { x.Close(b.Finished()) }()
-		if err := x.Do(m.client, httpReq); err != nil {
-			b.Fail(err)
-			return
-		}
 		if !b.Start() {
 			return
 		}
-		d := decoder{m: m, b: b}
-		r := sse.NewReader(x.Body)
-		for {
-			ev, err := r.Next()
-			if err != nil {
-				if x.Context().Err() != nil {
-					// Cancelled or idle: that is the cause, whatever the read saw.
-					err = x.Failure(err)
-				} else if err == io.EOF {
-					err = wire.Truncated(m.provider, m.cfg.Info.ID)
-				} else if errors.Is(err, sse.ErrEventTooLarge) {
-					err = wire.Malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
-				} else {
-					err = x.Failure(err)
-				}
-				b.Fail(err)
-				return
-			}
-			if ev.Type == "ping" {
-				continue // keep-alive: does not reset the idle timer
-			}
-			x.Touch()
-			if ev.Done() {
-				continue // a proxy's sentinel after message_stop
-			}
-			finished, err := d.handle(&ev)
-			if err != nil {
-				if r.Truncated() {
-					err = wire.Truncated(m.provider, m.cfg.Info.ID)
-				}
-				b.Fail(err)
-				return
-			}
-			if finished || b.Stopped() {
-				return
-			}
-		}
+		wire.Read(x, b, &decoder{m: m, b: b})
 	}
 }
+
+// Event implements wire.Decoder.
+func (d *decoder) Event(ev *sse.Event) (bool, error) {
+	if ev.Done() {
+		return false, nil // a proxy's sentinel after message_stop
+	}
+	return d.handle(ev)
+}
+
+// Ended implements wire.Decoder: a reply ends with message_stop.
+func (d *decoder) Ended() bool { return false }
 
 // decoder maps the stream's events onto the builder.
 type decoder struct {

@@ -4,11 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"iter"
-	"net/http"
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
@@ -92,76 +88,40 @@ type outputItem struct {
 func (m *ResponsesModel) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.provider, llm.APIOpenAIResponses, yield)
-		body, err := json.Marshal(m.buildRequest(req))
-		if err != nil {
-			b.Fail(fmt.Errorf("openai: encode request: %w", err))
-			return
-		}
-		if ctx.Err() != nil {
-			b.Fail(wire.AbortError(ctx))
-			return
-		}
-		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))
-		if err != nil {
-			b.Fail(fmt.Errorf("openai: build request for %s: %w", m.endpoint, err))
-			return
-		}
 		auth := ""
 		if m.cfg.APIKey != "" {
 			auth = "Bearer " + m.cfg.APIKey
 		}
-		wire.SetHeaders(httpReq.Header, map[string]string{
-			"Content-Type":  "application/json",
-			"Accept":        "text/event-stream",
-			"Authorization": auth,
-		}, m.cfg.Headers)
-
-		x := wire.NewExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
-		defer func() { x.Close(b.Finished()) }()
-		if err := x.Do(m.client, httpReq); err != nil {
-			b.Fail(err)
+		x := wire.Open(ctx, b, &wire.Post{
+			Provider: m.provider, Model: m.cfg.Info.ID, Client: m.client, Endpoint: m.endpoint, Idle: m.idle,
+			Headers: map[string]string{
+				"Content-Type":  "application/json",
+				"Accept":        "text/event-stream",
+				"Authorization": auth,
+			},
+			Extra: m.cfg.Headers,
+		}, m.buildRequest(req))
+		if x == nil {
 			return
 		}
+		defer func() { x.Close(b.Finished()) }()
 		if !b.Start() {
 			return
 		}
-		d := responsesDecoder{m: m, b: b, items: map[int]int{}}
-		r := sse.NewReader(x.Body)
-		for {
-			ev, err := r.Next()
-			if err != nil {
-				switch {
-				case x.Context().Err() != nil:
-					// Cancelled or idle: that is the cause, whatever the read saw.
-					err = x.Failure(err)
-				case err == io.EOF:
-					err = wire.Truncated(m.provider, m.cfg.Info.ID)
-				case errors.Is(err, sse.ErrEventTooLarge):
-					err = wire.Malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
-				default:
-					err = x.Failure(err)
-				}
-				b.Fail(err)
-				return
-			}
-			x.Touch()
-			if ev.Done() {
-				continue
-			}
-			finished, err := d.handle(&ev)
-			if err != nil {
-				if r.Truncated() {
-					err = wire.Truncated(m.provider, m.cfg.Info.ID)
-				}
-				b.Fail(err)
-				return
-			}
-			if finished || b.Stopped() {
-				return
-			}
-		}
+		wire.Read(x, b, &responsesDecoder{m: m, b: b, items: map[int]int{}})
 	}
 }
+
+// Event implements wire.Decoder.
+func (d *responsesDecoder) Event(ev *sse.Event) (bool, error) {
+	if ev.Done() {
+		return false, nil // a proxy's sentinel after the terminal event
+	}
+	return d.handle(ev)
+}
+
+// Ended implements wire.Decoder: a reply ends with a terminal event.
+func (d *responsesDecoder) Ended() bool { return false }
 
 // responsesDecoder maps Responses events onto the builder. Output items
 // become blocks: reasoning → thinking (the item JSON kept as the signature,

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"iter"
-	"net/http"
 	"strconv"
 
 	"github.com/agentloop/agentloop/llm"
@@ -73,37 +70,24 @@ func (u *usage) apply(to *llm.Usage) {
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.provider, llm.APIOpenAICompletions, yield)
-		body, err := json.Marshal(m.buildRequest(req))
-		if err != nil {
-			b.Fail(fmt.Errorf("openai: encode request: %w", err))
-			return
-		}
-		if ctx.Err() != nil {
-			b.Fail(wire.AbortError(ctx))
-			return
-		}
-		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))
-		if err != nil {
-			b.Fail(fmt.Errorf("openai: build request for %s: %w", m.endpoint, err))
-			return
-		}
 		auth := ""
 		if m.cfg.APIKey != "" {
 			auth = "Bearer " + m.cfg.APIKey
 		}
-		wire.SetHeaders(httpReq.Header, map[string]string{
-			"Content-Type":  "application/json",
-			"Accept":        "text/event-stream",
-			"Authorization": auth,
-		}, m.cfg.Headers)
-
-		x := wire.NewExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
-		x.AcceptJSON = true
-		defer func() { x.Close(b.Finished()) }()
-		if err := x.Do(m.client, httpReq); err != nil {
-			b.Fail(err)
+		x := wire.Open(ctx, b, &wire.Post{
+			Provider: m.provider, Model: m.cfg.Info.ID, Client: m.client, Endpoint: m.endpoint, Idle: m.idle,
+			Headers: map[string]string{
+				"Content-Type":  "application/json",
+				"Accept":        "text/event-stream",
+				"Authorization": auth,
+			},
+			Extra:      m.cfg.Headers,
+			AcceptJSON: true,
+		}, m.buildRequest(req))
+		if x == nil {
 			return
 		}
+		defer func() { x.Close(b.Finished()) }()
 		if !b.Start() {
 			return
 		}
@@ -112,49 +96,30 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			d.whole(x.JSONBody)
 			return
 		}
-		r := sse.NewReader(x.Body)
-		for {
-			ev, err := r.Next()
-			if err != nil {
-				switch {
-				case x.Context().Err() != nil:
-					// Cancelled or idle: that is the cause, whatever the read saw.
-					err = x.Failure(err)
-				case err == io.EOF && d.finish != "" && !r.Truncated():
-					// No [DONE], but the reply said it was finished.
-					d.done()
-					return
-				case err == io.EOF:
-					err = wire.Truncated(m.provider, m.cfg.Info.ID)
-				case errors.Is(err, sse.ErrEventTooLarge):
-					err = wire.Malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
-				default:
-					err = x.Failure(err)
-				}
-				b.Fail(err)
-				return
-			}
-			x.Touch()
-			if ev.Done() {
-				if d.finish == "" && len(b.Msg.Content) == 0 {
-					b.Fail(wire.Truncated(m.provider, m.cfg.Info.ID))
-					return
-				}
-				d.done()
-				return
-			}
-			if err := d.handle(&ev); err != nil {
-				if r.Truncated() {
-					err = wire.Truncated(m.provider, m.cfg.Info.ID)
-				}
-				b.Fail(err)
-				return
-			}
-			if b.Stopped() {
-				return
-			}
-		}
+		wire.Read(x, b, &d)
 	}
+}
+
+// Event implements wire.Decoder.
+func (d *decoder) Event(ev *sse.Event) (bool, error) {
+	if ev.Done() {
+		if d.finish == "" && len(d.b.Msg.Content) == 0 {
+			return true, wire.Truncated(d.m.provider, d.m.cfg.Info.ID)
+		}
+		d.done()
+		return true, nil
+	}
+	return false, d.handle(ev)
+}
+
+// Ended implements wire.Decoder: without [DONE], a reply is complete when
+// it said it was finished.
+func (d *decoder) Ended() bool {
+	if d.finish == "" {
+		return false
+	}
+	d.done()
+	return true
 }
 
 // decoder maps chunks onto the builder. Blocks are sequential: a new kind

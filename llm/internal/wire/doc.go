@@ -10,5 +10,9 @@
 // stream and strict when their block ends; exactly one terminal event
 // (done, or error with the partial message) unless the consumer stops.
 //
-// This room imports llm and llm/jsonpartial, and the standard library.
+// Open and Read run a call: Open posts the request and checks the
+// response, Read feeds the events of the stream to the wire's Decoder.
+//
+// This room imports llm, llm/sse and llm/jsonpartial, and the standard
+// library.
 package wire

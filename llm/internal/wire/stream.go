@@ -1,0 +1,114 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/agentloop/agentloop/llm/sse"
+)
+
+// Post describes the streamed POST request of one call.
+type Post struct {
+	Provider, Model string
+	Client          *http.Client
+	Endpoint        string
+	// Idle bounds the silence between real events; it must be positive.
+	Idle time.Duration
+	// Headers are the wire's own headers (empty values are not sent);
+	// Extra, the configured ones, are set after them and win.
+	Headers, Extra map[string]string
+	// AcceptJSON takes a whole JSON reply from a server that does not
+	// stream (see Exchange.AcceptJSON).
+	AcceptJSON bool
+}
+
+// Open encodes body as JSON, posts it and checks the response. On success
+// the caller owns the exchange and must Close it. On failure Open reports
+// the error through b (before the start event, so as a bare error) and
+// returns nil.
+func Open(ctx context.Context, b *Builder, p *Post, body any) *Exchange {
+	data, err := json.Marshal(body)
+	if err != nil {
+		b.Fail(fmt.Errorf("%s: encode request: %w", p.Provider, err))
+		return nil
+	}
+	if ctx.Err() != nil {
+		b.Fail(AbortError(ctx))
+		return nil
+	}
+	req, err := http.NewRequest(http.MethodPost, p.Endpoint, bytes.NewReader(data))
+	if err != nil {
+		b.Fail(fmt.Errorf("%s: build request: %w", p.Provider, err))
+		return nil
+	}
+	SetHeaders(req.Header, p.Headers, p.Extra)
+	x := NewExchange(ctx, p.Provider, p.Model, p.Idle)
+	x.AcceptJSON = p.AcceptJSON
+	if err := x.Do(p.Client, req); err != nil {
+		x.Close(false)
+		b.Fail(err)
+		return nil
+	}
+	return x
+}
+
+// Decoder is a wire's reading of the events of its stream.
+type Decoder interface {
+	// Event handles one event. finished says the reply is over: the
+	// decoder has called Done, or err says why the stream failed.
+	Event(ev *sse.Event) (finished bool, err error)
+	// Ended is called when the body ends cleanly before an event
+	// finished the reply; it reports whether the reply was complete all
+	// the same, having called Done.
+	Ended() bool
+}
+
+// Read reads the event stream of x into d until the reply is finished,
+// the stream fails or the consumer stops, and reports failures through b.
+// Every event resets the idle timer but "ping" events, which are
+// keep-alives, as comments are.
+func Read(x *Exchange, b *Builder, d Decoder) {
+	r := sse.NewReader(x.Body)
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			switch {
+			case x.ctx.Err() != nil:
+				// Cancelled or idle: that is the cause, whatever the read saw.
+				err = x.Failure(err)
+			case err == io.EOF && !r.Truncated() && d.Ended():
+				return
+			case err == io.EOF:
+				err = Truncated(x.provider, x.model)
+			case errors.Is(err, sse.ErrEventTooLarge):
+				err = Malformed(x.provider, x.model, err.Error(), nil)
+			default:
+				err = x.Failure(err)
+			}
+			b.Fail(err)
+			return
+		}
+		if ev.Type == "ping" {
+			continue
+		}
+		x.Touch()
+		finished, err := d.Event(&ev)
+		if err != nil {
+			if r.Truncated() {
+				// A cut connection, not a bad event.
+				err = Truncated(x.provider, x.model)
+			}
+			b.Fail(err)
+			return
+		}
+		if finished || b.Stopped() {
+			return
+		}
+	}
+}
