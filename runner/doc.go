@@ -21,7 +21,8 @@
 //     iteration cap (MaxIterations). Between attempts Decide, a pure
 //     function, applies the cascade: overflow → compaction (3 times) →
 //     one tool-result truncation → a user-facing error; a big timed-out
-//     prompt → compaction; transient failures → retry with backoff honouring
+//     prompt → compaction; a refused thinking level → a level the provider
+//     accepts; transient failures → retry with backoff honouring
 //     Retry-After; anything else → the classified reason's user message.
 //     Each decision is an event (retry, compaction_retry, ...);
 //   - stops cleanly at the run timeout (extended once during a compaction),

@@ -100,7 +100,8 @@ func (p *printer) event(ev agent.Event) {
 	case agent.EventHookError:
 		p.endLine()
 		fmt.Fprintf(p.errw, "agentloop: hook %s: %v\n", ev.Hook, ev.Err)
-	case runner.EventRetry, runner.EventCompactionRetry, runner.EventOverflowRetry, runner.EventTruncationRetry, runner.EventTimeoutCompaction:
+	case runner.EventRetry, runner.EventCompactionRetry, runner.EventOverflowRetry, runner.EventTruncationRetry,
+		runner.EventTimeoutCompaction, runner.EventThinkingFallback:
 		var n runner.Notice
 		_ = json.Unmarshal(ev.Data, &n)
 		if n.Streamed && !p.atLineStart {
