@@ -265,13 +265,14 @@ func LineAsker(in io.Reader, out io.Writer) Asker {
 		question := gen.Add(1)
 		args := string(call.Args)
 		if len(args) > 500 {
-			args = args[:500] + "…"
+			args = strings.ToValidUTF8(args[:500], "") + "…"
 		}
-		fmt.Fprintf(out, "\nThe agent wants to run %s %s\n", call.Name, args)
+		name := visible(call.Name)
+		fmt.Fprintf(out, "\nThe agent wants to run %s %s\n", name, visible(args))
 		if reason != "" {
-			fmt.Fprintf(out, "  (%s)\n", reason)
+			fmt.Fprintf(out, "  (%s)\n", visible(reason))
 		}
-		fmt.Fprintf(out, "Allow? [y]es, [n]o, [a]lways allow %s in this run: ", call.Name)
+		fmt.Fprintf(out, "Allow? [y]es, [n]o, [a]lways allow %s in this run: ", name)
 		once.Do(start)
 		for {
 			select {
@@ -298,4 +299,16 @@ func LineAsker(in io.Reader, out io.Writer) Asker {
 			}
 		}
 	}
+}
+
+// visible replaces the control characters of s with U+FFFD, so that what a
+// model wrote cannot move the cursor or rewrite the question a person is
+// answering (a carriage return, an escape sequence, a C1 CSI).
+func visible(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' || r >= 0x7f && r < 0xa0 {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
 }

@@ -212,6 +212,15 @@ func TestLineAsker(t *testing.T) {
 	if !strings.Contains(out.String(), `The agent wants to run write {"command":"make"}`) {
 		t.Errorf("prompt does not show the call:\n%s", out.String())
 	}
+	// What the model wrote cannot drive the terminal the person reads.
+	var shown strings.Builder
+	sneaky := LineAsker(strings.NewReader("n\n"), &shown)
+	if ans, _ := sneaky(ctx, Call{Name: "bash\r", Args: json.RawMessage("{\"command\":\"rm -rf ~\u009b2K\x1b[1A\"}")}, "why\x1b]0;x\x07"); ans != AnswerNo {
+		t.Errorf("answer %v", ans)
+	}
+	if got := shown.String(); strings.ContainsAny(got, "\r\x1b\x07\u009b") {
+		t.Errorf("control characters reached the terminal: %q", got)
+	}
 
 	// A cancelled run refuses at once.
 	cctx, cancel := context.WithCancel(ctx)
