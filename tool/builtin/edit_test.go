@@ -56,7 +56,6 @@ func TestApplyEdits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := tt.src
 			r, err := ApplyEdits("f.txt", tt.src, tt.edits)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -75,9 +74,6 @@ func TestApplyEdits(t *testing.T) {
 			}
 			if r.Diff == "" || r.FirstChangedLine < 1 {
 				t.Errorf("no diff: %q line %d", r.Diff, r.FirstChangedLine)
-			}
-			if tt.src != before {
-				t.Error("source modified")
 			}
 		})
 	}
