@@ -220,10 +220,15 @@ func (s *run) recover(ctx context.Context, a *agent.Agent, comp Compactor) error
 	}
 	s.compacting.Store(true)
 	defer s.compacting.Store(false)
+	before := s.compactions
 	if _, err := comp.Recover(ctx, a.Messages()); err != nil {
 		return err
 	}
-	s.compactions++
+	if s.compactions == before {
+		// A compactor that reports no events (or only truncated) still
+		// counts once.
+		s.compactions++
+	}
 	return nil
 }
 

@@ -38,9 +38,6 @@ const (
 	// MaxTimerDuration is the largest timer a timeout is clamped to; a run
 	// timeout at least this long disables the idle timeout.
 	MaxTimerDuration = 2_147_000_000 * time.Millisecond
-	// LaneWaitWarn is how long a queued run waits before the wait is
-	// reported a second time, as a warning.
-	LaneWaitWarn = 2 * time.Second
 )
 
 // OverflowUserMessage is what a user reads when the context could not be

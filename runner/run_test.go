@@ -152,6 +152,9 @@ func TestRunCascade(t *testing.T) {
 				if m.Calls() != tc.calls {
 					t.Errorf("model called %d times, want %d", m.Calls(), tc.calls)
 				}
+				if res.Compactions != tc.recovers {
+					t.Errorf("result counts %d compactions, want %d", res.Compactions, tc.recovers)
+				}
 				if fc.recovers != tc.recovers {
 					t.Errorf("compacted %d times, want %d", fc.recovers, tc.recovers)
 				}

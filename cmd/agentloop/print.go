@@ -214,6 +214,9 @@ func (p *printer) finish(res runner.Result) {
 	if res.Retries > 0 {
 		line += fmt.Sprintf(", %d retries", res.Retries)
 	}
+	if res.Compactions > 0 {
+		line += fmt.Sprintf(", %d compactions", res.Compactions)
+	}
 	if p.info.ID != "" {
 		line += " (" + p.info.Provider + "/" + p.info.ID + ")"
 	}
