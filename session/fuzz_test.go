@@ -37,7 +37,9 @@ func FuzzParse(f *testing.F) {
 		// What loads must survive a round trip through the file format.
 		out, err := encodeTranscript(&tr.Header, tr.Entries)
 		if err != nil {
-			return // e.g. invalid raw JSON kept verbatim cannot happen, but a NaN could
+			// Everything loaded came from valid JSON, so it encodes; if it
+			// did not, appending to this session would fail.
+			t.Fatalf("loaded transcript does not encode: %v", err)
 		}
 		again, err := Parse("again.jsonl", out)
 		if err != nil {
