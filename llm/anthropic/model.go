@@ -3,6 +3,7 @@ package anthropic
 import (
 	"context"
 	"iter"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -63,12 +64,7 @@ var _ llm.Model = (*Model)(nil)
 // not affect the model.
 func New(cfg Config) *Model {
 	m := &Model{cfg: cfg, client: cfg.HTTPClient, idle: cfg.IdleTimeout, provider: cfg.Info.Provider}
-	if cfg.Headers != nil {
-		m.cfg.Headers = make(map[string]string, len(cfg.Headers))
-		for k, v := range cfg.Headers {
-			m.cfg.Headers[k] = v
-		}
-	}
+	m.cfg.Headers = maps.Clone(cfg.Headers)
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	if base == "" {
 		base = DefaultBaseURL

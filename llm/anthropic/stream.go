@@ -15,31 +15,17 @@ import (
 // allocating; they arrive with every event.
 type name string
 
-var knownNames = func() map[string]name {
-	m := map[string]name{}
-	for _, n := range []string{
-		"message_start", "content_block_start", "content_block_delta", "content_block_stop",
-		"message_delta", "message_stop", "ping", "error",
-		"text", "thinking", "redacted_thinking", "tool_use",
-		"text_delta", "thinking_delta", "signature_delta", "input_json_delta",
-	} {
-		m[`"`+n+`"`] = name(n)
-	}
-	return m
-}()
+var knownNames = wire.NewNames[name](
+	"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+	"message_delta", "message_stop", "ping", "error",
+	"text", "thinking", "redacted_thinking", "tool_use",
+	"text_delta", "thinking_delta", "signature_delta", "input_json_delta",
+)
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (n *name) UnmarshalJSON(b []byte) error {
-	if k, ok := knownNames[string(b)]; ok {
-		*n = k
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	*n = name(s)
-	return nil
+func (n *name) UnmarshalJSON(b []byte) (err error) {
+	*n, err = knownNames.Decode(b)
+	return err
 }
 
 // The stream events, decoded into one struct: only the fields of the

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"maps"
 	"net/url"
 	"strings"
 )
@@ -59,13 +60,7 @@ type Compat struct {
 }
 
 func (c Compat) clone() Compat {
-	if c.ReasoningEffortMap != nil {
-		m := make(map[string]string, len(c.ReasoningEffortMap))
-		for k, v := range c.ReasoningEffortMap {
-			m[k] = v
-		}
-		c.ReasoningEffortMap = m
-	}
+	c.ReasoningEffortMap = maps.Clone(c.ReasoningEffortMap)
 	return c
 }
 
@@ -99,15 +94,8 @@ func CompatFor(provider, baseURL string) Compat {
 		c := generic
 		c.SupportsReasoningEffort = true
 		return c
-	case "vllm":
-		c := generic
-		return c
-	case "llama.cpp", "llamacpp", "llama-cpp":
-		c := generic
-		return c
-	case "lmstudio", "lm-studio":
-		c := generic
-		return c
+	case "vllm", "llama.cpp", "llamacpp", "llama-cpp", "lmstudio", "lm-studio":
+		return generic.clone()
 	case "openrouter":
 		c := generic
 		c.SupportsReasoningEffort = true

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -33,12 +34,7 @@ var _ llm.Model = (*ResponsesModel)(nil)
 // DefaultBaseURL, and /responses is appended. Compat is not used.
 func NewResponses(cfg Config) *ResponsesModel {
 	m := &ResponsesModel{cfg: cfg, client: cfg.HTTPClient, idle: cfg.IdleTimeout, provider: cfg.Info.Provider}
-	if cfg.Headers != nil {
-		m.cfg.Headers = make(map[string]string, len(cfg.Headers))
-		for k, v := range cfg.Headers {
-			m.cfg.Headers[k] = v
-		}
-	}
+	m.cfg.Headers = maps.Clone(cfg.Headers)
 	m.cfg.Compat = nil
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	if base == "" {

@@ -16,34 +16,20 @@ import (
 // allocating; one arrives with every event.
 type eventName string
 
-var knownEventNames = func() map[string]eventName {
-	m := map[string]eventName{}
-	for _, n := range []string{
-		"response.created", "response.in_progress", "response.output_item.added", "response.output_item.done",
-		"response.content_part.added", "response.content_part.done", "response.output_text.delta",
-		"response.output_text.done", "response.refusal.delta", "response.reasoning_summary_part.added",
-		"response.reasoning_summary_part.done", "response.reasoning_summary_text.delta",
-		"response.reasoning_summary_text.done", "response.reasoning_text.delta",
-		"response.function_call_arguments.delta", "response.function_call_arguments.done",
-		"response.completed", "response.incomplete", "response.failed", "error",
-	} {
-		m[`"`+n+`"`] = eventName(n)
-	}
-	return m
-}()
+var knownEventNames = wire.NewNames[eventName](
+	"response.created", "response.in_progress", "response.output_item.added", "response.output_item.done",
+	"response.content_part.added", "response.content_part.done", "response.output_text.delta",
+	"response.output_text.done", "response.refusal.delta", "response.reasoning_summary_part.added",
+	"response.reasoning_summary_part.done", "response.reasoning_summary_text.delta",
+	"response.reasoning_summary_text.done", "response.reasoning_text.delta",
+	"response.function_call_arguments.delta", "response.function_call_arguments.done",
+	"response.completed", "response.incomplete", "response.failed", "response.cancelled", "error",
+)
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (n *eventName) UnmarshalJSON(b []byte) error {
-	if k, ok := knownEventNames[string(b)]; ok {
-		*n = k
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	*n = eventName(s)
-	return nil
+func (n *eventName) UnmarshalJSON(b []byte) (err error) {
+	*n, err = knownEventNames.Decode(b)
+	return err
 }
 
 // responsesEvent is one Responses API stream event; only the fields of its
@@ -221,11 +207,7 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 	case "response.completed", "response.incomplete", "response.failed", "response.cancelled":
 		return true, d.finish(e, ev.Data)
 	case "error":
-		status := 0
-		if n := codeStatus(e.Code); n != 0 {
-			status = n
-		}
-		return true, llm.NewHTTPError(m.provider, m.cfg.Info.ID, status, nil, ev.Data)
+		return true, llm.NewHTTPError(m.provider, m.cfg.Info.ID, codeStatus(e.Code), nil, ev.Data)
 	}
 	return false, nil
 }
