@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wire"
 )
 
 // DefaultBaseURL is where requests go when Config.BaseURL is empty.
@@ -46,12 +47,8 @@ type Config struct {
 // Model streams replies from a Chat Completions endpoint. It implements
 // llm.Model and is safe for concurrent use.
 type Model struct {
-	cfg      Config
-	compat   Compat
-	endpoint string
-	client   *http.Client
-	idle     time.Duration
-	provider string
+	site
+	compat Compat
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -59,30 +56,64 @@ var _ llm.Model = (*Model)(nil)
 // New returns a Model for cfg. The config (and its Compat) is copied; later
 // changes to it do not affect the model.
 func New(cfg Config) *Model {
-	m := &Model{cfg: cfg, client: cfg.HTTPClient, idle: cfg.IdleTimeout, provider: cfg.Info.Provider}
-	m.cfg.Headers = maps.Clone(cfg.Headers)
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	base = strings.TrimSuffix(base, "/chat/completions")
-	m.endpoint = base + "/chat/completions"
+	m := &Model{site: newSite(cfg, "/chat/completions")}
 	if cfg.Compat != nil {
 		m.compat = cfg.Compat.clone()
 	} else {
 		m.compat = CompatFor(cfg.Info.Provider, cfg.BaseURL)
 	}
-	m.cfg.Compat = nil
-	if m.client == nil {
-		m.client = &http.Client{}
-	}
-	if m.idle <= 0 {
-		m.idle = DefaultIdleTimeout
-	}
-	if m.provider == "" {
-		m.provider = "openai"
-	}
 	return m
+}
+
+// site is what both OpenAI models keep of their Config: where and how
+// requests go.
+type site struct {
+	cfg      Config // Headers copied, Compat nil
+	endpoint string
+	client   *http.Client
+	idle     time.Duration
+	provider string
+}
+
+// newSite applies the defaults of cfg; path is the API's path under the
+// base URL, which may already end in it.
+func newSite(cfg Config, path string) site {
+	s := site{cfg: cfg, client: cfg.HTTPClient, idle: cfg.IdleTimeout, provider: cfg.Info.Provider}
+	s.cfg.Headers = maps.Clone(cfg.Headers)
+	s.cfg.Compat = nil
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	s.endpoint = strings.TrimSuffix(base, path) + path
+	if s.client == nil {
+		s.client = &http.Client{}
+	}
+	if s.idle <= 0 {
+		s.idle = DefaultIdleTimeout
+	}
+	if s.provider == "" {
+		s.provider = "openai"
+	}
+	return s
+}
+
+// post describes a streamed request to the site, with the key as a bearer
+// token.
+func (s *site) post() *wire.Post {
+	auth := ""
+	if s.cfg.APIKey != "" {
+		auth = "Bearer " + s.cfg.APIKey
+	}
+	return &wire.Post{
+		Provider: s.provider, Model: s.cfg.Info.ID, Client: s.client, Endpoint: s.endpoint, Idle: s.idle,
+		Headers: map[string]string{
+			"Content-Type":  "application/json",
+			"Accept":        "text/event-stream",
+			"Authorization": auth,
+		},
+		Extra: s.cfg.Headers,
+	}
 }
 
 // Info returns the model's description.

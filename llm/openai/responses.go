@@ -5,10 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
-	"maps"
-	"net/http"
 	"strings"
-	"time"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/jsonpartial"
@@ -21,11 +18,7 @@ import (
 // time, with earlier reasoning items replayed verbatim (their encrypted
 // content included) so reasoning carries across turns.
 type ResponsesModel struct {
-	cfg      Config
-	endpoint string
-	client   *http.Client
-	idle     time.Duration
-	provider string
+	site
 }
 
 var _ llm.Model = (*ResponsesModel)(nil)
@@ -33,24 +26,7 @@ var _ llm.Model = (*ResponsesModel)(nil)
 // NewResponses returns a Responses API model for cfg: BaseURL "" means
 // DefaultBaseURL, and /responses is appended. Compat is not used.
 func NewResponses(cfg Config) *ResponsesModel {
-	m := &ResponsesModel{cfg: cfg, client: cfg.HTTPClient, idle: cfg.IdleTimeout, provider: cfg.Info.Provider}
-	m.cfg.Headers = maps.Clone(cfg.Headers)
-	m.cfg.Compat = nil
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	m.endpoint = strings.TrimSuffix(base, "/responses") + "/responses"
-	if m.client == nil {
-		m.client = &http.Client{}
-	}
-	if m.idle <= 0 {
-		m.idle = DefaultIdleTimeout
-	}
-	if m.provider == "" {
-		m.provider = "openai"
-	}
-	return m
+	return &ResponsesModel{site: newSite(cfg, "/responses")}
 }
 
 // Info returns the model's description.

@@ -74,19 +74,7 @@ type outputItem struct {
 func (m *ResponsesModel) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.provider, llm.APIOpenAIResponses, yield)
-		auth := ""
-		if m.cfg.APIKey != "" {
-			auth = "Bearer " + m.cfg.APIKey
-		}
-		x := wire.Open(ctx, b, &wire.Post{
-			Provider: m.provider, Model: m.cfg.Info.ID, Client: m.client, Endpoint: m.endpoint, Idle: m.idle,
-			Headers: map[string]string{
-				"Content-Type":  "application/json",
-				"Accept":        "text/event-stream",
-				"Authorization": auth,
-			},
-			Extra: m.cfg.Headers,
-		}, m.buildRequest(req))
+		x := wire.Open(ctx, b, m.post(), m.buildRequest(req))
 		if x == nil {
 			return
 		}

@@ -70,20 +70,9 @@ func (u *usage) apply(to *llm.Usage) {
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.provider, llm.APIOpenAICompletions, yield)
-		auth := ""
-		if m.cfg.APIKey != "" {
-			auth = "Bearer " + m.cfg.APIKey
-		}
-		x := wire.Open(ctx, b, &wire.Post{
-			Provider: m.provider, Model: m.cfg.Info.ID, Client: m.client, Endpoint: m.endpoint, Idle: m.idle,
-			Headers: map[string]string{
-				"Content-Type":  "application/json",
-				"Accept":        "text/event-stream",
-				"Authorization": auth,
-			},
-			Extra:      m.cfg.Headers,
-			AcceptJSON: true,
-		}, m.buildRequest(req))
+		p := m.post()
+		p.AcceptJSON = true
+		x := wire.Open(ctx, b, p, m.buildRequest(req))
 		if x == nil {
 			return
 		}
