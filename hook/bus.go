@@ -153,6 +153,25 @@ func New(opts *Options) *Bus {
 	return b
 }
 
+// Derive returns a new bus that holds b's hooks as they are now and b's
+// options. Hooks registered on either bus afterwards, or removed from it,
+// do not reach the other, and each waits only for the calls it started: a
+// run derives its own bus from one shared by many runs and adds its
+// run-bound hooks (the command hooks of its session) there.
+func (b *Bus) Derive() *Bus {
+	d := &Bus{opts: b.opts}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d.seq = b.seq
+	for i := range b.hooks {
+		if l := b.hooks[i].Load(); l != nil {
+			c := slices.Clone(*l)
+			d.hooks[i].Store(&c)
+		}
+	}
+	return d
+}
+
 // Wait blocks until every hook call the bus started has returned, or ctx is
 // done. Fire methods already wait for their hooks; Wait is for the hooks
 // that ignored their context past a timeout: a run calls it at its end so

@@ -50,7 +50,10 @@ type LoadOptions struct {
 	// SessionID and TranscriptPath are passed to every hook.
 	SessionID      string
 	TranscriptPath string
-	// Bus receives the hooks; nil means New(BusOptions).
+	// Bus, when set, holds hooks that run beside the loaded ones: Load
+	// registers on a bus derived from it (Bus.Derive), never on Bus itself,
+	// so a bus shared by many runs does not collect every run's command
+	// hooks (each bound to its run's session). nil means New(BusOptions).
 	Bus        *Bus
 	BusOptions *Options
 }
@@ -80,14 +83,17 @@ func List(opts LoadOptions) ([]ShellHook, error) {
 }
 
 // Load reads the user's and the workspace's settings and registers their
-// active command hooks on a bus. It returns the bus and warnings for the
+// active command hooks on a new bus (derived from opts.Bus when set). It
+// returns the bus and warnings for the
 // user: at most one listing a project's hooks skipped because the
 // workspace is not trusted, and one listing hooks that cannot run here. A
 // settings file that is not valid JSON is an error: a guard the user
 // configured must not silently vanish.
 func Load(opts LoadOptions) (*Bus, []string, error) {
-	bus := opts.Bus
-	if bus == nil {
+	var bus *Bus
+	if opts.Bus != nil {
+		bus = opts.Bus.Derive()
+	} else {
 		bus = New(opts.BusOptions)
 	}
 	if opts.NoHooks {

@@ -593,3 +593,28 @@ func TestClaudeCodeSettingsFileUnchanged(t *testing.T) {
 		t.Errorf("stop hook continued %v then %v, want once", c1, c2)
 	}
 }
+
+// A bus shared by many runs: each run's Load adds the command hooks of its
+// own session to a derived bus, never to the shared one, so they neither
+// pile up nor fire with another run's session id.
+func TestLoadOnASharedBus(t *testing.T) {
+	f := newFixture(t)
+	f.user(t, map[string][]cmdSpec{EventUserPromptSubmit: {{command: `sed 's/.*"session_id":"\([^"]*\)".*/\1/'`}}})
+	shared := New(&Options{Report: f.rec.report})
+	shared.OnUserPromptSubmit(Spec{Name: "go"}, func(context.Context, UserPromptSubmitInput) (UserPromptSubmitOutput, error) {
+		return UserPromptSubmitOutput{Context: "from go"}, nil
+	})
+	for _, sid := range []string{"run-1", "run-2"} {
+		b, _ := f.load(t, func(o *LoadOptions) { o.Bus, o.SessionID = shared, sid })
+		if b == shared {
+			t.Fatal("Load registered on the shared bus itself")
+		}
+		out := b.UserPromptSubmit(ctx, UserPromptSubmitInput{Prompt: "hi"})
+		if want := "from go\n\n" + sid; out.Context != want {
+			t.Errorf("%s: context %q, want %q", sid, out.Context, want)
+		}
+	}
+	if n := shared.Len(UserPromptSubmit); n != 1 {
+		t.Errorf("the shared bus holds %d user_prompt_submit hooks after two runs, want its own 1", n)
+	}
+}
