@@ -116,3 +116,48 @@ func TestRunModelHookSwitchesModel(t *testing.T) {
 		t.Errorf("asked %q; calls big %d, cheap %d", asked, first.Calls(), cheap.Calls())
 	}
 }
+
+// A before_agent_finalize hook that asks for a revision keeps the run going
+// with its reason as the model's next instruction.
+func TestRunFinalizeRevision(t *testing.T) {
+	asked := 0
+	m := faux.New(faux.Say("draft"), faux.Say("final"))
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "write", Model: m, RegisterHooks: func(b *hook.Bus) {
+		b.OnBeforeAgentFinalize(hook.Spec{Name: "reviewer"}, func(_ context.Context, in hook.BeforeAgentFinalizeInput) (hook.BeforeAgentFinalizeOutput, error) {
+			asked++
+			if in.Last.Text() == "draft" {
+				return hook.BeforeAgentFinalizeOutput{Action: hook.FinalizeRevise, Reason: "add a title"}, nil
+			}
+			return hook.BeforeAgentFinalizeOutput{Action: hook.FinalizeAccept}, nil
+		})
+	}})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	last := m.Requests()[1].Messages
+	if m.Calls() != 2 || asked != 2 || !strings.Contains(last[len(last)-1].Text(), "add a title") {
+		t.Errorf("calls %d, hook asked %d times, last instruction %q", m.Calls(), asked, last[len(last)-1].Text())
+	}
+}
+
+// A reply cut off at its output limit is withdrawn and asked again with the
+// model's limit; what it cost still counts.
+func TestRunCutOffReplyCounts(t *testing.T) {
+	cut := faux.Say("Part one").WithStop(llm.StopReasonLength)
+	cut.Usage = &llm.Usage{Input: 100, Output: 1000}
+	whole := faux.Say("Part one and two.")
+	whole.Usage = &llm.Usage{Input: 100, Output: 1500}
+	m := faux.New(cut, whole)
+	m.Info.MaxTokens = 32_000
+	ev := &events{}
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "write", Model: m, Info: m.ModelInfo(), Options: llm.Options{MaxTokens: 1000}, OnEvent: ev.add})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	if got := m.Requests()[1].Options.MaxTokens; got != 32_000 {
+		t.Errorf("the second call asked for %d tokens", got)
+	}
+	if res.Usage.Output != 2500 || len(res.Messages) != 2 {
+		t.Errorf("usage %+v, messages %d: the withdrawn reply must count and not be kept", res.Usage, len(res.Messages))
+	}
+}

@@ -439,7 +439,8 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	}
 
 	a := agent.New(agent.Config{Model: model, Tools: reg, SystemPrompt: p.SystemPrompt, Options: p.Options,
-		Messages: history, MaxTurns: p.MaxTurns, TransformContext: transform, Hooks: hooks, Now: p.Now})
+		Messages: history, MaxTurns: p.MaxTurns, TransformContext: transform, Hooks: hooks, Now: p.Now,
+		MaxOutputTokens: p.Info.MaxTokens})
 
 	s.r.mu.Lock()
 	s.r.active[key] = &activeRun{agent: a, cancel: cancel, compacting: &s.compacting}
@@ -638,6 +639,13 @@ func (s *run) onAgentEvent(ctx context.Context, ev agent.Event) {
 				s.usage.Add(*m.Usage)
 				s.checkBudget()
 			}
+		}
+	case agent.EventRetryReset:
+		// A reply cut off at its output limit, withdrawn and asked again:
+		// it never reaches message_end, but it was paid for.
+		if ev.Usage != nil {
+			s.usage.Add(*ev.Usage)
+			s.checkBudget()
 		}
 	case agent.EventTurnStart:
 		s.precheckCounted, s.turn = false, ev.Turn

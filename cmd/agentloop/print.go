@@ -89,6 +89,11 @@ func (p *printer) event(ev agent.Event) {
 				p.replay = ""
 			}
 		}
+	case agent.EventRetryReset:
+		// The agent withdrew a reply cut off at its output limit and asks
+		// again: what it showed stays, the new reply continues it.
+		p.replay += p.shown.String()
+		p.replaying = false
 	case agent.EventToolExecutionStart:
 		p.tools++
 		p.endLine()

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/runner"
+)
+
+// The text display never shows a withdrawn or retried reply twice: what it
+// showed stays, and the new reply prints only where it goes further.
+func TestPrinterWithdrawnReply(t *testing.T) {
+	assistant := &llm.Message{Role: llm.RoleAssistant}
+	delta := func(s string) agent.Event {
+		return agent.Event{Type: agent.EventMessageUpdate, LLM: &llm.Event{Type: llm.EventTextDelta, Delta: s}}
+	}
+	end := func(text string, r llm.StopReason) agent.Event {
+		return agent.Event{Type: agent.EventMessageEnd, Message: &llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text(text)}, StopReason: r}}
+	}
+	tests := []struct {
+		name   string
+		events []agent.Event
+		stdout string
+	}{
+		{"cut off and asked again", []agent.Event{
+			{Type: agent.EventMessageStart, Message: assistant}, delta("Part "), delta("one"),
+			{Type: agent.EventRetryReset},
+			{Type: agent.EventMessageStart, Message: assistant}, delta("Part one"), delta(" and two."), end("Part one and two.", llm.StopReasonStop),
+		}, "Part one and two.\n"},
+		{"thinking tags split across deltas", []agent.Event{
+			{Type: agent.EventMessageStart, Message: assistant}, delta("<thi"), delta("nk>hmm</think>Hi"), end("<think>hmm</think>Hi", llm.StopReasonStop),
+		}, "Hi\n"},
+		{"a retry that repeats more than was shown", []agent.Event{
+			{Type: agent.EventMessageStart, Message: assistant}, delta("Hel"), end("Hel", llm.StopReasonError),
+			noticeFor(runner.EventRetry, `{"message":"retrying","streamed":true}`),
+			{Type: agent.EventMessageStart, Message: assistant}, delta("He"), delta("llo"), end("Hello", llm.StopReasonStop),
+		}, "Hello\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env, out, _ := testEnv(t.TempDir(), "")
+			p := newPrinter(env, false, llm.ModelInfo{})
+			for _, ev := range tc.events {
+				p.event(ev)
+			}
+			p.finish(runner.Result{})
+			if out.String() != tc.stdout {
+				t.Errorf("stdout %q, want %q", out.String(), tc.stdout)
+			}
+		})
+	}
+}
+
+func noticeFor(t agent.EventType, data string) agent.Event {
+	return agent.Event{Type: t, Data: []byte(data)}
+}
