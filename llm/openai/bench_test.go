@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -89,4 +90,33 @@ func BenchmarkResponsesStreamText(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkStreamToolArgs streams one 64 KiB tool argument (a file being
+// written) in 16-byte fragments on Chat Completions, where every fragment
+// also feeds the watch for the object's end (the call's block ends on its
+// closing brace, before finish_reason).
+func BenchmarkStreamToolArgs(b *testing.B) {
+	content := strings.Repeat("package main // generated line\n", 64<<10/31)
+	args, _ := json.Marshal(map[string]string{"path": "big.go", "content": content})
+	var sb strings.Builder
+	sb.WriteString(argsDelta(0, "call_b", "write", ""))
+	for i := 0; i < len(args); i += 16 {
+		sb.WriteString(argsDelta(0, "", "", string(args[i:min(i+16, len(args))])))
+	}
+	sb.WriteString(chunkJSON(map[string]any{}, "tool_calls") + "data: [DONE]\n\n")
+	body := sb.String()
+	m := openai.New(openai.Config{Info: llm.ModelInfo{ID: "gpt-test", Provider: "openai"}, HTTPClient: &http.Client{Transport: replay(body)}})
+	req := simpleRequest()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var last llm.Event
+		for ev := range m.Stream(context.Background(), req) {
+			last = ev
+		}
+		if last.Type != llm.EventDone || len(last.Message.ToolCalls()[0].Arguments) != len(args) {
+			b.Fatalf("last event %s", last.Type)
+		}
+	}
 }
