@@ -29,5 +29,6 @@
 // find and ls run beside other calls; write and edit run alone) and a
 // ReadOnly method that approvals and tool policy use.
 //
-// The package imports llm and tool from agentloop, and nothing above them.
+// The package imports llm and tool from agentloop, and internal/proc for
+// bash's process groups and sandbox; nothing above them.
 package builtin
