@@ -24,13 +24,14 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 	}
 	maxIter := p.MaxIterations
 	if maxIter <= 0 {
-		maxIter = MaxIterations(p.Profiles)
+		maxIter = MaxIterations(max(p.Profiles, len(p.AuthProfiles)))
 	}
+	pr := s.newProfiles(ctx)
 	window := p.Info.ContextWindow
 	if window == 0 {
 		window = llm.DefaultContextWindow
 	}
-	st := State{Window: window, Profiles: max(1, p.Profiles)}
+	st := State{Window: window, Profiles: max(1, p.Profiles, len(p.AuthProfiles)), ProfilesLeft: pr.left()}
 	thinking := p.Options.Thinking
 	if thinking == "" {
 		thinking = llm.ThinkingOff
@@ -86,12 +87,18 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 			d := Decide(o, st, policy)
 			switch d.Action {
 			case ActionFinish:
+				if d.Reason == agent.ReasonStop {
+					pr.good()
+				}
 				res.Reason = d.Reason
 				if d.Reason == agent.ReasonMaxTurns {
 					res.Message = "the run reached its turn limit"
 				}
 				return res
 			case ActionFail:
+				if isCredentialFailure(o.Failure) {
+					pr.fail() // the next run starts on another profile
+				}
 				res.Reason, res.Message = d.Reason, d.Message
 				res.StopReason = llm.StopReasonError
 				if res.Err != nil && llm.ReasonOf(res.Err) == "" && o.Failure == llm.ReasonUnknown {
@@ -103,12 +110,21 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 					res.Err = errors.New(d.Message)
 				}
 				return res
+			case ActionRotateProfile:
+				streamed := s.dropFailedTail(a)
+				pr.fail()
+				name, err := pr.next(ctx)
+				st.ProfilesLeft = pr.left()
+				if err != nil {
+					s.warn(err.Error())
+					continue // decide again: maybe another profile, maybe a failure
+				}
+				s.notice(EventProfileRotation, Notice{Reason: d.Reason, Streamed: streamed,
+					Message: fmt.Sprintf("%s: switching to auth profile %s", reasonWords(llm.Reason(d.Reason)), orStr(name, "(default key)"))})
 			case ActionThinkingFallback:
 				streamed := s.dropFailedTail(a)
 				attempted = append(attempted, d.Thinking)
-				if s.thinking != nil {
-					s.thinking.set(d.Thinking)
-				}
+				s.model.setLevel(d.Thinking)
 				s.notice(EventThinkingFallback, Notice{Reason: string(d.Thinking), Streamed: streamed, Message: d.Message})
 			case ActionRetry:
 				streamed := s.dropFailedTail(a)
@@ -276,4 +292,96 @@ func (s *run) promptTokens(a *agent.Agent) int {
 		}
 	}
 	return compact.Estimate(compact.Prompt{System: s.p.SystemPrompt, Messages: msgs, UsageFrom: -1}).Tokens
+}
+
+func isCredentialFailure(r llm.Reason) bool {
+	switch r {
+	case llm.ReasonAuth, llm.ReasonAuthPermanent, llm.ReasonBilling, llm.ReasonRateLimit:
+		return true
+	}
+	return false
+}
+
+// profiles walks a run's auth profiles.
+type profiles struct {
+	s     *run
+	names []string
+	cur   int
+	tried []bool
+}
+
+// newProfiles starts the run on its first profile that is not cooling
+// down (switching the model when that is not the first).
+func (s *run) newProfiles(ctx context.Context) *profiles {
+	pr := &profiles{s: s, names: s.p.AuthProfiles, tried: make([]bool, len(s.p.AuthProfiles))}
+	if len(pr.names) == 0 {
+		return pr
+	}
+	pr.tried[0] = true
+	if s.p.UseProfile == nil || !s.r.cooldowns.resting(pr.key(0), s.clock.Now()) {
+		return pr
+	}
+	if name, err := pr.next(ctx); err == nil {
+		s.notice(EventProfileRotation, Notice{Reason: "cooldown",
+			Message: fmt.Sprintf("auth profile %s is cooling down after recent failures: starting on %s", orStr(pr.names[0], "(default key)"), orStr(name, "(default key)"))})
+	}
+	return pr
+}
+
+func (pr *profiles) key(i int) string { return pr.s.p.Info.Provider + "/" + pr.names[i] }
+
+// left counts the profiles the run may still switch to.
+func (pr *profiles) left() int {
+	if pr.s.p.UseProfile == nil {
+		return 0
+	}
+	n := 0
+	for _, t := range pr.tried {
+		if !t {
+			n++
+		}
+	}
+	return n
+}
+
+func (pr *profiles) fail() {
+	if len(pr.names) > 0 {
+		pr.s.r.cooldowns.fail(pr.key(pr.cur), pr.s.clock.Now())
+	}
+}
+
+func (pr *profiles) good() {
+	if len(pr.names) > 0 {
+		pr.s.r.cooldowns.good(pr.key(pr.cur))
+	}
+}
+
+// next switches to the next untried profile, preferring those not cooling
+// down, and returns its name.
+func (pr *profiles) next(ctx context.Context) (string, error) {
+	now := pr.s.clock.Now()
+	pick := -1
+	for i := range pr.names {
+		if pr.tried[i] {
+			continue
+		}
+		if !pr.s.r.cooldowns.resting(pr.key(i), now) {
+			pick = i
+			break
+		}
+		if pick < 0 {
+			pick = i
+		}
+	}
+	if pick < 0 {
+		return "", errors.New("no auth profile left to try")
+	}
+	pr.tried[pick] = true
+	m, _, err := pr.s.p.UseProfile(ctx, pr.names[pick])
+	if err != nil {
+		return "", fmt.Errorf("auth profile %s cannot be used: %v", pr.names[pick], err)
+	}
+	pr.cur = pick
+	pr.s.model.setModel(m)
+	return pr.names[pick], nil
 }

@@ -28,6 +28,9 @@ const (
 	// EventTimeoutCompaction: a timed-out call with a big prompt is
 	// compacted and retried.
 	EventTimeoutCompaction agent.EventType = "timeout_compaction"
+	// EventProfileRotation: the run switched to another auth profile;
+	// Reason is why, Message names the profile.
+	EventProfileRotation agent.EventType = "profile_rotation"
 	// EventThinkingFallback: the provider refused the thinking level; the
 	// call is retried at the level in Reason.
 	EventThinkingFallback agent.EventType = "thinking_fallback"

@@ -72,6 +72,8 @@ const (
 	ActionCompact Action = "compaction_retry"
 	// ActionTruncate shortens oversized tool results once, then retries.
 	ActionTruncate Action = "truncation_retry"
+	// ActionRotateProfile retries on the next auth profile.
+	ActionRotateProfile Action = "rotate_profile"
 	// ActionThinkingFallback retries at the thinking level Decision.Thinking
 	// the provider will accept.
 	ActionThinkingFallback Action = "thinking_fallback"
@@ -110,6 +112,8 @@ type State struct {
 	TruncationTried     bool
 	// Retries counts transient retries since the last success.
 	Retries int
+	// ProfilesLeft counts the auth profiles not tried yet in this run.
+	ProfilesLeft int
 }
 
 // RetryPolicy shapes the waits between transient retries. Zero values mean
@@ -178,10 +182,12 @@ type Decision struct {
 //     fails over;
 //  4. a refused thinking level (Outcome.ThinkingFallback): retry at the
 //     level the provider accepts;
-//  5. a transient failure (overloaded, server, network, timeout, rate limit
+//  5. a failure of the credentials (auth, billing, rate limit) with an auth
+//     profile left: retry on the next profile;
+//  6. a transient failure (overloaded, server, network, timeout, rate limit
 //     with one profile): retry the same model after a backoff, Attempts
 //     times; a Retry-After beyond Max is not waited for: the run fails;
-//  6. anything else fails with the classified reason's user message.
+//  7. anything else fails with the classified reason's user message.
 //
 // Decide is pure: the caller applies the decision and updates State.
 func Decide(o Outcome, s State, p RetryPolicy) Decision {
@@ -217,13 +223,14 @@ func Decide(o Outcome, s State, p RetryPolicy) Decision {
 		return Decision{Action: ActionThinkingFallback, Reason: string(reason), Thinking: o.ThinkingFallback,
 			Message: fmt.Sprintf("the model refused the thinking level: retrying with thinking %s", o.ThinkingFallback)}
 	}
-	transient := reason.Transient()
-	if reason == llm.ReasonRateLimit && s.Profiles > 1 {
-		// With several profiles a rate limit is for rotation, which is not
-		// ours yet: it still retries, as with one profile.
-		transient = true
+	switch reason {
+	case llm.ReasonAuth, llm.ReasonAuthPermanent, llm.ReasonBilling, llm.ReasonRateLimit:
+		if s.ProfilesLeft > 0 {
+			return Decision{Action: ActionRotateProfile, Reason: string(reason),
+				Message: fmt.Sprintf("%s: switching to the next auth profile", reasonWords(reason))}
+		}
 	}
-	if transient {
+	if reason.Transient() {
 		if s.Retries >= p.Attempts {
 			return Decision{Action: ActionFail, Reason: string(reason),
 				Message: fmt.Sprintf("%s (gave up after %d retries)", reason.UserMessage(), s.Retries)}
@@ -252,6 +259,10 @@ func reasonWords(r llm.Reason) string {
 		return "the connection failed"
 	case llm.ReasonTimeout:
 		return "the model call timed out"
+	case llm.ReasonAuth, llm.ReasonAuthPermanent:
+		return "the credentials were refused"
+	case llm.ReasonBilling:
+		return "the account is out of credit"
 	}
 	return strings.ReplaceAll(string(r), "_", " ")
 }

@@ -40,7 +40,7 @@ type run struct {
 	leafBefore string
 	sessErr    bool
 
-	thinking         *thinkingModel
+	model            *attemptModel
 	compacting       atomic.Bool
 	attemptCompacted bool
 	precheckCounted  bool
@@ -342,8 +342,8 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		names = reg.Names()
 		specs = reg.Specs()
 	}
-	s.thinking = &thinkingModel{Model: p.Model}
-	var model llm.Model = s.thinking
+	s.model = &attemptModel{model: p.Model}
+	var model llm.Model = s.model
 	var nameMap *tool.NameMap
 	if nm := tool.NewNameMap(names); !nm.Identity() {
 		nameMap = nm

@@ -123,6 +123,8 @@ type Runner struct {
 
 	mu     sync.Mutex
 	active map[string]*activeRun
+
+	cooldowns cooldowns
 }
 
 type activeRun struct {
@@ -292,8 +294,17 @@ type Params struct {
 	// MaxCost (USD) and MaxTokens stop the run when crossed; 0 means none.
 	MaxCost   float64
 	MaxTokens int
-	// Profiles is the number of auth profiles (the iteration cap grows
-	// with it); 0 means 1. MaxIterations overrides the cap.
+	// AuthProfiles are the provider's auth profiles in the order to try
+	// them, the first being the one Model uses ("" names the ambient key).
+	// With UseProfile set, a failure of the credentials (auth, billing, a
+	// rate limit) switches to the next profile that is not cooling down,
+	// and a profile that failed rests for ProfileCooldown across the
+	// Runner's runs. UseProfile returns the model on another profile.
+	AuthProfiles []string
+	UseProfile   func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error)
+	// Profiles is the number of auth profiles when AuthProfiles is not
+	// given (the iteration cap grows with it); 0 means 1. MaxIterations
+	// overrides the cap.
 	Profiles      int
 	MaxIterations int
 	// Retry overrides the runner's retry policy.

@@ -55,28 +55,35 @@ func PickFallbackThinkingLevel(message string, attempted []llm.ThinkingLevel) ll
 	return ""
 }
 
-// thinkingModel sends the thinking level a fallback chose instead of the
-// one the agent was configured with.
-type thinkingModel struct {
-	llm.Model
+// attemptModel is the model the agent calls, with what the cascade may
+// change between attempts: the model itself (another auth profile) and the
+// thinking level (a fallback the provider accepts).
+type attemptModel struct {
 	mu    sync.Mutex
+	model llm.Model
 	level llm.ThinkingLevel
 }
 
-func (t *thinkingModel) set(l llm.ThinkingLevel) {
+func (t *attemptModel) setLevel(l llm.ThinkingLevel) {
 	t.mu.Lock()
 	t.level = l
 	t.mu.Unlock()
 }
 
-func (t *thinkingModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+func (t *attemptModel) setModel(m llm.Model) {
 	t.mu.Lock()
-	l := t.level
+	t.model = m
+	t.mu.Unlock()
+}
+
+func (t *attemptModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	t.mu.Lock()
+	m, l := t.model, t.level
 	t.mu.Unlock()
 	if l != "" && req.Options.Thinking != l {
 		r := *req
 		r.Options.Thinking = l
 		req = &r
 	}
-	return t.Model.Stream(ctx, req)
+	return m.Stream(ctx, req)
 }

@@ -55,7 +55,6 @@ var skipRunPolicy = map[string]string{
 	"shouldPreemptivelyCompactBeforePrompt": "package compact (the precheck); our estimate counts the system prompt, " +
 		"a deliberate difference",
 	"resolveContextWindowInfo":             "window sources are resolved by llm/provider from models.json",
-	"calculateAuthProfileCooldownMs":       "auth-profile cooldowns are not in this runner yet",
 	"resolveSessionLockMaxHoldFromTimeout": "our lock has no max hold: the kernel frees it when the holder dies (package session)",
 }
 
@@ -79,6 +78,8 @@ func TestRunPolicyVectors(t *testing.T) {
 				if l := PickFallbackThinkingLevel(str("message"), attempted); l != "" {
 					got = string(l)
 				}
+			case "calculateAuthProfileCooldownMs":
+				got = ProfileCooldown(int(in["errorCount"].(float64))).Milliseconds()
 			case "resolveGlobalLane":
 				got = ResolveGlobalLane(str("lane"))
 			case "resolveSessionLane":
