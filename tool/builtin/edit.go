@@ -15,6 +15,11 @@ import (
 	"github.com/agentloop/agentloop/tool"
 )
 
+// EditMaxBytes is the largest file edit changes. A normalised match maps
+// every byte of the file to its origin, eight bytes each, so a far larger
+// file could exhaust memory.
+const EditMaxBytes = 32 << 20
+
 // EditTool is the edit tool: it replaces exact snippets of a file. Each
 // oldText must occur exactly once; when no exact match exists, a match that
 // ignores trailing whitespace, Unicode compatibility forms (NFKC), smart
@@ -107,6 +112,10 @@ func (t *EditTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 		}
 		if err := checkRegular(a.Path, st); err != nil {
 			return tool.Result{}, err
+		}
+		if st.Size() > EditMaxBytes {
+			return tool.Result{}, fmt.Errorf("%s is %d MB, over the %d MB edit works on (it holds the file in memory several times over); change it with bash (sed, a script) instead",
+				a.Path, st.Size()>>20, EditMaxBytes>>20)
 		}
 	}
 	data, err := os.ReadFile(real)

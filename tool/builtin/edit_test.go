@@ -172,8 +172,13 @@ func TestEditTool(t *testing.T) {
 		{"absolute escape", `{"path":"` + tmp + `/outside/secret","edits":[{"oldText":"secret","newText":"x"}]}`, "outside the workspace"},
 		{"symlink escape", `{"path":"outfile","edits":[{"oldText":"secret","newText":"x"}]}`, "leads through a symlink"},
 		{"symlinked dir escape", `{"path":"out/secret","edits":[{"oldText":"secret","newText":"x"}]}`, "leads through a symlink"},
+		{"too large", `{"path":"huge.log","edits":[{"oldText":"a","newText":"b"}]}`, "huge.log is 32 MB, over the 32 MB edit works on"},
 	}
 	writeFile(t, ws+"/bin", "a\x00b")
+	writeFile(t, ws+"/huge.log", "")
+	if err := os.Truncate(filepath.Join(ws, "huge.log"), EditMaxBytes+1); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {
 			res := run(t, NewEdit(w), tt.args)
