@@ -2,12 +2,9 @@ package anthropic_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,51 +12,30 @@ import (
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/anthropic"
+	"github.com/agentloop/agentloop/llm/internal/wiretest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const testKey = "sk-ant-test-SECRET-0123456789"
 
-// result is what one Stream produced.
-type result struct {
-	types []llm.EventType
-	// args holds Partial arguments at each toolcall_delta.
-	args   []string
-	deltas []string
-	msg    *llm.Message
-	err    error // the bare error before start, or the error event's Err
-	bare   bool  // err came before any event
-}
+// The shared helpers, under the names these tests use.
+type (
+	result  = wiretest.Result
+	capture = wiretest.Capture
+)
 
 func collect(t testing.TB, m llm.Model, ctx context.Context, req *llm.Request) result {
 	t.Helper()
-	var r result
-	for ev, err := range m.Stream(ctx, req) {
-		if err != nil {
-			if len(r.types) != 0 {
-				t.Fatalf("bare error after %d events: %v", len(r.types), err)
-			}
-			r.err, r.bare = err, true
-			continue
-		}
-		r.types = append(r.types, ev.Type)
-		switch ev.Type {
-		case llm.EventToolCallDelta:
-			a := ev.Partial.Content[ev.ContentIndex].Arguments
-			if !json.Valid(a) {
-				t.Fatalf("toolcall_delta: partial arguments %q are not valid JSON", a)
-			}
-			r.args = append(r.args, string(a))
-			r.deltas = append(r.deltas, ev.Delta)
-		case llm.EventDone:
-			r.msg = ev.Message
-		case llm.EventError:
-			r.msg, r.err = ev.Message, ev.Err
-		}
-	}
-	return r
+	return wiretest.Collect(t, m, ctx, req)
 }
+
+func serve(t testing.TB, status int, header map[string]string, body string, c *capture) *httptest.Server {
+	t.Helper()
+	return wiretest.Serve(t, status, header, body, c)
+}
+
+func typesString(ts []llm.EventType) string { return wiretest.Types(ts) }
 
 func fixture(t testing.TB, name string) string {
 	t.Helper()
@@ -68,35 +44,6 @@ func fixture(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// capture records the last request a server received.
-type capture struct {
-	header http.Header
-	body   []byte
-	path   string
-}
-
-// serve answers every request with status, headers and body.
-func serve(t testing.TB, status int, header map[string]string, body string, c *capture) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c != nil {
-			c.header = r.Header.Clone()
-			c.body, _ = io.ReadAll(r.Body)
-			c.path = r.URL.Path
-		}
-		if _, ok := header["Content-Type"]; !ok {
-			w.Header().Set("Content-Type", "text/event-stream")
-		}
-		for k, v := range header {
-			w.Header().Set(k, v)
-		}
-		w.WriteHeader(status)
-		io.WriteString(w, body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 func newModel(srv *httptest.Server, idle time.Duration) *anthropic.Model {
@@ -115,10 +62,16 @@ func simpleRequest() *llm.Request {
 	return &llm.Request{SystemPrompt: "Be brief.", Messages: []llm.Message{llm.UserText("hi")}}
 }
 
-func typesString(ts []llm.EventType) string {
-	s := make([]string, len(ts))
-	for i, t := range ts {
-		s[i] = string(t)
-	}
-	return strings.Join(s, " ")
+// The default idle timeout fires on a stream that only sends keep-alives.
+func TestIdleTimeoutFakeClock(t *testing.T) {
+	wiretest.IdleTimeout(t, func(c *http.Client) llm.Model {
+		return anthropic.New(anthropic.Config{Info: llm.ModelInfo{ID: "m"}, HTTPClient: c})
+	}, anthropic.DefaultIdleTimeout,
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\n",
+		": keep-alive\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n")
+}
+
+// A finished stream hands its connection back.
+func TestConnectionReuse(t *testing.T) {
+	wiretest.ConnectionReuse(t, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) }, fixture(t, "text.sse"))
 }

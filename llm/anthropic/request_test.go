@@ -41,20 +41,20 @@ func TestRequestBody(t *testing.T) {
 		},
 	}
 	r := collect(t, m, context.Background(), req)
-	if r.err != nil {
-		t.Fatal(r.err)
+	if r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	if c.path != "/v1/messages" {
-		t.Errorf("path %q", c.path)
+	if c.Path != "/v1/messages" {
+		t.Errorf("path %q", c.Path)
 	}
 	for k, want := range map[string]string{"X-Api-Key": testKey, "Anthropic-Version": "2023-06-01", "Content-Type": "application/json",
 		"Anthropic-Beta": anthropic.InterleavedThinkingBeta} {
-		if got := c.header.Get(k); got != want {
+		if got := c.Header.Get(k); got != want {
 			t.Errorf("header %s = %q, want %q", k, got, want)
 		}
 	}
 	var body map[string]any
-	if err := json.Unmarshal(c.body, &body); err != nil {
+	if err := json.Unmarshal(c.Body, &body); err != nil {
 		t.Fatal(err)
 	}
 	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
@@ -107,8 +107,8 @@ func TestThinkingBudgetFitsModel(t *testing.T) {
 			m := anthropic.New(anthropic.Config{Info: llm.ModelInfo{ID: "c", MaxTokens: tt.infoMax, Reasoning: true}, BaseURL: srv.URL, HTTPClient: srv.Client()})
 			req := simpleRequest()
 			req.Options = llm.Options{Thinking: tt.level, MaxTokens: tt.reqMax}
-			if r := collect(t, m, context.Background(), req); r.err != nil {
-				t.Fatal(r.err)
+			if r := collect(t, m, context.Background(), req); r.Err != nil {
+				t.Fatal(r.Err)
 			}
 			var body struct {
 				MaxTokens int `json:"max_tokens"`
@@ -116,7 +116,7 @@ func TestThinkingBudgetFitsModel(t *testing.T) {
 					Budget int `json:"budget_tokens"`
 				} `json:"thinking"`
 			}
-			json.Unmarshal(c.body, &body)
+			json.Unmarshal(c.Body, &body)
 			budget := 0
 			if body.Thinking != nil {
 				budget = body.Thinking.Budget

@@ -123,14 +123,14 @@ func TestStreamFixtures(t *testing.T) {
 			}
 			srv := serve(t, 200, nil, body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if r.err != nil {
-				t.Fatalf("error: %v", r.err)
+			if r.Err != nil {
+				t.Fatalf("error: %v", r.Err)
 			}
-			if got := typesString(r.types); got != tt.types {
+			if got := typesString(r.Types); got != tt.types {
 				t.Errorf("events\n got %s\nwant %s", got, tt.types)
 			}
 			if tt.check != nil {
-				tt.check(t, r.msg)
+				tt.check(t, r.Msg)
 			}
 		})
 	}
@@ -169,15 +169,15 @@ data: {"type":"message_stop"}
 	check := func(t *testing.T, body string, deltas int) {
 		srv := serve(t, 200, nil, body, nil)
 		r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-		if r.err != nil {
-			t.Fatal(r.err)
+		if r.Err != nil {
+			t.Fatal(r.Err)
 		}
-		if len(r.deltas) != deltas || strings.Join(r.deltas, "") != args {
-			t.Fatalf("%d deltas joined to %q", len(r.deltas), strings.Join(r.deltas, ""))
+		if len(r.Deltas) != deltas || strings.Join(r.Deltas, "") != args {
+			t.Fatalf("%d deltas joined to %q", len(r.Deltas), strings.Join(r.Deltas, ""))
 		}
 		var got any
-		if err := json.Unmarshal(r.msg.ToolCalls()[0].Arguments, &got); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("final arguments %s (%v)", r.msg.ToolCalls()[0].Arguments, err)
+		if err := json.Unmarshal(r.Msg.ToolCalls()[0].Arguments, &got); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("final arguments %s (%v)", r.Msg.ToolCalls()[0].Arguments, err)
 		}
 	}
 	// Fragments are JSON strings themselves, so a provider splits between
@@ -226,10 +226,10 @@ data: {"type":"message_stop"}
 `
 	srv := serve(t, 200, nil, body, nil)
 	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-	if r.err != nil {
-		t.Fatal(r.err)
+	if r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	a := r.msg.ToolCalls()[0].Arguments
+	a := r.Msg.ToolCalls()[0].Arguments
 	var raw string
 	if err := json.Unmarshal(a, &raw); err != nil || raw != `{"path": "a.txt", "content": ` {
 		t.Fatalf("invalid arguments should be kept as a JSON string of the raw text, got %s", a)
@@ -269,12 +269,12 @@ func TestHTTPErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, tt.status, tt.header, tt.body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if !r.bare {
-				t.Fatalf("want one bare error, got events %s", typesString(r.types))
+			if !r.Bare {
+				t.Fatalf("want one bare error, got events %s", typesString(r.Types))
 			}
 			var pe *llm.ProviderError
-			if !errors.As(r.err, &pe) {
-				t.Fatalf("error %T %v is not a *llm.ProviderError", r.err, r.err)
+			if !errors.As(r.Err, &pe) {
+				t.Fatalf("error %T %v is not a *llm.ProviderError", r.Err, r.Err)
 			}
 			if pe.Status != tt.status {
 				t.Errorf("status %d", pe.Status)
@@ -338,12 +338,12 @@ func TestStreamFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, 200, nil, tt.body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if r.bare || len(r.types) == 0 || r.types[len(r.types)-1] != llm.EventError {
-				t.Fatalf("want a final error event, got %s (bare %v: %v)", typesString(r.types), r.bare, r.err)
+			if r.Bare || len(r.Types) == 0 || r.Types[len(r.Types)-1] != llm.EventError {
+				t.Fatalf("want a final error event, got %s (bare %v: %v)", typesString(r.Types), r.Bare, r.Err)
 			}
 			var pe *llm.ProviderError
-			if !errors.As(r.err, &pe) {
-				t.Fatalf("error %T %v is not a *llm.ProviderError", r.err, r.err)
+			if !errors.As(r.Err, &pe) {
+				t.Fatalf("error %T %v is not a *llm.ProviderError", r.Err, r.Err)
 			}
 			if tt.reasons != nil && !hasReason(tt.reasons, pe.Reason) {
 				t.Errorf("reason %q, want one of %v", pe.Reason, tt.reasons)
@@ -354,11 +354,11 @@ func TestStreamFailures(t *testing.T) {
 			if !strings.Contains(pe.Error(), tt.words) {
 				t.Errorf("error %q does not quote %q", pe.Error(), tt.words)
 			}
-			if r.msg.StopReason != llm.StopReasonError || r.msg.ErrorMessage == "" {
-				t.Errorf("stop %q error message %q", r.msg.StopReason, r.msg.ErrorMessage)
+			if r.Msg.StopReason != llm.StopReasonError || r.Msg.ErrorMessage == "" {
+				t.Errorf("stop %q error message %q", r.Msg.StopReason, r.Msg.ErrorMessage)
 			}
-			if r.msg.Text() != tt.text {
-				t.Errorf("partial text %q, want %q", r.msg.Text(), tt.text)
+			if r.Msg.Text() != tt.text {
+				t.Errorf("partial text %q, want %q", r.Msg.Text(), tt.text)
 			}
 		})
 	}
@@ -409,8 +409,8 @@ func TestPreCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := collect(t, newModel(srv, 0), ctx, simpleRequest())
-	if !r.bare || !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("bare %v err %v", r.bare, r.err)
+	if !r.Bare || !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("bare %v err %v", r.Bare, r.Err)
 	}
 }
 
@@ -444,10 +444,10 @@ func TestToolUseWithoutID(t *testing.T) {
 	seen := map[string]bool{}
 	for range 2 {
 		r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-		if r.err != nil {
-			t.Fatal(r.err)
+		if r.Err != nil {
+			t.Fatal(r.Err)
 		}
-		calls := r.msg.ToolCalls()
+		calls := r.Msg.ToolCalls()
 		if len(calls) != 2 || calls[1].ID == "" || calls[1].ID == calls[0].ID || seen[calls[1].ID] {
 			t.Fatalf("calls %+v (ids seen before: %v)", calls, seen)
 		}
@@ -461,7 +461,7 @@ func TestCancelCause(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(errors.New("user pressed ctrl-c"))
 	r := collect(t, newModel(srv, 0), ctx, simpleRequest())
-	if !r.bare || !errors.Is(r.err, context.Canceled) || !strings.Contains(r.err.Error(), "ctrl-c") {
-		t.Fatalf("bare %v err %v", r.bare, r.err)
+	if !r.Bare || !errors.Is(r.Err, context.Canceled) || !strings.Contains(r.Err.Error(), "ctrl-c") {
+		t.Fatalf("bare %v err %v", r.Bare, r.Err)
 	}
 }

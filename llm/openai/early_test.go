@@ -123,16 +123,16 @@ func TestToolCallAfterEarlyEnd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, 200, nil, tt.body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if got := typesString(r.types); got != tt.types {
+			if got := typesString(r.Types); got != tt.types {
 				t.Errorf("events\n got %s\nwant %s", got, tt.types)
 			}
-			if tt.err == "" && r.err != nil {
-				t.Fatalf("error %v", r.err)
+			if tt.err == "" && r.Err != nil {
+				t.Fatalf("error %v", r.Err)
 			}
-			if tt.err != "" && (r.err == nil || !strings.Contains(r.err.Error(), tt.err)) {
-				t.Fatalf("error %v, want one saying %q", r.err, tt.err)
+			if tt.err != "" && (r.Err == nil || !strings.Contains(r.Err.Error(), tt.err)) {
+				t.Fatalf("error %v, want one saying %q", r.Err, tt.err)
 			}
-			calls := r.msg.ToolCalls()
+			calls := r.Msg.ToolCalls()
 			if len(calls) == 0 || string(calls[0].Arguments) != tt.args || calls[0].Name != "bash" {
 				t.Fatalf("calls %+v", calls)
 			}

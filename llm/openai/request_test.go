@@ -42,17 +42,17 @@ func TestRequestBody(t *testing.T) {
 		Options:      llm.Options{Thinking: llm.ThinkingXHigh, Temperature: &temp, ToolChoice: "read", MaxTokens: 1000, SessionID: "sess-9"},
 		Messages:     history(),
 	}
-	if r := collect(t, newModel(srv, 0), context.Background(), req); r.err != nil {
-		t.Fatal(r.err)
+	if r := collect(t, newModel(srv, 0), context.Background(), req); r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	if c.path != "/v1/chat/completions" {
-		t.Errorf("path %q", c.path)
+	if c.Path != "/v1/chat/completions" {
+		t.Errorf("path %q", c.Path)
 	}
-	if got := c.header.Get("Authorization"); got != "Bearer "+testKey {
+	if got := c.Header.Get("Authorization"); got != "Bearer "+testKey {
 		t.Errorf("authorization %q", got)
 	}
 	var body map[string]any
-	if err := json.Unmarshal(c.body, &body); err != nil {
+	if err := json.Unmarshal(c.Body, &body); err != nil {
 		t.Fatal(err)
 	}
 	checks := []struct{ name, got, want string }{
@@ -117,11 +117,11 @@ func TestRequestByCompat(t *testing.T) {
 			msgs[1].Provider = tt.provider // the reasoning came from this server
 			req := &llm.Request{SystemPrompt: "sys", Messages: msgs, Options: llm.Options{Thinking: llm.ThinkingLow},
 				Tools: []llm.ToolSpec{{Name: "read", Description: "Read a file", Parameters: json.RawMessage(`{"type":"object"}`)}}}
-			if r := collect(t, m, context.Background(), req); r.err != nil {
-				t.Fatal(r.err)
+			if r := collect(t, m, context.Background(), req); r.Err != nil {
+				t.Fatal(r.Err)
 			}
 			var body map[string]any
-			json.Unmarshal(c.body, &body)
+			json.Unmarshal(c.Body, &body)
 			for k, want := range tt.check {
 				if got := js(body[k]); got != want {
 					t.Errorf("%s = %s, want %s", k, got, want)
@@ -206,13 +206,13 @@ func TestRequestCompatSwitches(t *testing.T) {
 		{Role: llm.RoleToolResult, ToolCallID: "c1", ToolName: "ls", Content: []llm.Content{llm.Text("x")}},
 		llm.UserText("thanks"),
 	}}
-	if r := collect(t, m, context.Background(), req); r.err != nil {
-		t.Fatal(r.err)
+	if r := collect(t, m, context.Background(), req); r.Err != nil {
+		t.Fatal(r.Err)
 	}
 	var body struct {
 		Messages []json.RawMessage `json:"messages"`
 	}
-	json.Unmarshal(c.body, &body)
+	json.Unmarshal(c.Body, &body)
 	want := []string{
 		`{"role":"user","content":[{"type":"text","text":"see"},{"type":"text","text":"(an image was omitted: this model does not accept images)"}]}`,
 		`{"role":"assistant","content":"hmm","tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}`,

@@ -59,16 +59,16 @@ func TestResponsesFixtures(t *testing.T) {
 			var c capture
 			srv := serve(t, 200, nil, fixture(t, tt.fixture), &c)
 			r := collect(t, newResponses(srv), context.Background(), simpleRequest())
-			if r.err != nil {
-				t.Fatal(r.err)
+			if r.Err != nil {
+				t.Fatal(r.Err)
 			}
-			if got := typesString(r.types); got != tt.types {
+			if got := typesString(r.Types); got != tt.types {
 				t.Errorf("events\n got %s\nwant %s", got, tt.types)
 			}
-			if c.path != "/v1/responses" {
-				t.Errorf("path %q", c.path)
+			if c.Path != "/v1/responses" {
+				t.Errorf("path %q", c.Path)
 			}
-			tt.check(t, r.msg)
+			tt.check(t, r.Msg)
 		})
 	}
 }
@@ -88,11 +88,11 @@ func TestResponsesFailures(t *testing.T) {
 			srv := serve(t, 200, nil, tt.body, nil)
 			r := collect(t, newResponses(srv), context.Background(), simpleRequest())
 			var pe *llm.ProviderError
-			if r.bare || !errors.As(r.err, &pe) || !strings.Contains(pe.Error(), tt.words) {
-				t.Fatalf("bare %v err %v", r.bare, r.err)
+			if r.Bare || !errors.As(r.Err, &pe) || !strings.Contains(pe.Error(), tt.words) {
+				t.Fatalf("bare %v err %v", r.Bare, r.Err)
 			}
-			if pe.Reason == llm.ReasonUnknown || r.msg.StopReason != llm.StopReasonError || r.msg.Text() != tt.text {
-				t.Errorf("reason %q stop %q text %q", pe.Reason, r.msg.StopReason, r.msg.Text())
+			if pe.Reason == llm.ReasonUnknown || r.Msg.StopReason != llm.StopReasonError || r.Msg.Text() != tt.text {
+				t.Errorf("reason %q stop %q text %q", pe.Reason, r.Msg.StopReason, r.Msg.Text())
 			}
 		})
 	}
@@ -101,8 +101,8 @@ func TestResponsesFailures(t *testing.T) {
 			`{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, nil)
 		r := collect(t, newResponses(srv), context.Background(), simpleRequest())
 		var pe *llm.ProviderError
-		if !r.bare || !errors.As(r.err, &pe) || pe.Reason != llm.ReasonRateLimit || pe.RetryAfter.Seconds() != 2 {
-			t.Fatalf("bare %v err %v", r.bare, r.err)
+		if !r.Bare || !errors.As(r.Err, &pe) || pe.Reason != llm.ReasonRateLimit || pe.RetryAfter.Seconds() != 2 {
+			t.Fatalf("bare %v err %v", r.Bare, r.Err)
 		}
 	})
 }
@@ -115,7 +115,7 @@ func TestResponsesRequest(t *testing.T) {
 	m := newResponses(srv)
 	// Build a history from the tools fixture's reply.
 	srv2 := serve(t, 200, nil, fixture(t, "responses_tools.sse"), nil)
-	reply := collect(t, newResponses(srv2), context.Background(), simpleRequest()).msg
+	reply := collect(t, newResponses(srv2), context.Background(), simpleRequest()).Msg
 	req := &llm.Request{
 		SystemPrompt: "sys",
 		Options:      llm.Options{Thinking: llm.ThinkingMedium, SessionID: "sess-1"},
@@ -127,11 +127,11 @@ func TestResponsesRequest(t *testing.T) {
 			{Role: llm.RoleToolResult, ToolCallID: "call_B|fc_2", ToolName: "ls", Content: []llm.Content{llm.Text("B")}},
 		},
 	}
-	if r := collect(t, m, context.Background(), req); r.err != nil {
-		t.Fatal(r.err)
+	if r := collect(t, m, context.Background(), req); r.Err != nil {
+		t.Fatal(r.Err)
 	}
 	var body map[string]any
-	if err := json.Unmarshal(c.body, &body); err != nil {
+	if err := json.Unmarshal(c.Body, &body); err != nil {
 		t.Fatal(err)
 	}
 	checks := map[string]string{
@@ -246,8 +246,8 @@ func TestResponsesHTTPErrors(t *testing.T) {
 			srv := serve(t, tt.status, map[string]string{"Content-Type": tt.ctype}, tt.body, nil)
 			r := collect(t, newResponses(srv), context.Background(), simpleRequest())
 			var pe *llm.ProviderError
-			if !r.bare || !errors.As(r.err, &pe) || pe.Status != tt.status || !strings.Contains(pe.Error(), tt.words) {
-				t.Fatalf("bare %v err %v", r.bare, r.err)
+			if !r.Bare || !errors.As(r.Err, &pe) || pe.Status != tt.status || !strings.Contains(pe.Error(), tt.words) {
+				t.Fatalf("bare %v err %v", r.Bare, r.Err)
 			}
 			if tt.status != 200 && pe.Reason != llm.Classify(tt.status, tt.body) {
 				t.Errorf("reason %q, the classifier says %q", pe.Reason, llm.Classify(tt.status, tt.body))
@@ -278,8 +278,8 @@ func TestResponsesArgsEveryBoundary(t *testing.T) {
 			ev("response.function_call_arguments.delta", map[string]any{"output_index": 0, "delta": args[i:]}) + tail
 		srv := serve(t, 200, nil, body, nil)
 		r := collect(t, newResponses(srv), context.Background(), simpleRequest())
-		if r.err != nil || len(r.msg.ToolCalls()) != 1 || string(r.msg.ToolCalls()[0].Arguments) != args {
-			t.Fatalf("split at %d: err %v calls %+v", i, r.err, r.msg.ToolCalls())
+		if r.Err != nil || len(r.Msg.ToolCalls()) != 1 || string(r.Msg.ToolCalls()[0].Arguments) != args {
+			t.Fatalf("split at %d: err %v calls %+v", i, r.Err, r.Msg.ToolCalls())
 		}
 	}
 }

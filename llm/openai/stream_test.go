@@ -122,14 +122,14 @@ func TestStreamFixtures(t *testing.T) {
 			}
 			srv := serve(t, 200, nil, body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if r.err != nil {
-				t.Fatalf("error: %v", r.err)
+			if r.Err != nil {
+				t.Fatalf("error: %v", r.Err)
 			}
-			if got := typesString(r.types); got != tt.types {
+			if got := typesString(r.Types); got != tt.types {
 				t.Errorf("events\n got %s\nwant %s", got, tt.types)
 			}
 			if tt.check != nil {
-				tt.check(t, r.msg)
+				tt.check(t, r.Msg)
 			}
 		})
 	}
@@ -162,13 +162,13 @@ func TestToolArgsEveryBoundary(t *testing.T) {
 	check := func(t *testing.T, body string) {
 		srv := serve(t, 200, nil, body, nil)
 		r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-		if r.err != nil {
-			t.Fatal(r.err)
+		if r.Err != nil {
+			t.Fatal(r.Err)
 		}
-		if strings.Join(r.deltas, "") != args {
-			t.Fatalf("deltas joined to %q", strings.Join(r.deltas, ""))
+		if strings.Join(r.Deltas, "") != args {
+			t.Fatalf("deltas joined to %q", strings.Join(r.Deltas, ""))
 		}
-		calls := r.msg.ToolCalls()
+		calls := r.Msg.ToolCalls()
 		var got any
 		if len(calls) != 1 || json.Unmarshal(calls[0].Arguments, &got) != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("calls %+v", calls)
@@ -201,11 +201,11 @@ func TestToolCallIndexing(t *testing.T) {
 		chunkJSON(map[string]any{}, "tool_calls") + "data: [DONE]\n\n"
 	srv := serve(t, 200, nil, body, nil)
 	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-	if r.err != nil {
-		t.Fatal(r.err)
+	if r.Err != nil {
+		t.Fatal(r.Err)
 	}
 	var got []string
-	for _, c := range r.msg.ToolCalls() {
+	for _, c := range r.Msg.ToolCalls() {
 		got = append(got, fmt.Sprintf("%s %s %s", c.ID, c.Name, c.Arguments))
 	}
 	want := []string{`call_1 a {"x":1}`, `call_2 b {}`, `call_2 c {"y":2}`}
@@ -215,7 +215,7 @@ func TestToolCallIndexing(t *testing.T) {
 			t.Fatalf("calls\n got %q\nwant %q", got, want)
 		}
 	}
-	if c := r.msg.ToolCalls()[2]; c.ID == "" || c.ID == "call_1" || c.ID == "call_2" {
+	if c := r.Msg.ToolCalls()[2]; c.ID == "" || c.ID == "call_1" || c.ID == "call_2" {
 		t.Errorf("synthesized id %q is empty or collides", c.ID)
 	}
 }
@@ -231,10 +231,10 @@ func TestToolCallIDsUnique(t *testing.T) {
 	seen := map[string]bool{"call_0": true}
 	for range 2 {
 		r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-		if r.err != nil {
-			t.Fatal(r.err)
+		if r.Err != nil {
+			t.Fatal(r.Err)
 		}
-		calls := r.msg.ToolCalls()
+		calls := r.Msg.ToolCalls()
 		if len(calls) != 3 || calls[0].ID != "call_0" || calls[0].Name != "a" || calls[1].Name != "b" || calls[2].Name != "c" {
 			t.Fatalf("calls %+v", calls)
 		}
@@ -284,12 +284,12 @@ func TestHTTPErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, tt.status, tt.header, tt.body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if !r.bare {
-				t.Fatalf("want one bare error, got events %s", typesString(r.types))
+			if !r.Bare {
+				t.Fatalf("want one bare error, got events %s", typesString(r.Types))
 			}
 			var pe *llm.ProviderError
-			if !errors.As(r.err, &pe) {
-				t.Fatalf("error %T %v is not a *llm.ProviderError", r.err, r.err)
+			if !errors.As(r.Err, &pe) {
+				t.Fatalf("error %T %v is not a *llm.ProviderError", r.Err, r.Err)
 			}
 			if pe.Status != tt.status {
 				t.Errorf("status %d", pe.Status)
@@ -349,12 +349,12 @@ func TestStreamFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, 200, nil, tt.body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if r.bare || len(r.types) == 0 || r.types[len(r.types)-1] != llm.EventError {
-				t.Fatalf("want a final error event, got %s (bare %v: %v)", typesString(r.types), r.bare, r.err)
+			if r.Bare || len(r.Types) == 0 || r.Types[len(r.Types)-1] != llm.EventError {
+				t.Fatalf("want a final error event, got %s (bare %v: %v)", typesString(r.Types), r.Bare, r.Err)
 			}
 			var pe *llm.ProviderError
-			if !errors.As(r.err, &pe) {
-				t.Fatalf("error %T %v is not a *llm.ProviderError", r.err, r.err)
+			if !errors.As(r.Err, &pe) {
+				t.Fatalf("error %T %v is not a *llm.ProviderError", r.Err, r.Err)
 			}
 			if tt.reasons != nil && !hasReason(tt.reasons, pe.Reason) {
 				t.Errorf("reason %q, want one of %v", pe.Reason, tt.reasons)
@@ -362,11 +362,11 @@ func TestStreamFailures(t *testing.T) {
 			if !strings.Contains(pe.Error(), tt.words) {
 				t.Errorf("error %q does not quote %q", pe.Error(), tt.words)
 			}
-			if r.msg.StopReason != llm.StopReasonError || r.msg.ErrorMessage == "" {
-				t.Errorf("stop %q error message %q", r.msg.StopReason, r.msg.ErrorMessage)
+			if r.Msg.StopReason != llm.StopReasonError || r.Msg.ErrorMessage == "" {
+				t.Errorf("stop %q error message %q", r.Msg.StopReason, r.Msg.ErrorMessage)
 			}
-			if r.msg.Text() != tt.text {
-				t.Errorf("partial text %q, want %q", r.msg.Text(), tt.text)
+			if r.Msg.Text() != tt.text {
+				t.Errorf("partial text %q, want %q", r.Msg.Text(), tt.text)
 			}
 		})
 	}
@@ -443,19 +443,19 @@ func TestNonStreamingAnswer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, 200, map[string]string{"Content-Type": "application/json"}, tt.body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if got := typesString(r.types); got != tt.types {
-				t.Fatalf("events %s (err %v)", got, r.err)
+			if got := typesString(r.Types); got != tt.types {
+				t.Fatalf("events %s (err %v)", got, r.Err)
 			}
-			if r.msg.StopReason != tt.stop {
-				t.Errorf("stop %q", r.msg.StopReason)
+			if r.Msg.StopReason != tt.stop {
+				t.Errorf("stop %q", r.Msg.StopReason)
 			}
-			if tt.errWords != "" && (r.err == nil || !strings.Contains(r.err.Error(), tt.errWords)) {
-				t.Errorf("error %v does not quote %q", r.err, tt.errWords)
+			if tt.errWords != "" && (r.Err == nil || !strings.Contains(r.Err.Error(), tt.errWords)) {
+				t.Errorf("error %v does not quote %q", r.Err, tt.errWords)
 			}
 			if tt.stop == llm.StopReasonToolUse {
-				c := r.msg.ToolCalls()[0]
-				if c.ID != "call_J" || string(c.Arguments) != `{"path":"x"}` || r.msg.Usage.Input != 9 {
-					t.Errorf("call %+v usage %+v", c, *r.msg.Usage)
+				c := r.Msg.ToolCalls()[0]
+				if c.ID != "call_J" || string(c.Arguments) != `{"path":"x"}` || r.Msg.Usage.Input != 9 {
+					t.Errorf("call %+v usage %+v", c, *r.Msg.Usage)
 				}
 			}
 		})
@@ -466,7 +466,7 @@ func TestNonStreamingAnswer(t *testing.T) {
 func TestMislabelledStream(t *testing.T) {
 	srv := serve(t, 200, map[string]string{"Content-Type": "text/plain; charset=utf-8"}, fixture(t, "text.sse"), nil)
 	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-	if r.err != nil || r.msg.Text() != "Hello, world." {
-		t.Fatalf("err %v text %q", r.err, r.msg.Text())
+	if r.Err != nil || r.Msg.Text() != "Hello, world." {
+		t.Fatalf("err %v text %q", r.Err, r.Msg.Text())
 	}
 }

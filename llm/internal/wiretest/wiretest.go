@@ -1,0 +1,217 @@
+// Package wiretest holds the test helpers the wire packages share: a
+// collector of a stream's events, a one-answer HTTP server, and the checks
+// every wire must pass the same way (the idle timeout on fake time,
+// connection reuse after a complete reply).
+//
+// It is imported by tests only, and imports llm, net/http/httptest and
+// the standard library.
+package wiretest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// Result is what one Stream produced.
+type Result struct {
+	Types []llm.EventType
+	// Args holds the Partial arguments at each toolcall_delta, Deltas the
+	// fragments.
+	Args   []string
+	Deltas []string
+	Msg    *llm.Message
+	Err    error // the bare error before start, or the error event's Err
+	Bare   bool  // Err came before any event
+}
+
+// Collect runs one Stream to its end. It fails the test on a bare error
+// after events, or on partial arguments that are not valid JSON.
+func Collect(t testing.TB, m llm.Model, ctx context.Context, req *llm.Request) Result {
+	t.Helper()
+	var r Result
+	for ev, err := range m.Stream(ctx, req) {
+		if err != nil {
+			if len(r.Types) != 0 {
+				t.Fatalf("bare error after %d events: %v", len(r.Types), err)
+			}
+			r.Err, r.Bare = err, true
+			continue
+		}
+		r.Types = append(r.Types, ev.Type)
+		switch ev.Type {
+		case llm.EventToolCallDelta:
+			a := ev.Partial.Content[ev.ContentIndex].Arguments
+			if !json.Valid(a) {
+				t.Fatalf("toolcall_delta: partial arguments %q are not valid JSON", a)
+			}
+			r.Args = append(r.Args, string(a))
+			r.Deltas = append(r.Deltas, ev.Delta)
+		case llm.EventDone:
+			r.Msg = ev.Message
+		case llm.EventError:
+			r.Msg, r.Err = ev.Message, ev.Err
+		}
+	}
+	return r
+}
+
+// Types joins event types with spaces, for comparing sequences.
+func Types(ts []llm.EventType) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = string(t)
+	}
+	return strings.Join(s, " ")
+}
+
+// Capture records the last request a server received.
+type Capture struct {
+	Header http.Header
+	Body   []byte
+	Path   string
+}
+
+// Serve answers every request with status, headers (Content-Type
+// text/event-stream unless given) and body, recording the request in c
+// when c is not nil. The server closes when the test ends.
+func Serve(t testing.TB, status int, header map[string]string, body string, c *Capture) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c != nil {
+			c.Header = r.Header.Clone()
+			c.Body, _ = io.ReadAll(r.Body)
+			c.Path = r.URL.Path
+		}
+		if _, ok := header["Content-Type"]; !ok {
+			w.Header().Set("Content-Type", "text/event-stream")
+		}
+		for k, v := range header {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// pipeTransport answers with a body that serve writes, in memory, so the
+// stream can run inside a synctest bubble on fake time. Cancelling the
+// request closes the body, as net/http does. headers false holds the
+// response back until the request is cancelled.
+type pipeTransport struct {
+	headers bool
+	serve   func(w io.Writer, done <-chan struct{})
+}
+
+func (p pipeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !p.headers {
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		<-req.Context().Done()
+		pw.CloseWithError(req.Context().Err())
+	}()
+	go func() {
+		p.serve(pw, req.Context().Done())
+		pw.Close()
+	}()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr, Request: req}, nil
+}
+
+// IdleTimeout checks, on fake time, that a wire gives up after idle (its
+// default idle timeout) on a stream that sends first and then only
+// keep-alives, however many: they do not reset the timer. It checks the
+// same of a server that never sends its response headers. newModel makes
+// the wire's model with the given client and no idle timeout set.
+func IdleTimeout(t *testing.T, newModel func(*http.Client) llm.Model, idle time.Duration, first, keepAlive string) {
+	tests := []struct {
+		name    string
+		headers bool
+		bare    bool
+	}{
+		{"keep-alives after the start", true, false},
+		{"no response headers", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := pipeTransport{headers: tt.headers, serve: func(w io.Writer, done <-chan struct{}) {
+					if _, err := io.WriteString(w, first); err != nil {
+						return
+					}
+					tick := time.NewTicker(10 * time.Second)
+					defer tick.Stop()
+					for {
+						select {
+						case <-done:
+							return
+						case <-tick.C:
+							if _, err := io.WriteString(w, keepAlive); err != nil {
+								return
+							}
+						}
+					}
+				}}
+				m := newModel(&http.Client{Transport: tr})
+				start := time.Now()
+				r := Collect(t, m, context.Background(), &llm.Request{Messages: []llm.Message{llm.UserText("hi")}})
+				if took := time.Since(start); took != idle {
+					t.Errorf("gave up after %v, want %v", took, idle)
+				}
+				var pe *llm.ProviderError
+				if r.Bare != tt.bare || !errors.As(r.Err, &pe) || pe.Reason != llm.ReasonTimeout {
+					t.Fatalf("bare %v err %v", r.Bare, r.Err)
+				}
+				if !tt.bare && r.Msg.StopReason != llm.StopReasonError {
+					t.Errorf("stop %q", r.Msg.StopReason)
+				}
+			})
+		})
+	}
+}
+
+// ConnectionReuse checks that a finished stream hands its connection back:
+// three consecutive calls share one. The server answers body, flushing
+// before its end so the end comes in a later packet, as it does from a
+// real server that flushes each event.
+func ConnectionReuse(t *testing.T, newModel func(*httptest.Server) llm.Model, body string) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, body)
+		w.(http.Flusher).Flush()
+		time.Sleep(time.Millisecond)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	m := newModel(srv)
+	for i := 0; i < 3; i++ {
+		if r := Collect(t, m, context.Background(), &llm.Request{Messages: []llm.Message{llm.UserText("hi")}}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("3 calls used %d connections", n)
+	}
+}
