@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
@@ -13,14 +14,27 @@ import (
 // resolveModel turns --model (and --script, --base-url, --models) into a
 // ready model, what is known of it, and warnings to show.
 func resolveModel(ctx context.Context, env *cliEnv, f *runFlags, home string, thinking llm.ThinkingLevel, idle time.Duration) (*provider.Resolved, error) {
-	models := f.modelsFile
-	if models == "" {
-		models = filepath.Join(home, "models.json")
-		if !fileExists(models) {
-			models = ""
-		}
+	return resolveModelProfile(ctx, env, f, home, thinking, idle, "")
+}
+
+// modelsPath is the models file a run reads: --models, else
+// $AGENTLOOP_HOME/models.json when it exists.
+func modelsPath(f *runFlags, home string) string {
+	if f.modelsFile != "" {
+		return f.modelsFile
 	}
+	if p := filepath.Join(home, "models.json"); fileExists(p) {
+		return p
+	}
+	return ""
+}
+
+// resolveModelProfile is resolveModel on a chosen auth profile of the
+// models file ("" for the default key).
+func resolveModelProfile(ctx context.Context, env *cliEnv, f *runFlags, home string, thinking llm.ThinkingLevel, idle time.Duration, profile string) (*provider.Resolved, error) {
+	models := modelsPath(f, home)
 	r, err := provider.Resolve(ctx, f.model, &provider.Options{
+		Profile:     profile,
 		BaseURL:     f.baseURL,
 		ModelsFile:  models,
 		Thinking:    thinking,
@@ -64,4 +78,33 @@ func wireIdle(d time.Duration) time.Duration {
 		return runner.MaxTimerDuration
 	}
 	return d
+}
+
+// authProfiles lists the auth profiles a run may rotate through: the one the
+// resolved model uses first ("" for a key from the environment or the
+// models file), then the provider's other profiles in the file's order.
+func authProfiles(f *runFlags, home string, r *provider.Resolved) []string {
+	path := modelsPath(f, home)
+	if path == "" {
+		return nil
+	}
+	mf, err := llm.LoadModelsFile(path)
+	if err != nil {
+		return nil
+	}
+	pc := mf.Provider(r.Info.Provider)
+	if pc == nil || len(pc.Profiles) == 0 {
+		return nil
+	}
+	cur, _ := strings.CutPrefix(r.KeySource, "profile ")
+	if cur == r.KeySource {
+		cur = ""
+	}
+	out := []string{cur}
+	for _, p := range pc.Profiles {
+		if p.ID != cur {
+			out = append(out, p.ID)
+		}
+	}
+	return out
 }

@@ -198,6 +198,16 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		}
 		return r.Model, r.Info, nil
 	}
+	if profiles := authProfiles(f, home, resolved); len(profiles) > 1 {
+		p.AuthProfiles = profiles
+		p.UseProfile = func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error) {
+			r, err := resolveModelProfile(ctx, env, f, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain), profile)
+			if err != nil {
+				return nil, llm.ModelInfo{}, err
+			}
+			return r.Model, r.Info, nil
+		}
+	}
 	if f.noLoopGuard {
 		p.LoopGuard = &loopguard.Config{Disabled: true}
 	}

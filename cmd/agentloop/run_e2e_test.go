@@ -600,3 +600,21 @@ func TestE2EBudgets(t *testing.T) {
 		})
 	}
 }
+
+// Issue 10 (profiles): a key the server refuses moves the run to the next
+// auth profile of models.json.
+func TestE2EAuthProfileRotation(t *testing.T) {
+	base := mockLLM(t, "-rounds", "0", "-badkey", "sk-revoked")
+	home, ws := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(home, "models.json"), `{"providers": {"openai": {
+		"profiles": [{"id": "old", "apiKey": "sk-revoked"}, {"id": "new", "apiKey": "sk-fresh"}],
+		"models": [{"id": "mock-model", "contextWindow": 64000}]}}}`)
+	env, out, errb := cliEnvWith(home, nil)
+	code := execute(context.Background(), env, []string{"run", "--no-session", "--model", "openai/mock-model", "--base-url", base + "/v1", "--cwd", ws, "hi"})
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "switching to auth profile new") || !strings.Contains(out.String(), "done") {
+		t.Errorf("stdout %q, stderr:\n%s", out.String(), errb.String())
+	}
+}
