@@ -9,12 +9,14 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wiretest"
 )
 
 func TestStreamFixtures(t *testing.T) {
@@ -269,48 +271,9 @@ func TestHTTPErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, tt.status, tt.header, tt.body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if !r.Bare {
-				t.Fatalf("want one bare error, got events %s", typesString(r.Types))
-			}
-			var pe *llm.ProviderError
-			if !errors.As(r.Err, &pe) {
-				t.Fatalf("error %T %v is not a *llm.ProviderError", r.Err, r.Err)
-			}
-			if pe.Status != tt.status {
-				t.Errorf("status %d", pe.Status)
-			}
-			want := tt.reasons
-			if want == nil && tt.status != 200 {
-				// The wire passes the response to the classifier as it is:
-				// its verdict is the classifier's.
-				want = []llm.Reason{llm.Classify(tt.status, tt.body)}
-			}
-			if want != nil && !hasReason(want, pe.Reason) {
-				t.Errorf("reason %q, want one of %v", pe.Reason, want)
-			}
-			if pe.Reason == llm.ReasonUnknown {
-				t.Errorf("reason unknown")
-			}
-			if !strings.Contains(pe.Error(), tt.words) {
-				t.Errorf("error %q does not quote %q", pe.Error(), tt.words)
-			}
-			if pe.RetryAfter != tt.retry {
-				t.Errorf("retry after %v, want %v", pe.RetryAfter, tt.retry)
-			}
-			if strings.Contains(fmt.Sprintf("%v %+v", pe, *pe), testKey) {
-				t.Errorf("the API key leaked into the error")
-			}
+			wiretest.CheckHTTPError(t, r, wiretest.HTTPError{Status: tt.status, Reasons: tt.reasons, Body: tt.body, Words: tt.words, Retry: tt.retry, Key: testKey})
 		})
 	}
-}
-
-func hasReason(rs []llm.Reason, r llm.Reason) bool {
-	for _, x := range rs {
-		if x == r {
-			return true
-		}
-	}
-	return false
 }
 
 func TestStreamFailures(t *testing.T) {
@@ -345,10 +308,10 @@ func TestStreamFailures(t *testing.T) {
 			if !errors.As(r.Err, &pe) {
 				t.Fatalf("error %T %v is not a *llm.ProviderError", r.Err, r.Err)
 			}
-			if tt.reasons != nil && !hasReason(tt.reasons, pe.Reason) {
+			if tt.reasons != nil && !slices.Contains(tt.reasons, pe.Reason) {
 				t.Errorf("reason %q, want one of %v", pe.Reason, tt.reasons)
 			}
-			if pe.Reason == llm.ReasonUnknown && !hasReason(tt.reasons, llm.ReasonUnknown) {
+			if pe.Reason == llm.ReasonUnknown && !slices.Contains(tt.reasons, llm.ReasonUnknown) {
 				t.Errorf("reason unknown")
 			}
 			if !strings.Contains(pe.Error(), tt.words) {

@@ -11,10 +11,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -213,5 +215,136 @@ func ConnectionReuse(t *testing.T, newModel func(*httptest.Server) llm.Model, bo
 	}
 	if n := conns.Load(); n != 1 {
 		t.Fatalf("3 calls used %d connections", n)
+	}
+}
+
+// Replay is a transport that answers every request with the same event
+// stream, in memory, so benchmarks and fuzz targets measure decoding, not
+// TCP.
+type Replay string
+
+// RoundTrip implements http.RoundTripper.
+func (r Replay) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(strings.NewReader(string(r))), Request: req}, nil
+}
+
+// CheckStream runs one Stream of m and holds it to the event contract,
+// whatever the server sent: one bare error, or start first and exactly one
+// terminal event last, carrying the message (and the error); every block
+// event refers to a block that was started and not yet ended, and each
+// block ends at most once; partial and final tool arguments are valid
+// JSON.
+func CheckStream(t testing.TB, m llm.Model) {
+	t.Helper()
+	n, terminal := 0, 0
+	open := map[int]bool{} // content index → started and not ended
+	for ev, err := range m.Stream(context.Background(), &llm.Request{Messages: []llm.Message{llm.UserText("hi")}}) {
+		n++
+		if err != nil {
+			if n != 1 {
+				t.Fatalf("bare error after %d events", n-1)
+			}
+			continue
+		}
+		if n == 1 && ev.Type != llm.EventStart {
+			t.Fatalf("first event %s", ev.Type)
+		}
+		if terminal > 0 {
+			t.Fatalf("event %s after the terminal event", ev.Type)
+		}
+		switch ev.Type {
+		case llm.EventTextStart, llm.EventThinkingStart, llm.EventToolCallStart:
+			if _, seen := open[ev.ContentIndex]; seen {
+				t.Fatalf("%s for block %d, which was started before", ev.Type, ev.ContentIndex)
+			}
+			open[ev.ContentIndex] = true
+		case llm.EventTextDelta, llm.EventThinkingDelta, llm.EventToolCallDelta:
+			if !open[ev.ContentIndex] {
+				t.Fatalf("%s for block %d, which is not open", ev.Type, ev.ContentIndex)
+			}
+		case llm.EventTextEnd, llm.EventThinkingEnd, llm.EventToolCallEnd:
+			if !open[ev.ContentIndex] {
+				t.Fatalf("%s for block %d, which is not open", ev.Type, ev.ContentIndex)
+			}
+			open[ev.ContentIndex] = false
+			if ev.Block == nil {
+				t.Fatalf("%s without its block", ev.Type)
+			}
+			if ev.Type == llm.EventToolCallEnd && !json.Valid(ev.Block.Arguments) {
+				t.Fatalf("toolcall_end arguments %q", ev.Block.Arguments)
+			}
+		}
+		if ev.Type.Terminal() {
+			terminal++
+			if ev.Message == nil || (ev.Type == llm.EventError && ev.Err == nil) {
+				t.Fatalf("terminal event without message or error: %+v", ev)
+			}
+			for _, c := range ev.Message.ToolCalls() {
+				if !json.Valid(c.Arguments) {
+					t.Fatalf("final arguments %q", c.Arguments)
+				}
+			}
+		}
+		if ev.Type == llm.EventToolCallDelta && !json.Valid(ev.Partial.Content[ev.ContentIndex].Arguments) {
+			t.Fatalf("partial arguments %q", ev.Partial.Content[ev.ContentIndex].Arguments)
+		}
+	}
+	if n > 1 && terminal != 1 {
+		t.Fatalf("%d events, %d terminal", n, terminal)
+	}
+}
+
+// HTTPError is what a call refused with an HTTP error must report.
+type HTTPError struct {
+	Status int
+	// Reasons are the acceptable reasons; nil means what llm.Classify
+	// says of Status and Body (the wire hands the response to the
+	// classifier as it is), or, for a 200 with a body that is not a
+	// stream, any known reason.
+	Reasons []llm.Reason
+	Body    string
+	Words   string        // the error quotes them
+	Retry   time.Duration // the RetryAfter it carries
+	Key     string        // the API key, which it must not contain
+}
+
+// CheckHTTPError checks the result of a call the server refused: one bare
+// *llm.ProviderError with the status, a known reason, the provider's
+// words and retry hint, and no key.
+func CheckHTTPError(t testing.TB, r Result, want HTTPError) {
+	t.Helper()
+	if !r.Bare {
+		t.Fatalf("want one bare error, got events %s", Types(r.Types))
+	}
+	var pe *llm.ProviderError
+	if !errors.As(r.Err, &pe) {
+		t.Fatalf("error %T %v is not a *llm.ProviderError", r.Err, r.Err)
+	}
+	if pe.Status != want.Status {
+		t.Errorf("status %d, want %d", pe.Status, want.Status)
+	}
+	reasons := want.Reasons
+	if reasons == nil && want.Status != 200 {
+		reasons = []llm.Reason{llm.Classify(want.Status, want.Body)}
+	}
+	if reasons != nil && !slices.Contains(reasons, pe.Reason) {
+		t.Errorf("reason %q, want one of %v", pe.Reason, reasons)
+	}
+	if pe.Reason == llm.ReasonUnknown {
+		t.Errorf("reason unknown")
+	}
+	if !strings.Contains(pe.Error(), want.Words) {
+		t.Errorf("error %q does not quote %q", pe.Error(), want.Words)
+	}
+	if pe.RetryAfter != want.Retry {
+		t.Errorf("retry after %v, want %v", pe.RetryAfter, want.Retry)
+	}
+	if want.Key != "" && strings.Contains(fmt.Sprintf("%v %+v", pe, *pe), want.Key) {
+		t.Errorf("the API key leaked into the error")
 	}
 }
