@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -569,6 +570,46 @@ func TestWriteFailureBreaksTheSession(t *testing.T) {
 	if n := len(s.Transcript().Entries); n != 1 {
 		t.Errorf("failed appends were recorded in memory: %d entries", n)
 	}
+}
+
+// A write that lands but cannot be synced: the entry is in the file, so
+// it must be in the session too (Append returns its id with the error),
+// and the file is never written a second time.
+func TestSyncFailureAfterWrite(t *testing.T) {
+	ctx := context.Background()
+	st := &JSONLStore{Dir: t.TempDir(), Sync: SyncEveryEntry}
+	s, err := st.Create(ctx, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fs := s.(*FileSession)
+	r, w, err := os.Pipe() // writes land, fsync fails (EINVAL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fs.f = w
+	id, err := s.Append(ctx, MessageEntry(user("first")))
+	if err == nil || id == "" || !strings.Contains(err.Error(), "sync") {
+		t.Fatalf("append whose sync fails = %q, %v; want its id and a sync error", id, err)
+	}
+	if s.Leaf() != id || len(s.Transcript().Entries) != 1 {
+		t.Errorf("the written entry is not the session's leaf: leaf %q, %d entries", s.Leaf(), len(s.Transcript().Entries))
+	}
+	id2, err := s.Append(ctx, MessageEntry(asst(llm.Text("second"))))
+	if err == nil || id2 == "" {
+		t.Fatalf("second append = %q, %v", id2, err)
+	}
+	w.Close()
+	data, _ := io.ReadAll(r)
+	if n := strings.Count(string(data), `"type":"session"`); n != 1 {
+		t.Errorf("the header was written %d times:\n%s", n, data)
+	}
+	if !strings.Contains(string(data), `"parentId":"`+id+`"`) {
+		t.Errorf("the second entry does not follow the first:\n%s", data)
+	}
+	fs.f = nil // already closed
 }
 
 func TestContextEntryID(t *testing.T) {
