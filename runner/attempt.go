@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/compact"
@@ -32,6 +33,11 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 		window = llm.DefaultContextWindow
 	}
 	st := State{Window: window, Profiles: max(1, p.Profiles, len(p.AuthProfiles)), ProfilesLeft: pr.left()}
+	fallbacks := p.FallbackModels
+	if p.ResolveModel == nil {
+		fallbacks = nil
+	}
+	st.FallbacksLeft = len(fallbacks)
 	thinking := p.Options.Thinking
 	if thinking == "" {
 		thinking = llm.ThinkingOff
@@ -121,6 +127,23 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				}
 				s.notice(EventProfileRotation, Notice{Reason: d.Reason, Streamed: streamed,
 					Message: fmt.Sprintf("%s: switching to auth profile %s", reasonWords(llm.Reason(d.Reason)), orStr(name, "(default key)"))})
+			case ActionFallbackModel:
+				streamed := s.dropFailedTail(a)
+				spec := fallbacks[0]
+				fallbacks = fallbacks[1:]
+				st.FallbacksLeft = len(fallbacks)
+				prov, id, _ := strings.Cut(spec, "/")
+				m, info, err := p.ResolveModel(ctx, prov, id)
+				if err != nil {
+					s.warn(fmt.Sprintf("fallback model %s cannot be used: %v", spec, err))
+					continue // decide again: the next fallback, or the failure
+				}
+				s.model.setModel(m)
+				s.p.Info = info
+				st.Retries, st.ProfilesLeft = 0, 0 // a new model; its profiles are not known here
+				pr.names, pr.tried = nil, nil
+				s.notice(EventModelFallback, Notice{Reason: d.Reason, Streamed: streamed,
+					Message: fmt.Sprintf("%s; now on %s", d.Message, spec)})
 			case ActionThinkingFallback:
 				streamed := s.dropFailedTail(a)
 				attempted = append(attempted, d.Thinking)

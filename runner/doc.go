@@ -22,8 +22,11 @@
 //     function, applies the cascade: overflow → compaction (3 times) →
 //     one tool-result truncation → a user-facing error; a big timed-out
 //     prompt → compaction; a refused thinking level → a level the provider
-//     accepts; transient failures → retry with backoff honouring
-//     Retry-After; anything else → the classified reason's user message.
+//     accepts; refused credentials or a rate limit → the next auth profile
+//     (failing profiles rest 30 s, 60 s, then 5 minutes); transient failures
+//     → retry with backoff honouring Retry-After; a model that cannot serve
+//     the run → the next fallback model (never for an overflow); anything
+//     else → the classified reason's user message.
 //     Each decision is an event (retry, compaction_retry, ...);
 //   - stops cleanly at the run timeout (extended once during a compaction),
 //     a cost or token budget, a hook's halt, or the loop guard's breaker,

@@ -31,6 +31,9 @@ const (
 	// EventProfileRotation: the run switched to another auth profile;
 	// Reason is why, Message names the profile.
 	EventProfileRotation agent.EventType = "profile_rotation"
+	// EventModelFallback: the run switched to a fallback model (named in
+	// Message); Reason is why.
+	EventModelFallback agent.EventType = "model_fallback"
 	// EventThinkingFallback: the provider refused the thinking level; the
 	// call is retried at the level in Reason.
 	EventThinkingFallback agent.EventType = "thinking_fallback"

@@ -74,6 +74,8 @@ const (
 	ActionTruncate Action = "truncation_retry"
 	// ActionRotateProfile retries on the next auth profile.
 	ActionRotateProfile Action = "rotate_profile"
+	// ActionFallbackModel retries on the next fallback model.
+	ActionFallbackModel Action = "model_fallback"
 	// ActionThinkingFallback retries at the thinking level Decision.Thinking
 	// the provider will accept.
 	ActionThinkingFallback Action = "thinking_fallback"
@@ -114,6 +116,8 @@ type State struct {
 	Retries int
 	// ProfilesLeft counts the auth profiles not tried yet in this run.
 	ProfilesLeft int
+	// FallbacksLeft counts the fallback models not tried yet.
+	FallbacksLeft int
 }
 
 // RetryPolicy shapes the waits between transient retries. Zero values mean
@@ -186,8 +190,11 @@ type Decision struct {
 //     profile left: retry on the next profile;
 //  6. a transient failure (overloaded, server, network, timeout, rate limit
 //     with one profile): retry the same model after a backoff, Attempts
-//     times; a Retry-After beyond Max is not waited for: the run fails;
-//  7. anything else fails with the classified reason's user message.
+//     times; a Retry-After beyond Max is not waited for;
+//  7. when the model cannot serve the run (retries exhausted, credentials
+//     refused on every profile, model not found) and a fallback model is
+//     left: retry on it;
+//  8. anything else fails with the classified reason's user message.
 //
 // Decide is pure: the caller applies the decision and updates State.
 func Decide(o Outcome, s State, p RetryPolicy) Decision {
@@ -230,12 +237,22 @@ func Decide(o Outcome, s State, p RetryPolicy) Decision {
 				Message: fmt.Sprintf("%s: switching to the next auth profile", reasonWords(reason))}
 		}
 	}
+	fallback := func(why string) Decision {
+		return Decision{Action: ActionFallbackModel, Reason: string(reason),
+			Message: fmt.Sprintf("%s%s: switching to the next fallback model", reasonWords(reason), why)}
+	}
 	if reason.Transient() {
 		if s.Retries >= p.Attempts {
+			if s.FallbacksLeft > 0 {
+				return fallback(fmt.Sprintf(" after %d retries", s.Retries))
+			}
 			return Decision{Action: ActionFail, Reason: string(reason),
 				Message: fmt.Sprintf("%s (gave up after %d retries)", reason.UserMessage(), s.Retries)}
 		}
 		if o.RetryAfter > p.Max {
+			if s.FallbacksLeft > 0 {
+				return fallback(fmt.Sprintf(" for %s", roundSec(o.RetryAfter)))
+			}
 			return Decision{Action: ActionFail, Reason: string(reason),
 				Message: fmt.Sprintf("%s (the provider asked to wait %s, longer than the %s the run waits)", reason.UserMessage(), roundSec(o.RetryAfter), roundSec(p.Max))}
 		}
@@ -243,6 +260,12 @@ func Decide(o Outcome, s State, p RetryPolicy) Decision {
 		d := p.Backoff(n, o.RetryAfter)
 		return Decision{Action: ActionRetry, Reason: string(reason), Delay: d,
 			Message: fmt.Sprintf("%s: retrying in %s (%d/%d)", reasonWords(reason), roundSec(d), n, p.Attempts)}
+	}
+	switch reason {
+	case llm.ReasonAuth, llm.ReasonAuthPermanent, llm.ReasonBilling, llm.ReasonModelNotFound:
+		if s.FallbacksLeft > 0 {
+			return fallback("")
+		}
 	}
 	return Decision{Action: ActionFail, Reason: string(reason), Message: reason.UserMessage()}
 }
@@ -263,6 +286,8 @@ func reasonWords(r llm.Reason) string {
 		return "the credentials were refused"
 	case llm.ReasonBilling:
 		return "the account is out of credit"
+	case llm.ReasonModelNotFound:
+		return "the model was not found"
 	}
 	return strings.ReplaceAll(string(r), "_", " ")
 }

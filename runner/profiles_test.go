@@ -85,3 +85,29 @@ func TestCooldowns(t *testing.T) {
 		t.Error("a profile that worked still rests")
 	}
 }
+
+func TestModelFallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		busy := faux.New(refuse(llm.ReasonOverloaded, 529))
+		busy.Repeat = true
+		spare := faux.New(faux.Say("from the spare"))
+		ev := &events{}
+		res, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: busy, Info: llm.ModelInfo{Provider: "a", ID: "big"},
+			FallbackModels: []string{"b/missing", "b/spare"}, Retry: noJitter(), OnEvent: ev.add,
+			ResolveModel: func(_ context.Context, provider, id string) (llm.Model, llm.ModelInfo, error) {
+				if id == "missing" {
+					return nil, llm.ModelInfo{}, fmt.Errorf("unknown model %s/%s", provider, id)
+				}
+				return spare, llm.ModelInfo{Provider: provider, ID: id}, nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.OK() || res.Model != "b/spare" || busy.Calls() != 4 || spare.Calls() != 1 {
+			t.Fatalf("%+v; busy called %d times, spare %d", res, busy.Calls(), spare.Calls())
+		}
+		if len(ev.notices(EventModelFallback)) != 1 || len(ev.notices(EventWarning)) != 1 {
+			t.Errorf("events %v", ev.types())
+		}
+	})
+}

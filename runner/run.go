@@ -463,6 +463,9 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 
 func (s *run) finish(res Result) Result {
 	res.Usage = s.usage
+	if s.p.Info.ID != "" {
+		res.Model = s.p.Info.Provider + "/" + s.p.Info.ID
+	}
 	res.Attempts = s.iterations
 	res.Compactions += s.compactions
 	res.Messages = s.added

@@ -261,8 +261,13 @@ type Params struct {
 	Model llm.Model
 	Info  llm.ModelInfo
 	// ResolveModel, when set, resolves the model a before_model_resolve
-	// (or before_agent_start) hook asks for instead.
+	// (or before_agent_start) hook asks for instead, and the fallbacks.
 	ResolveModel func(ctx context.Context, provider, model string) (llm.Model, llm.ModelInfo, error)
+	// FallbackModels ("provider/id") are tried in order, through
+	// ResolveModel, when the model cannot serve the run: its retries are
+	// exhausted, its credentials are refused on every profile, or it does
+	// not exist. A context overflow never falls back.
+	FallbackModels []string
 	// Tools are the tools offered; MCP tools are added to a copy.
 	Tools        *tool.Registry
 	SystemPrompt string
@@ -335,6 +340,8 @@ type Result struct {
 	Attempts    int
 	Retries     int
 	Compactions int
+	// Model is the model that ran last, as provider/id.
+	Model string
 	// SessionID and SessionPath name the transcript ("" without one).
 	SessionID, SessionPath string
 	// Messages are the messages the run added, failed attempts excluded.

@@ -106,7 +106,7 @@ func (p *printer) event(ev agent.Event) {
 		p.endLine()
 		fmt.Fprintf(p.errw, "agentloop: hook %s: %v\n", ev.Hook, ev.Err)
 	case runner.EventRetry, runner.EventCompactionRetry, runner.EventOverflowRetry, runner.EventTruncationRetry,
-		runner.EventTimeoutCompaction, runner.EventThinkingFallback:
+		runner.EventTimeoutCompaction, runner.EventThinkingFallback, runner.EventProfileRotation, runner.EventModelFallback:
 		var n runner.Notice
 		_ = json.Unmarshal(ev.Data, &n)
 		if n.Streamed && !p.atLineStart {
@@ -222,7 +222,10 @@ func (p *printer) finish(res runner.Result) {
 	if res.Compactions > 0 {
 		line += fmt.Sprintf(", %d compactions", res.Compactions)
 	}
-	if p.info.ID != "" {
+	switch {
+	case res.Model != "":
+		line += " (" + res.Model + ")"
+	case p.info.ID != "":
 		line += " (" + p.info.Provider + "/" + p.info.ID + ")"
 	}
 	fmt.Fprintln(p.errw, line)

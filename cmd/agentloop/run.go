@@ -62,6 +62,7 @@ type runFlags struct {
 	idleTimeout time.Duration
 	retryBase   time.Duration
 	noLoopGuard bool
+	fallbacks   []string
 }
 
 func newRunCmd(env *cliEnv) *cobra.Command {
@@ -114,6 +115,7 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "stop the run once it has used more than this many tokens")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (default 10m, extended once while compacting)")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", -1, "fail a model call that sends nothing for this long (0: never; default 120s)")
+	fl.StringSliceVar(&f.fallbacks, "fallback-model", nil, "models (provider/id) to switch to when the model cannot serve the run (repeatable)")
 	fl.BoolVar(&f.noLoopGuard, "no-loop-detection", false, "do not warn about or block a tool call repeated over and over")
 	fl.DurationVar(&f.retryBase, "retry-base", 0, "first wait before retrying a transient failure (default 2s)")
 	_ = fl.MarkHidden("retry-base") // for tests against scripted servers
@@ -208,6 +210,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 			return r.Model, r.Info, nil
 		}
 	}
+	p.FallbackModels = f.fallbacks
 	if f.noLoopGuard {
 		p.LoopGuard = &loopguard.Config{Disabled: true}
 	}

@@ -618,3 +618,24 @@ func TestE2EAuthProfileRotation(t *testing.T) {
 		t.Errorf("stdout %q, stderr:\n%s", out.String(), errb.String())
 	}
 }
+
+// A model that stays overloaded through its retries hands the run to the
+// fallback model.
+func TestE2EModelFallback(t *testing.T) {
+	base := mockLLM(t, "-rounds", "0", "-failfirst", "100", "-failstatus", "529")
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "README.md"), "# Fallback works\n")
+	env, out, errb := cliEnvWith(t.TempDir(), map[string]string{"OPENAI_API_KEY": "sk-mock"})
+	code := execute(context.Background(), env, []string{"run", "--no-session", "--model", "openai/mock-model", "--base-url", base + "/v1",
+		"--retry-base", "1ms", "--fallback-model", "faux/demo", "--cwd", ws, "what is here?"})
+	errs := errb.String()
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(errs, "now on faux/demo") || !strings.Contains(errs, "(faux/") || !strings.Contains(out.String(), "Fallback works") {
+		t.Errorf("stdout %q, stderr:\n%s", out.String(), errs)
+	}
+	if st := mockStats(t, base); st["requests"] != 4 {
+		t.Errorf("%d requests to the overloaded model, want 1 + 3 retries", st["requests"])
+	}
+}
