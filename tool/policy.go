@@ -41,7 +41,7 @@ var profileTools = map[Profile][]string{
 //  2. Allow adds the registered tools it matches.
 //  3. Deny removes the tools it matches; deny beats allow.
 //  4. ReadOnly removes every tool that does not declare itself read-only
-//     with a ReadOnly() bool method returning true (--read-only). A tool
+//     (a ReadOnlyTool whose ReadOnly returns true; --read-only). A tool
 //     that says nothing is taken to change things.
 //
 // Tools, Allow and Deny entries are tool names or globs over them, where
@@ -144,8 +144,9 @@ func (p Policy) mark(set map[string]bool, names, patterns []string, what string)
 
 func isGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
 
-// declaresReadOnly reports whether t has a ReadOnly method returning true.
+// declaresReadOnly reports whether t is a ReadOnlyTool that says it only
+// reads.
 func declaresReadOnly(t Tool) bool {
-	ro, ok := t.(interface{ ReadOnly() bool })
+	ro, ok := t.(ReadOnlyTool)
 	return ok && ro.ReadOnly()
 }
