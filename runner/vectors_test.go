@@ -44,8 +44,9 @@ func loadVectors(t *testing.T, file string) []vector {
 // Functions of run_policy.json that belong to other rooms or to features the
 // runner does not have yet; each is skipped by name with the reason.
 var skipRunPolicy = map[string]string{
-	"resolveRunFailoverDecision":           "auth-profile rotation and model fallback are not in this runner yet (issue 10 covers retry on the same model)",
-	"mergeRetryFailoverReason":             "part of model fallback, not in this runner yet",
+	"resolveRunFailoverDecision": "our cascade is one pure Decide over an attempt's outcome, not OpenClaw's per-stage function; " +
+		"its rules (rotate a profile before falling back, fall back after rotation, surface what cannot be helped) are rows of TestDecide",
+	"mergeRetryFailoverReason": "the retry-limit result keeps the last failure itself; there is no separate merge step",
 	"normalizeQueueMode":                   "queue modes belong to the gateway's message queue",
 	"normalizeQueueDropPolicy":             "queue modes belong to the gateway's message queue",
 	"calculateMaxToolResultChars":          "package compact (its vectors adapter)",
