@@ -323,23 +323,29 @@ func (m *Model) assistantMessage(msg *llm.Message) (message, bool) {
 		}
 	}
 	for _, call := range calls {
-		args := string(call.Arguments)
-		if jsonpartial.IsInvalid(call.Arguments) {
-			// Send back what the model wrote, so it can see its mistake.
-			var raw string
-			if json.Unmarshal(call.Arguments, &raw) == nil {
-				args = raw
-			}
-		} else if len(bytes.TrimSpace(call.Arguments)) == 0 {
-			args = "{}"
-		}
 		am.ToolCalls = append(am.ToolCalls, toolCall{ID: wire.SanitizeID(call.ID, 40), Type: "function",
-			Function: functionCall{Name: call.Name, Arguments: args}})
+			Function: functionCall{Name: call.Name, Arguments: argumentText(call.Arguments)}})
 	}
 	if am.Content == nil && len(am.ToolCalls) == 0 {
 		return message{}, false
 	}
 	return am, true
+}
+
+// argumentText is a call's arguments as both OpenAI APIs replay them: the
+// JSON text, "{}" for none, and for arguments that did not parse the text
+// the model wrote, so it can see its mistake.
+func argumentText(args json.RawMessage) string {
+	if jsonpartial.IsInvalid(args) {
+		var raw string
+		if json.Unmarshal(args, &raw) == nil {
+			return raw
+		}
+	}
+	if len(bytes.TrimSpace(args)) == 0 {
+		return "{}"
+	}
+	return string(args)
 }
 
 func knownReasoningField(f string) bool {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/llm/jsonpartial"
 )
 
 // ResponsesModel streams replies from the OpenAI Responses API (POST
@@ -197,16 +196,7 @@ func (m *ResponsesModel) appendAssistant(msg *llm.Message, add func(any)) {
 			add(item)
 		case llm.ContentToolCall:
 			callID, itemID, _ := strings.Cut(c.ID, "|")
-			args := string(c.Arguments)
-			if jsonpartial.IsInvalid(c.Arguments) {
-				var raw string
-				if json.Unmarshal(c.Arguments, &raw) == nil {
-					args = raw
-				}
-			} else if len(bytes.TrimSpace(c.Arguments)) == 0 {
-				args = "{}"
-			}
-			item := map[string]any{"type": "function_call", "call_id": callID, "name": c.Name, "arguments": args}
+			item := map[string]any{"type": "function_call", "call_id": callID, "name": c.Name, "arguments": argumentText(c.Arguments)}
 			if same && strings.HasPrefix(itemID, "fc") {
 				item["id"] = itemID
 			}
