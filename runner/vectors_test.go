@@ -46,7 +46,7 @@ func loadVectors(t *testing.T, file string) []vector {
 var skipRunPolicy = map[string]string{
 	"resolveRunFailoverDecision": "our cascade is one pure Decide over an attempt's outcome, not OpenClaw's per-stage function; " +
 		"its rules (rotate a profile before falling back, fall back after rotation, surface what cannot be helped) are rows of TestDecide",
-	"mergeRetryFailoverReason": "the retry-limit result keeps the last failure itself; there is no separate merge step",
+	"mergeRetryFailoverReason":             "the retry-limit result keeps the last failure itself; there is no separate merge step",
 	"normalizeQueueMode":                   "queue modes belong to the gateway's message queue",
 	"normalizeQueueDropPolicy":             "queue modes belong to the gateway's message queue",
 	"calculateMaxToolResultChars":          "package compact (its vectors adapter)",
