@@ -103,6 +103,11 @@ func TestToolCallAfterEarlyEnd(t *testing.T) {
 		{"whitespace and repeats are ignored",
 			argsDelta(0, "call_1", "bash", `{"a":1}`) + argsDelta(0, "", "", " \n") + argsDelta(0, "call_1", "bash", "") + finish,
 			"start toolcall_start toolcall_delta toolcall_end done", `{"a":1}`, ""},
+		{"the whole arguments repeated in the last chunk are ignored",
+			argsDelta(0, "call_1", "bash", `{"a":`) + argsDelta(0, "", "", `1}`) +
+				chunkJSON(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_1", "function": map[string]any{"name": "bash", "arguments": `{"a":1}`}}}}, "tool_calls") +
+				"data: [DONE]\n\n",
+			"start toolcall_start toolcall_delta toolcall_delta toolcall_end done", `{"a":1}`, ""},
 		{"more arguments after the end fail the stream",
 			argsDelta(0, "call_1", "bash", `{"a":1}`) + argsDelta(0, "", "", `{"b":2}`) + finish,
 			"start toolcall_start toolcall_delta toolcall_end error", `{"a":1}`, `more arguments arrived for tool call "call_1"`},

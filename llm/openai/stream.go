@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"strings"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/internal/wire"
@@ -120,8 +121,9 @@ func (d *decoder) Ended() bool {
 // parses strictly (and its name is known): the call can start while the
 // model keeps talking, instead of waiting for the next call or
 // finish_reason. A complete object cannot be validly extended, so once a
-// call's block has ended, later fragments for it may only repeat its id
-// or name or carry whitespace (ignored); anything else is a protocol error
+// call's block has ended, later fragments for it may only repeat its id,
+// its name or its whole arguments (as some proxies do in the last chunk),
+// or carry whitespace (all ignored); anything else is a protocol error
 // that fails the stream, since the call may already be running with the
 // arguments it had.
 type decoder struct {
@@ -267,8 +269,8 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 				return nil
 			}
 		} else if !b.Open(ci) {
-			if isBlank(tc.Function.Arguments) {
-				continue // a repeat of the id or name, or whitespace
+			if a := tc.Function.Arguments; isBlank(a) || strings.TrimSpace(a) == string(b.Msg.Content[ci].Arguments) {
+				continue // a repeat of the id, the name or the whole arguments, or whitespace
 			}
 			return wire.Malformed(m.provider, m.cfg.Info.ID, fmt.Sprintf("more arguments arrived for tool call %q after its block had ended", b.Msg.Content[ci].ID), data)
 		}
