@@ -1,8 +1,9 @@
-// Package wiretest holds the test helpers the wire packages share: a
-// collector of a stream's events, a one-answer HTTP server, and the checks
-// every wire must pass the same way (the idle timeout on fake time,
-// connection reuse after a complete reply).
+// Package wiretest holds the test helpers the wire packages share: Collect
+// runs a stream and keeps what a test looks at, Serve answers with one
+// canned response, Replay does so in memory; and the checks every wire
+// must pass the same way: CheckStream (the event contract, for fuzz
+// targets), CheckHTTPError (a refused call's classified error), IdleTimeout
+// (on fake time) and ConnectionReuse.
 //
-// It is imported by tests only, and imports llm, net/http/httptest and
-// the standard library.
+// It is imported by tests only, and imports llm and the standard library.
 package wiretest
