@@ -306,3 +306,51 @@ func TestPathVariants(t *testing.T) {
 		t.Errorf("variant through a symlink out: %v", err)
 	}
 }
+
+// FuzzResolve checks confinement against the kernel: whatever path the
+// model gives, a path ResolveWrite accepts lies in the workspace, and the
+// part of it that exists has no symlink left in it (EvalSymlinks leaves it
+// as it is), so opening it cannot lead anywhere else.
+func FuzzResolve(f *testing.F) {
+	for _, p := range []string{"a.txt", "sub/../a.txt", "in/b.txt", "out/secret", "dangle", "sneak/x",
+		"../outside/secret", "in/../../outside", "loop/x", "chain/b.txt", "new/dir/f", "/etc/passwd", "~/x", "@in"} {
+		f.Add(p)
+	}
+	w, tmp := newTestWorkspace(f, nil)
+	ws := filepath.Join(tmp, "ws")
+	for name, target := range map[string]string{
+		"sneak": "missing/../out", "loop": "loop", "chain": "in/../in", "up": "..", "deep": "sub/../../ws/sub",
+	} {
+		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		real, err := w.ResolveWrite(p)
+		if err != nil {
+			return
+		}
+		if !within(w.Root(), real) {
+			t.Fatalf("ResolveWrite(%q) = %q, outside %s", p, real, w.Root())
+		}
+		// The deepest existing ancestor must already be a real path.
+		existing := real
+		for {
+			if _, err := os.Lstat(existing); err == nil {
+				break
+			}
+			parent := filepath.Dir(existing)
+			if parent == existing {
+				return
+			}
+			existing = parent
+		}
+		got, err := filepath.EvalSymlinks(existing)
+		if err != nil {
+			t.Fatalf("ResolveWrite(%q) = %q, but %q does not resolve: %v", p, real, existing, err)
+		}
+		if got != existing {
+			t.Fatalf("ResolveWrite(%q) = %q, but %q still leads to %q", p, real, existing, got)
+		}
+	})
+}
