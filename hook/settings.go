@@ -12,6 +12,9 @@ import (
 	"time"
 )
 
+// maxTimeout caps a command hook's timeout from a settings file.
+const maxTimeout = 24 * time.Hour
+
 // SettingsFile is the name of a settings file, under the agentloop home
 // (user settings) and under <workspace>/.agentloop (project settings).
 const SettingsFile = "settings.json"
@@ -176,7 +179,9 @@ func readSettings(opts LoadOptions) (*settingsSet, error) {
 					h := &ShellHook{Event: event, Matcher: m.Matcher, Command: c.Command, Source: path, Scope: scope,
 						Timeout: DefaultTimeout, Active: true}
 					if c.Timeout > 0 {
-						h.Timeout = time.Duration(c.Timeout * float64(time.Second))
+						// Beyond a day is a typo (or an overflow of Duration,
+						// which would make the hook time out at once).
+						h.Timeout = time.Duration(min(c.Timeout, maxTimeout.Seconds()) * float64(time.Second))
 					}
 					re, rerr := compileMatcher(m.Matcher)
 					h.re = re

@@ -180,6 +180,7 @@ func TestListDetails(t *testing.T) {
 			"PreToolUse": []any{map[string]any{"matcher": "Edit|Write", "hooks": []any{
 				map[string]any{"type": "command", "command": "fmt.sh", "timeout": 30},
 				map[string]any{"type": "prompt", "prompt": "is this safe?"},
+				map[string]any{"type": "command", "command": "slow.sh", "timeout": 1e12},
 			}}},
 			"Notification": []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "notify"}}}},
 			"PostToolUse":  []any{map[string]any{"matcher": "Bash(", "hooks": []any{map[string]any{"type": "command", "command": "x"}}}},
@@ -194,6 +195,7 @@ func TestListDetails(t *testing.T) {
 		{Event: "PreToolUse", Matcher: "Edit|Write", Command: "fmt.sh", Timeout: 30 * time.Second, Source: src, Scope: ScopeUser, Active: true},
 		{Event: "PreToolUse", Matcher: "Edit|Write", Timeout: DefaultTimeout, Source: src, Scope: ScopeUser,
 			Inactive: `hook type "prompt" is not supported; only "command" is`},
+		{Event: "PreToolUse", Matcher: "Edit|Write", Command: "slow.sh", Timeout: 24 * time.Hour, Source: src, Scope: ScopeUser, Active: true},
 		{Event: "PostToolUse", Matcher: "Bash(", Command: "x", Timeout: DefaultTimeout, Source: src, Scope: ScopeUser,
 			Inactive: "the matcher is not a valid regexp: error parsing regexp: missing closing ): `^(?:Bash()$`"},
 		{Event: "Notification", Command: "notify", Timeout: DefaultTimeout, Source: src, Scope: ScopeUser,
