@@ -10,6 +10,8 @@
 // Go programs register functions on a [Bus] with a [Spec] (name, priority,
 // timeout). Each point has a typed registration method (OnBeforeToolCall)
 // and a typed fire method (BeforeToolCall) that returns the merged answer.
+// A bus may be shared by many runs; a run that adds hooks of its own (its
+// session's command hooks) adds them to a [Bus.Derive]d copy.
 //
 // At a modifying point (before_tool_call, before_prompt_build, stop, ...)
 // hooks run one after another, highest priority first, and their answers
