@@ -38,12 +38,31 @@ type choice struct {
 }
 
 type toolCallDelta struct {
-	Index    *int   `json:"index"`
+	Index    index  `json:"index"`
 	ID       string `json:"id"`
 	Function struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+}
+
+// index is a tool call's optional index, decoded without allocating.
+type index struct {
+	n   int
+	set bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (x *index) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	n, err := strconv.Atoi(string(b))
+	if err != nil {
+		return fmt.Errorf("tool call index %s is not a whole number", b)
+	}
+	x.n, x.set = n, true
+	return nil
 }
 
 type usage struct {
@@ -140,10 +159,18 @@ type decoder struct {
 
 func (d *decoder) handle(ev *sse.Event) error {
 	m := d.m
-	// Reuse the choices' backing array, zeroed: the decoder merges into
-	// what is there.
+	// Reuse the backing arrays of the choices and of the first choice's
+	// tool calls, zeroed: the decoder merges into what is there.
 	choices := d.ch.Choices
+	var calls []toolCallDelta
+	if len(choices) > 0 {
+		calls = choices[0].Delta.ToolCalls
+		clear(calls[:cap(calls)])
+	}
 	clear(choices)
+	if len(choices) > 0 {
+		choices[0].Delta.ToolCalls = calls[:0]
+	}
 	d.ch = chunk{Choices: choices[:0]}
 	c := &d.ch
 	if err := d.json.Decode(ev.Data, c); err != nil {
@@ -194,7 +221,7 @@ func (d *decoder) whole(data []byte) {
 		ch.Delta.Reasoning = fc.Message.Reasoning
 		for i, tc := range fc.Message.ToolCalls {
 			idx := i
-			ch.Delta.ToolCalls = append(ch.Delta.ToolCalls, toolCallDelta{Index: &idx, ID: tc.ID})
+			ch.Delta.ToolCalls = append(ch.Delta.ToolCalls, toolCallDelta{Index: index{n: idx, set: true}, ID: tc.ID})
 			last := &ch.Delta.ToolCalls[len(ch.Delta.ToolCalls)-1]
 			last.Function.Name, last.Function.Arguments = tc.Function.Name, tc.Function.Arguments
 		}
@@ -243,8 +270,8 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 	for i := range delta.ToolCalls {
 		tc := &delta.ToolCalls[i]
 		idx := i
-		if tc.Index != nil {
-			idx = *tc.Index
+		if tc.Index.set {
+			idx = tc.Index.n
 		}
 		ci, known := d.calls[idx]
 		if known && tc.ID != "" && b.Msg.Content[ci].ID != "" && tc.ID != b.Msg.Content[ci].ID {
