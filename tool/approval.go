@@ -240,6 +240,10 @@ func (r *Registry) ReadOnly(call Call) bool {
 // refuses the call at once. A line typed while no question was waiting
 // (after a cancelled one, say) answers nothing: it is dropped, so a stale
 // "y" can never approve a later call.
+//
+// From the first question on, a goroutine reads in until it ends. Make one
+// LineAsker per input and share it between runs: a second one over the
+// same terminal would compete with the first for every line typed.
 func LineAsker(in io.Reader, out io.Writer) Asker {
 	type line struct {
 		text string
