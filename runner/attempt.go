@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/compact"
+	"github.com/agentloop/agentloop/failover"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/loopguard"
 	"github.com/agentloop/agentloop/session"
@@ -25,7 +26,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 	}
 	maxIter := p.MaxIterations
 	if maxIter <= 0 {
-		maxIter = MaxIterations(max(p.Profiles, len(p.AuthProfiles)))
+		maxIter = failover.MaxIterations(max(p.Profiles, len(p.AuthProfiles)))
 	}
 	pr := s.newProfiles(ctx)
 	window := p.Info.ContextWindow
@@ -86,7 +87,9 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 			}
 			o.PromptTokens = s.promptTokens(a)
 			if end.Err != nil {
-				o.ThinkingFallback = PickFallbackThinkingLevel(end.Err.Error(), attempted)
+				if l, ok := failover.PickFallbackThinkingLevel(end.Err.Error(), attempted); ok {
+					o.ThinkingFallback = l
+				}
 			}
 		}
 		for {

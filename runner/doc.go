@@ -40,6 +40,6 @@
 // a Notice in Data), so the CLI's --json output and a server's WebSocket
 // show one stream.
 //
-// runner imports agent, compact, hook, llm, loopguard, session, tool and
-// tool/mcp; nothing in agentloop imports it except the CLI and the gateway.
+// runner imports agent, auth, compact, failover, hook, llm, loopguard,
+// session, tool and tool/mcp; nothing in agentloop imports it except the CLI and the gateway.
 package runner

@@ -48,12 +48,6 @@ const OverflowUserMessage = "The conversation is too large for the model's conte
 // RetryLimitUserMessage is what a user reads when the run hit its iteration cap.
 const RetryLimitUserMessage = "The request failed after repeated internal retries. Try again, or start a new session."
 
-// MaxIterations is the iteration cap of a run with the given number of
-// auth profiles: min(160, max(32, 24 + 8 × max(1, profiles))).
-func MaxIterations(profiles int) int {
-	return min(160, max(32, 24+8*max(1, profiles)))
-}
-
 // Action is what the runner does after an attempt.
 type Action string
 
@@ -98,7 +92,7 @@ type Outcome struct {
 	Compacted bool
 	// PromptTokens is the prompt size of the attempt's last model call.
 	PromptTokens int
-	// ThinkingFallback is the level PickFallbackThinkingLevel found in the
+	// ThinkingFallback is the level failover.PickFallbackThinkingLevel found in the
 	// failure's message ("" when it is not a refused thinking level).
 	ThinkingFallback llm.ThinkingLevel
 	// Err is the attempt's error, for messages.

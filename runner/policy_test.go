@@ -86,11 +86,3 @@ func TestBackoff(t *testing.T) {
 		t.Errorf("a long Retry-After is capped: %s", got)
 	}
 }
-
-func TestMaxIterations(t *testing.T) {
-	for profiles, want := range map[int]int{0: 32, 1: 32, 2: 40, 5: 64, 17: 160, 100: 160} {
-		if got := MaxIterations(profiles); got != want {
-			t.Errorf("MaxIterations(%d) = %d, want %d", profiles, got, want)
-		}
-	}
-}
