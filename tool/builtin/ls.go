@@ -85,8 +85,9 @@ func (t *LsTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partia
 		name := e.Name()
 		isDir := e.IsDir()
 		if e.Type()&fs.ModeSymlink != 0 {
-			// A symlink to a directory lists as one; its target is not
-			// read, so a link out of the workspace reveals nothing.
+			// A symlink to a directory lists as one. For a link out of the
+			// workspace that tells only that its target is a directory;
+			// listing it is refused like any path outside.
 			if st, err := os.Stat(filepath.Join(real, name)); err == nil && st.IsDir() {
 				isDir = true
 			}
