@@ -15,7 +15,7 @@ import (
 // BenchmarkCall measures one tool call round trip through the manager, per
 // transport, against the in-process test server.
 func BenchmarkCall(b *testing.B) {
-	srv := newTestServer(false)
+	srv := newTestServer(false, nil)
 	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	defer ts.Close()
 	for _, bc := range []struct {

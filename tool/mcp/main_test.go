@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	case "":
 		goleak.VerifyTestMain(m)
 	case "stdio":
-		if err := newTestServer(true).Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		if err := newTestServer(true, nil).Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
 			os.Exit(1)
 		}
@@ -53,7 +53,10 @@ type addOut struct {
 
 // newTestServer is the server the tests talk to, in process over HTTP or
 // as this binary over stdio. canExit adds a tool that ends the process.
-func newTestServer(canExit bool) *sdk.Server {
+// Closing release ends calls of the hang tool that the server never heard
+// were cancelled (a client that closes at once may not get to say so), so
+// an in-process server can shut down.
+func newTestServer(canExit bool, release <-chan struct{}) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "test", Version: "1"}, nil)
 	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echo the text back."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
@@ -65,8 +68,12 @@ func newTestServer(canExit bool) *sdk.Server {
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "hang", Description: "Never answer."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
-			<-ctx.Done()
-			return nil, nil, ctx.Err()
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-release:
+				return nil, nil, errors.New("released")
+			}
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "fail", Description: "Fail."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
@@ -90,7 +97,8 @@ func newTestServer(canExit bool) *sdk.Server {
 // set, requests without "Authorization: Bearer <token>" are refused.
 func httpTestServer(t *testing.T, token string) *httptest.Server {
 	t.Helper()
-	srv := newTestServer(false)
+	release := make(chan struct{})
+	srv := newTestServer(false, release)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
@@ -100,6 +108,7 @@ func httpTestServer(t *testing.T, token string) *httptest.Server {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(release) }) // runs before ts.Close
 	return ts
 }
 
@@ -119,8 +128,10 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // sseTestServer serves newTestServer over the older SSE transport.
 func sseTestServer(t *testing.T) *httptest.Server {
 	t.Helper()
-	srv := newTestServer(false)
+	release := make(chan struct{})
+	srv := newTestServer(false, release)
 	ts := httptest.NewServer(sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(release) })
 	return ts
 }
