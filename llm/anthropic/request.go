@@ -140,6 +140,12 @@ func (m *Model) buildRequest(req *llm.Request) *request {
 		default:
 			r.ToolChoice = &toolChoice{Type: "tool", Name: c}
 		}
+		if r.Thinking != nil && r.ToolChoice != nil && r.ToolChoice.Type != "none" {
+			// The API refuses thinking while a tool is forced: the caller
+			// asked for the tool, so it wins.
+			r.Thinking = nil
+			r.Temperature = req.Options.Temperature
+		}
 	}
 	r.Messages = m.convertMessages(req.Messages)
 	// Cache breakpoint on the latest user turn.

@@ -21,7 +21,7 @@ func TestRequestBody(t *testing.T) {
 			{Name: "read", Description: "Read a file", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
 			{Name: "ls", Description: "List"},
 		},
-		Options: llm.Options{Thinking: llm.ThinkingLow, Temperature: &temp, ToolChoice: "required"},
+		Options: llm.Options{Thinking: llm.ThinkingLow, Temperature: &temp},
 		Messages: []llm.Message{
 			llm.UserText("look"),
 			{Role: llm.RoleAssistant, Provider: "anthropic", Model: "claude-test", API: "anthropic-messages", StopReason: llm.StopReasonToolUse,
@@ -65,7 +65,7 @@ func TestRequestBody(t *testing.T) {
 		{"thinking", js(body["thinking"]), `{"budget_tokens":2048,"type":"enabled"}`},
 		{"max_tokens (model cap)", js(body["max_tokens"]), `32000`},
 		{"no temperature with thinking", js(body["temperature"]), `null`},
-		{"tool_choice", js(body["tool_choice"]), `{"type":"any"}`},
+		{"no tool_choice", js(body["tool_choice"]), `null`},
 		{"last tool cached", js(body["tools"].([]any)[1]), `{"cache_control":{"type":"ephemeral"},"description":"List","input_schema":{"properties":{},"type":"object"},"name":"ls"}`},
 		{"first tool not cached", js(body["tools"].([]any)[0].(map[string]any)["cache_control"]), `null`},
 	}
@@ -123,6 +123,51 @@ func TestThinkingBudgetFitsModel(t *testing.T) {
 			}
 			if body.MaxTokens != tt.wantMax || budget != tt.budget {
 				t.Errorf("max_tokens %d budget %d, want %d %d", body.MaxTokens, budget, tt.wantMax, tt.budget)
+			}
+		})
+	}
+}
+
+// Tool choice maps to Anthropic's, and a forced tool turns thinking off
+// (the API refuses the two together); temperature then comes back.
+func TestToolChoiceAndThinking(t *testing.T) {
+	tests := []struct {
+		choice         string
+		want           string // tool_choice sent
+		thinking, temp bool
+	}{
+		{"", `null`, true, false},
+		{"auto", `null`, true, false},
+		{"none", `{"type":"none"}`, true, false},
+		{"required", `{"type":"any"}`, false, true},
+		{"any", `{"type":"any"}`, false, true},
+		{"read", `{"type":"tool","name":"read"}`, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.choice, func(t *testing.T) {
+			var c capture
+			srv := serve(t, 200, nil, fixture(t, "text.sse"), &c)
+			temp := 0.3
+			req := simpleRequest()
+			req.Tools = []llm.ToolSpec{{Name: "read"}}
+			req.Options = llm.Options{Thinking: llm.ThinkingMedium, Temperature: &temp, ToolChoice: tt.choice}
+			if r := collect(t, newModel(srv, 0), context.Background(), req); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			var body struct {
+				ToolChoice  json.RawMessage `json:"tool_choice"`
+				Thinking    json.RawMessage `json:"thinking"`
+				Temperature *float64        `json:"temperature"`
+			}
+			json.Unmarshal(c.Body, &body)
+			if got := string(body.ToolChoice); got != tt.want && !(got == "" && tt.want == "null") {
+				t.Errorf("tool_choice %s, want %s", got, tt.want)
+			}
+			if (len(body.Thinking) > 0) != tt.thinking || (body.Temperature != nil) != tt.temp {
+				t.Errorf("thinking %s, temperature %v", body.Thinking, body.Temperature)
+			}
+			if beta := c.Header.Get("Anthropic-Beta"); (beta != "") != tt.thinking {
+				t.Errorf("beta header %q with thinking %v", beta, tt.thinking)
 			}
 		})
 	}
