@@ -179,7 +179,10 @@ func (r *Registry) Run(ctx context.Context, call Call, update func(Partial)) (re
 	}()
 	out, err := t.Execute(ctx, call, update)
 	switch {
-	case err != nil && (errors.Is(err, context.Canceled) || ctx.Err() != nil && errors.Is(err, ctx.Err())):
+	case err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ctx.Err())):
+		// Only the call's own cancellation is an abort: a context.Canceled
+		// from inside the tool (a connection it lost) is a failure the
+		// model should read, not "the call was cancelled".
 		return AbortedResult(err)
 	case err != nil:
 		out.IsError = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -106,6 +107,13 @@ func TestRunFailures(t *testing.T) {
 	cancel()
 	if res := r.Execute(cctx, llm.ToolCall("4", "slow", nil), nil); !res.IsError || !strings.HasPrefix(res.Text(), "aborted") {
 		t.Errorf("aborted result = %+v", res)
+	}
+	inner := &Func{ToolName: "inner", Run: func(context.Context, Call, func(Partial)) (Result, error) {
+		return Result{}, fmt.Errorf("the MCP session ended: %w", context.Canceled)
+	}}
+	r2, _ := NewRegistry(inner)
+	if res := r2.Execute(ctx, llm.ToolCall("5", "inner", nil), nil); !res.IsError || !strings.Contains(res.Text(), "MCP session ended") {
+		t.Errorf("a tool's own cancellation error, with the call still live = %+v, want its text", res)
 	}
 	if _, err := NewRegistry(fail, fail); err == nil {
 		t.Error("duplicate tool names were accepted")
