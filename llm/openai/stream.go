@@ -378,7 +378,7 @@ func (d *decoder) done() {
 	m, b := d.m, d.b
 	reason := llm.StopReasonStop
 	switch d.finish {
-	case "length":
+	case "length", "max_tokens", "max_output_tokens": // the last two from proxies that pass other APIs' reasons through
 		reason = llm.StopReasonLength
 	case "tool_calls", "function_call":
 		reason = llm.StopReasonToolUse

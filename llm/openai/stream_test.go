@@ -104,6 +104,18 @@ func TestStreamFixtures(t *testing.T) {
 			},
 		},
 		{
+			name: "max_tokens from a proxy", fixture: "text.sse",
+			transform: func(s string) string {
+				return strings.Replace(s, `"finish_reason":"stop"`, `"finish_reason":"max_tokens"`, 1)
+			},
+			types: "start text_start text_delta text_delta text_end done",
+			check: func(t *testing.T, m *llm.Message) {
+				if m.StopReason != llm.StopReasonLength {
+					t.Errorf("stop %q", m.StopReason)
+				}
+			},
+		},
+		{
 			name: "length", fixture: "text.sse",
 			transform: func(s string) string {
 				return strings.Replace(s, `"finish_reason":"stop"`, `"finish_reason":"length"`, 1)
