@@ -106,7 +106,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				return res
 			case ActionFail:
 				if isCredentialFailure(o.Failure) {
-					pr.fail() // the next run starts on another profile
+					pr.fail(o.Failure) // the next run starts on another profile
 				}
 				res.Reason, res.Message = d.Reason, d.Message
 				res.StopReason = llm.StopReasonError
@@ -121,7 +121,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				return res
 			case ActionRotateProfile:
 				streamed := s.dropFailedTail(a)
-				pr.fail()
+				pr.fail(o.Failure)
 				name, err := pr.next(ctx)
 				st.ProfilesLeft = pr.left()
 				if err != nil {
@@ -344,7 +344,7 @@ func (s *run) newProfiles(ctx context.Context) *profiles {
 		return pr
 	}
 	pr.tried[0] = true
-	if s.p.UseProfile == nil || !s.r.cooldowns.resting(pr.key(0), s.clock.Now()) {
+	if s.p.UseProfile == nil || !pr.resting(0) {
 		return pr
 	}
 	if name, err := pr.next(ctx); err == nil {
@@ -370,28 +370,50 @@ func (pr *profiles) left() int {
 	return n
 }
 
-func (pr *profiles) fail() {
-	if len(pr.names) > 0 {
-		pr.s.r.cooldowns.fail(pr.key(pr.cur), pr.s.clock.Now())
+// resting reports whether profile i is cooling down (or disabled).
+func (pr *profiles) resting(i int) bool {
+	if st := pr.s.p.Auth; st != nil {
+		usable, err := st.Usable(pr.s.p.Info.Provider, pr.s.p.Info.ID, pr.names[i:i+1])
+		return err == nil && len(usable) == 0
 	}
+	return pr.s.r.cooldowns.resting(pr.key(i), pr.s.clock.Now())
 }
 
-func (pr *profiles) good() {
-	if len(pr.names) > 0 {
-		pr.s.r.cooldowns.good(pr.key(pr.cur))
+// fail records that the current profile failed for reason.
+func (pr *profiles) fail(reason llm.Reason) {
+	if len(pr.names) == 0 {
+		return
 	}
+	if st := pr.s.p.Auth; st != nil {
+		if _, err := st.MarkFailure(pr.s.p.Info.Provider, pr.names[pr.cur], pr.s.p.Info.ID, reason); err != nil {
+			pr.s.warn(fmt.Sprintf("could not record the failure of auth profile %s: %v", orStr(pr.names[pr.cur], "(default key)"), err))
+		}
+		return
+	}
+	pr.s.r.cooldowns.fail(pr.key(pr.cur), pr.s.clock.Now())
+}
+
+// good records that the current profile worked.
+func (pr *profiles) good() {
+	if len(pr.names) == 0 {
+		return
+	}
+	if st := pr.s.p.Auth; st != nil {
+		_ = st.MarkGood(pr.s.p.Info.Provider, pr.names[pr.cur], pr.s.p.Info.ID)
+		return
+	}
+	pr.s.r.cooldowns.good(pr.key(pr.cur))
 }
 
 // next switches to the next untried profile, preferring those not cooling
 // down, and returns its name.
 func (pr *profiles) next(ctx context.Context) (string, error) {
-	now := pr.s.clock.Now()
 	pick := -1
 	for i := range pr.names {
 		if pr.tried[i] {
 			continue
 		}
-		if !pr.s.r.cooldowns.resting(pr.key(i), now) {
+		if !pr.resting(i) {
 			pick = i
 			break
 		}

@@ -3,30 +3,16 @@ package runner
 import (
 	"sync"
 	"time"
+
+	"github.com/agentloop/agentloop/auth"
 )
 
-// Auth-profile cooldowns (reference §4.3).
-const (
-	// ProfileCooldownMax caps the cooldown of a failing profile.
-	ProfileCooldownMax = 5 * time.Minute
-	// ProfileFailureWindow is how long failures are remembered: a profile
-	// that failed longer ago than this starts counting again from one.
-	ProfileFailureWindow = 24 * time.Hour
-)
+// profileFailureWindow is how long failures are remembered in memory: a
+// profile that failed longer ago than this starts counting again from one.
+const profileFailureWindow = 24 * time.Hour
 
-// ProfileCooldown is how long a profile rests after its n-th failure in a
-// row: 30 s, then 60 s, then 5 minutes.
-func ProfileCooldown(failures int) time.Duration {
-	switch {
-	case failures <= 1:
-		return 30 * time.Second
-	case failures == 2:
-		return 60 * time.Second
-	}
-	return ProfileCooldownMax
-}
-
-// cooldowns remembers failing auth profiles across the runs of a Runner.
+// cooldowns remembers failing auth profiles across the runs of a Runner
+// that has no auth.Store (Params.Auth), with package auth's durations.
 type cooldowns struct {
 	mu sync.Mutex
 	m  map[string]*cooldown
@@ -55,12 +41,12 @@ func (c *cooldowns) fail(key string, now time.Time) time.Duration {
 		cd.last = now
 		return cd.until.Sub(now)
 	}
-	if now.Sub(cd.last) > ProfileFailureWindow {
+	if now.Sub(cd.last) > profileFailureWindow {
 		cd.failures = 0
 	}
 	cd.failures++
 	cd.last = now
-	d := ProfileCooldown(cd.failures)
+	d := auth.Cooldown(cd.failures)
 	cd.until = now.Add(d)
 	return d
 }

@@ -3,10 +3,12 @@ package runner
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/agentloop/agentloop/auth"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
 )
@@ -110,4 +112,43 @@ func TestModelFallback(t *testing.T) {
 			t.Errorf("events %v", ev.types())
 		}
 	})
+}
+
+// With an auth.Store the cooldowns outlive the Runner: another process
+// (here another Runner) starts on the profile that works.
+func TestProfileCooldownSharedThroughAuthStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), auth.StateFileName)
+	calls := map[string]int{}
+	run := func() Result {
+		store, err := auth.Open(&auth.Config{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		model := func(name string) llm.Model {
+			m := faux.New(faux.Func(func(context.Context, *llm.Request) faux.Step {
+				calls[name]++
+				if name == "a" {
+					return refuse(llm.ReasonAuth, 401)
+				}
+				return faux.Say("from " + name)
+			}))
+			m.Repeat = true
+			return m
+		}
+		res, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: model("a"), Info: llm.ModelInfo{Provider: "anthropic", ID: "m"},
+			AuthProfiles: []string{"a", "b"}, Auth: store,
+			UseProfile: func(_ context.Context, name string) (llm.Model, llm.ModelInfo, error) {
+				return model(name), llm.ModelInfo{Provider: "anthropic", ID: "m"}, nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := run(); !res.OK() || calls["a"] != 1 || calls["b"] != 1 {
+		t.Fatalf("first run %+v, calls %v", res, calls)
+	}
+	if res := run(); !res.OK() || calls["a"] != 1 || calls["b"] != 2 {
+		t.Fatalf("second runner: %+v, calls %v: the refused profile should rest", res, calls)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/auth"
 	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
@@ -303,10 +304,14 @@ type Params struct {
 	// them, the first being the one Model uses ("" names the ambient key).
 	// With UseProfile set, a failure of the credentials (auth, billing, a
 	// rate limit) switches to the next profile that is not cooling down,
-	// and a profile that failed rests for ProfileCooldown across the
-	// Runner's runs. UseProfile returns the model on another profile.
+	// and a profile that failed rests (auth.Cooldown). UseProfile returns
+	// the model on another profile.
 	AuthProfiles []string
 	UseProfile   func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error)
+	// Auth keeps the profiles' failures and cooldowns in the state file
+	// every process of the user shares (package auth); nil keeps them in
+	// the Runner's memory, for its own runs only.
+	Auth *auth.Store
 	// Profiles is the number of auth profiles when AuthProfiles is not
 	// given (the iteration cap grows with it); 0 means 1. MaxIterations
 	// overrides the cap.

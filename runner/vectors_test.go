@@ -43,8 +43,9 @@ func loadVectors(t *testing.T, file string) []vector {
 // Functions of run_policy.json that belong to other rooms or to features the
 // runner does not have yet; each is skipped by name with the reason.
 var skipRunPolicy = map[string]string{
-	"pickFallbackThinkingLevel":    "package failover (the runner calls its PickFallbackThinkingLevel)",
-	"resolveMaxRunRetryIterations": "package failover (the runner calls its MaxIterations)",
+	"pickFallbackThinkingLevel":      "package failover (the runner calls its PickFallbackThinkingLevel)",
+	"calculateAuthProfileCooldownMs": "package auth (the runner uses its Cooldown and Store)",
+	"resolveMaxRunRetryIterations":   "package failover (the runner calls its MaxIterations)",
 	"resolveRunFailoverDecision": "our cascade is one pure Decide over an attempt's outcome, not OpenClaw's per-stage function; " +
 		"its rules (rotate a profile before falling back, fall back after rotation, surface what cannot be helped) are rows of TestDecide",
 	"mergeRetryFailoverReason":             "the retry-limit result keeps the last failure itself; there is no separate merge step",
@@ -72,8 +73,6 @@ func TestRunPolicyVectors(t *testing.T) {
 			boolean := func(k string) bool { b, _ := in[k].(bool); return b }
 			var got any
 			switch v.Function {
-			case "calculateAuthProfileCooldownMs":
-				got = ProfileCooldown(int(in["errorCount"].(float64))).Milliseconds()
 			case "resolveGlobalLane":
 				got = ResolveGlobalLane(str("lane"))
 			case "resolveSessionLane":

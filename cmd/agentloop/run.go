@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/auth"
 	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
@@ -201,6 +202,13 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		return r.Model, r.Info, nil
 	}
 	if profiles := authProfiles(f, home, resolved); len(profiles) > 1 {
+		// Cooldowns live in $AGENTLOOP_HOME/auth-state.json, shared with
+		// every other agentloop process (and agentloop auth status).
+		store, err := auth.Open(&auth.Config{Path: filepath.Join(home, auth.StateFileName)})
+		if err != nil {
+			return err
+		}
+		p.Auth = store
 		p.AuthProfiles = profiles
 		p.UseProfile = func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error) {
 			r, err := resolveModelProfile(ctx, env, f, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain), profile)

@@ -616,11 +616,16 @@ func TestE2EAuthProfileRotation(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errb.String())
 	}
-	// A Runner remembers failing profiles: run again in this process, the
-	// test starts on the fresh key at once.
-	rotated := strings.Contains(errb.String(), "switching to auth profile new") || strings.Contains(errb.String(), "starting on new")
-	if !rotated || !strings.Contains(out.String(), "done") {
+	if !strings.Contains(errb.String(), "switching to auth profile new") || !strings.Contains(out.String(), "done") {
 		t.Errorf("stdout %q, stderr:\n%s", out.String(), errb.String())
+	}
+	// The failure is kept in $AGENTLOOP_HOME/auth-state.json: the next
+	// process starts on the working key without trying the revoked one.
+	before := mockStats(t, base)["requests"]
+	env, out, errb = cliEnvWith(home, nil)
+	code = execute(context.Background(), env, []string{"run", "--no-session", "--model", "openai/mock-model", "--base-url", base + "/v1", "--cwd", ws, "hi"})
+	if code != 0 || !strings.Contains(errb.String(), "starting on new") || mockStats(t, base)["requests"] != before+1 {
+		t.Errorf("second run: exit %d, stderr:\n%s", code, errb.String())
 	}
 }
 
