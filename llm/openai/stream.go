@@ -100,7 +100,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		if !b.Start() {
 			return
 		}
-		d := decoder{m: m, b: b, calls: map[int]int{}, ends: map[int]*jsonpartial.ObjectEnd{}, ids: map[string]bool{}, cur: -1}
+		d := decoder{m: m, b: b, calls: map[int]int{}, ends: map[int]*jsonpartial.ObjectEnd{}, ids: map[string]bool{}, sent: map[int]string{}, cur: -1}
 		if x.JSONBody != nil {
 			d.whole(x.JSONBody)
 			return
@@ -152,6 +152,7 @@ type decoder struct {
 	calls  map[int]int                    // tool_calls index → content index
 	ends   map[int]*jsonpartial.ObjectEnd // content index of an open call → its arguments' end
 	ids    map[string]bool                // the call ids of this message
+	sent   map[int]string                 // content index of a call → the id the server gave it
 	finish string
 	ch     chunk
 	json   wire.JSONReader
@@ -274,7 +275,7 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 			idx = tc.Index.n
 		}
 		ci, known := d.calls[idx]
-		if known && tc.ID != "" && b.Msg.Content[ci].ID != "" && tc.ID != b.Msg.Content[ci].ID {
+		if known && tc.ID != "" && d.sent[ci] != "" && tc.ID != d.sent[ci] {
 			known = false // a new id on the same index starts a new call
 		}
 		if !known {
@@ -291,6 +292,7 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 			ci, ok = b.Begin(llm.Content{Type: llm.ContentToolCall, ID: id, Name: tc.Function.Name, Arguments: json.RawMessage("{}")})
 			d.cur = ci
 			d.calls[idx] = ci
+			d.sent[ci] = tc.ID
 			d.ends[ci] = &jsonpartial.ObjectEnd{}
 			if !ok {
 				return nil

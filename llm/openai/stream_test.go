@@ -261,6 +261,33 @@ func TestToolCallIDsUnique(t *testing.T) {
 	}
 }
 
+// A server that repeats a call's id on every chunk, and gives two calls
+// the same id: the second call's id is replaced, and its repeated id on
+// later chunks still means that call. An id arriving late for a call that
+// had none does not start another call.
+func TestToolCallIDRepeated(t *testing.T) {
+	body := argsDelta(0, "call_0", "a", `{"x":`) + argsDelta(0, "call_0", "a", `1}`) +
+		argsDelta(1, "call_0", "b", `{"y":`) + argsDelta(1, "call_0", "b", `2}`) +
+		chunkJSON(map[string]any{"tool_calls": []any{map[string]any{"index": 2, "function": map[string]any{"name": "c", "arguments": `{"z":`}}}}, nil) +
+		argsDelta(2, "call_late", "c", `3}`) +
+		chunkJSON(map[string]any{}, "tool_calls") + "data: [DONE]\n\n"
+	srv := serve(t, 200, nil, body, nil)
+	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	var got []string
+	for _, c := range r.Msg.ToolCalls() {
+		got = append(got, c.Name+" "+string(c.Arguments))
+	}
+	if want := []string{`a {"x":1}`, `b {"y":2}`, `c {"z":3}`}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("calls %q, want %q", got, want)
+	}
+	if calls := r.Msg.ToolCalls(); calls[0].ID != "call_0" || calls[1].ID == "call_0" || calls[2].ID == calls[1].ID {
+		t.Errorf("ids %q %q %q", calls[0].ID, calls[1].ID, calls[2].ID)
+	}
+}
+
 func TestHTTPErrors(t *testing.T) {
 	tests := []struct {
 		name    string
