@@ -96,7 +96,8 @@ type server struct {
 	err     error
 	session *sdk.ClientSession
 	tools   []*Tool
-	tag     string // process tag of a stdio server
+	tag     string    // process tag of a stdio server
+	cmd     *exec.Cmd // a stdio server's command
 	stderr  *tailWriter
 	// The read end of a stdio server's stderr pipe, the write end (closed
 	// once the server has started), and the copier's end.
@@ -268,7 +269,7 @@ func (s *server) transport() (sdk.Transport, error) {
 		cmd.Stderr = pw
 		// Its own process group and a tag, so that Close can end what the
 		// server started (npx starts node, which may start more).
-		s.tag = proc.NewTag()
+		s.tag, s.cmd = proc.NewTag(), cmd
 		proc.Prepare(cmd, s.tag)
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: stopTimeout}, nil
 	case TransportHTTP:
@@ -358,12 +359,18 @@ func (s *server) markExited(err error) {
 	s.mu.Unlock()
 }
 
-// sweep ends whatever a stdio server left running.
+// sweep ends whatever a stdio server left running: processes carrying
+// its tag, and members of its process group (which also collects their
+// zombies once they were reparented here).
 func (s *server) sweep() {
 	if s.tag == "" {
 		return
 	}
-	proc.Reap(proc.Kill(proc.Target{Tag: s.tag}), 0, stopTimeout)
+	t := proc.Target{Tag: s.tag}
+	if s.cmd != nil && s.cmd.Process != nil {
+		t.Group = s.cmd.Process.Pid
+	}
+	proc.Reap(proc.Kill(t), t.Group, stopTimeout)
 }
 
 // errClosed is the cause of calls cancelled by Close.
