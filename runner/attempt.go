@@ -43,7 +43,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 	if thinking == "" {
 		thinking = llm.ThinkingOff
 	}
-	attempted := []llm.ThinkingLevel{thinking}
+	st.AttemptedThinking = []llm.ThinkingLevel{thinking}
 	first := true
 	var res Result
 	for {
@@ -87,9 +87,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 			}
 			o.PromptTokens = s.promptTokens(a)
 			if end.Err != nil {
-				if l, ok := failover.PickFallbackThinkingLevel(end.Err.Error(), attempted); ok {
-					o.ThinkingFallback = l
-				}
+				o.Message = end.Err.Error()
 			}
 		}
 		for {
@@ -105,7 +103,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				}
 				return res
 			case ActionFail:
-				if isCredentialFailure(o.Failure) {
+				if d.Mark {
 					pr.fail(o.Failure) // the next run starts on another profile
 				}
 				res.Reason, res.Message = d.Reason, d.Message
@@ -121,7 +119,15 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				return res
 			case ActionRotateProfile:
 				streamed := s.dropFailedTail(a)
-				pr.fail(o.Failure)
+				if d.Mark {
+					pr.fail(o.Failure)
+				}
+				switch o.Failure {
+				case llm.ReasonRateLimit:
+					st.RateLimitRotations++
+				case llm.ReasonOverloaded:
+					st.OverloadRotations++
+				}
 				name, err := pr.next(ctx)
 				st.ProfilesLeft = pr.left()
 				if err != nil {
@@ -149,7 +155,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 					Message: fmt.Sprintf("%s; now on %s", d.Message, spec)})
 			case ActionThinkingFallback:
 				streamed := s.dropFailedTail(a)
-				attempted = append(attempted, d.Thinking)
+				st.AttemptedThinking = append(st.AttemptedThinking, d.Thinking)
 				s.model.setLevel(d.Thinking)
 				s.notice(EventThinkingFallback, Notice{Reason: string(d.Thinking), Streamed: streamed, Message: d.Message})
 			case ActionRetry:
@@ -318,14 +324,6 @@ func (s *run) promptTokens(a *agent.Agent) int {
 		}
 	}
 	return compact.Estimate(compact.Prompt{System: s.p.SystemPrompt, Messages: msgs, UsageFrom: -1}).Tokens
-}
-
-func isCredentialFailure(r llm.Reason) bool {
-	switch r {
-	case llm.ReasonAuth, llm.ReasonAuthPermanent, llm.ReasonBilling, llm.ReasonRateLimit:
-		return true
-	}
-	return false
 }
 
 // profiles walks a run's auth profiles.

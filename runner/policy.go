@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentloop/agentloop/failover"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -92,9 +93,8 @@ type Outcome struct {
 	Compacted bool
 	// PromptTokens is the prompt size of the attempt's last model call.
 	PromptTokens int
-	// ThinkingFallback is the level failover.PickFallbackThinkingLevel found in the
-	// failure's message ("" when it is not a refused thinking level).
-	ThinkingFallback llm.ThinkingLevel
+	// Message is the failure's text, read for a refused thinking level.
+	Message string
 	// Err is the attempt's error, for messages.
 	Err error
 }
@@ -112,6 +112,12 @@ type State struct {
 	ProfilesLeft int
 	// FallbacksLeft counts the fallback models not tried yet.
 	FallbacksLeft int
+	// AttemptedThinking lists the thinking levels tried, the current one
+	// included.
+	AttemptedThinking []llm.ThinkingLevel
+	// RateLimitRotations and OverloadRotations count the profile
+	// rotations made for those reasons.
+	RateLimitRotations, OverloadRotations int
 }
 
 // RetryPolicy shapes the waits between transient retries. Zero values mean
@@ -166,10 +172,12 @@ type Decision struct {
 	Message string
 	// Thinking is the level to retry with, for ActionThinkingFallback.
 	Thinking llm.ThinkingLevel
+	// Mark says to record the failure against the current auth profile.
+	Mark bool
 }
 
 // Decide is the decision cascade after an attempt, in the reference order
-// for what the runner owns (first match wins):
+// (first match wins):
 //
 //  1. not a failure (stop, max_turns) or an abort: finish;
 //  2. a timeout with the last prompt over 65% of the window, fewer than 2
@@ -177,18 +185,13 @@ type Decision struct {
 //  3. a context overflow: retry without compacting when the attempt already
 //     compacted, else compact (up to 3 times in all), then shorten tool
 //     results once, then fail with OverflowUserMessage. An overflow never
-//     fails over;
-//  4. a refused thinking level (Outcome.ThinkingFallback): retry at the
-//     level the provider accepts;
-//  5. a failure of the credentials (auth, billing, rate limit) with an auth
-//     profile left: retry on the next profile;
-//  6. a transient failure (overloaded, server, network, timeout, rate limit
-//     with one profile): retry the same model after a backoff, Attempts
-//     times; a Retry-After beyond Max is not waited for;
-//  7. when the model cannot serve the run (retries exhausted, credentials
-//     refused on every profile, model not found) and a fallback model is
-//     left: retry on it;
-//  8. anything else fails with the classified reason's user message.
+//     rotates a profile or falls back to another model;
+//  4. everything else is package failover's cascade (failover.Next): the
+//     next auth profile for a failure of the credentials (a rate limit at
+//     once, a transient failure once its retries are used up), a thinking
+//     level the provider accepts, a same-model retry for a transient
+//     failure (after Backoff, honouring a Retry-After up to Max), the next
+//     fallback model, else the failure with its reason's user message.
 //
 // Decide is pure: the caller applies the decision and updates State.
 func Decide(o Outcome, s State, p RetryPolicy) Decision {
@@ -220,48 +223,45 @@ func Decide(o Outcome, s State, p RetryPolicy) Decision {
 		}
 		return Decision{Action: ActionFail, Reason: string(reason), Message: OverflowUserMessage}
 	}
-	if o.ThinkingFallback != "" {
-		return Decision{Action: ActionThinkingFallback, Reason: string(reason), Thinking: o.ThinkingFallback,
-			Message: fmt.Sprintf("the model refused the thinking level: retrying with thinking %s", o.ThinkingFallback)}
-	}
-	switch reason {
-	case llm.ReasonAuth, llm.ReasonAuthPermanent, llm.ReasonBilling, llm.ReasonRateLimit:
-		if s.ProfilesLeft > 0 {
-			return Decision{Action: ActionRotateProfile, Reason: string(reason),
-				Message: fmt.Sprintf("%s: switching to the next auth profile", reasonWords(reason))}
-		}
-	}
-	fallback := func(why string) Decision {
-		return Decision{Action: ActionFallbackModel, Reason: string(reason),
-			Message: fmt.Sprintf("%s%s: switching to the next fallback model", reasonWords(reason), why)}
-	}
-	if reason.Transient() {
-		if s.Retries >= p.Attempts {
-			if s.FallbacksLeft > 0 {
-				return fallback(fmt.Sprintf(" after %d retries", s.Retries))
-			}
-			return Decision{Action: ActionFail, Reason: string(reason),
-				Message: fmt.Sprintf("%s (gave up after %d retries)", reason.UserMessage(), s.Retries)}
-		}
-		if o.RetryAfter > p.Max {
-			if s.FallbacksLeft > 0 {
-				return fallback(fmt.Sprintf(" for %s", roundSec(o.RetryAfter)))
-			}
-			return Decision{Action: ActionFail, Reason: string(reason),
-				Message: fmt.Sprintf("%s (the provider asked to wait %s, longer than the %s the run waits)", reason.UserMessage(), roundSec(o.RetryAfter), roundSec(p.Max))}
-		}
+	// The rest is package failover's cascade (credential, thinking level,
+	// same-model retry, fallback model); the runner adds the waits.
+	plan := failover.Next(failover.Failure{Reason: reason, Message: o.Message, RetryAfter: o.RetryAfter}, failover.State{
+		ProfilesLeft: s.ProfilesLeft, RetriesExhausted: s.Retries >= p.Attempts, AttemptedThinking: s.AttemptedThinking,
+		FallbackConfigured: s.FallbacksLeft > 0, RateLimitRotations: s.RateLimitRotations, OverloadRotations: s.OverloadRotations,
+		MaxWait: p.Max,
+	})
+	d := Decision{Reason: string(reason), Mark: plan.Mark}
+	switch plan.Step {
+	case failover.StepRotateProfile:
+		d.Action = ActionRotateProfile
+		d.Message = fmt.Sprintf("%s: switching to the next auth profile", reasonWords(reason))
+	case failover.StepLowerThinking:
+		d.Action, d.Thinking = ActionThinkingFallback, plan.Thinking
+		d.Message = fmt.Sprintf("the model refused the thinking level: retrying with thinking %s", plan.Thinking)
+	case failover.StepRetry:
 		n := s.Retries + 1
-		d := p.Backoff(n, o.RetryAfter)
-		return Decision{Action: ActionRetry, Reason: string(reason), Delay: d,
-			Message: fmt.Sprintf("%s: retrying in %s (%d/%d)", reasonWords(reason), roundSec(d), n, p.Attempts)}
-	}
-	switch reason {
-	case llm.ReasonAuth, llm.ReasonAuthPermanent, llm.ReasonBilling, llm.ReasonModelNotFound:
-		if s.FallbacksLeft > 0 {
-			return fallback("")
+		d.Action, d.Delay = ActionRetry, p.Backoff(n, o.RetryAfter)
+		d.Message = fmt.Sprintf("%s: retrying in %s (%d/%d)", reasonWords(reason), roundSec(d.Delay), n, p.Attempts)
+	case failover.StepFallbackModel:
+		why := ""
+		switch {
+		case o.RetryAfter > p.Max:
+			why = " for " + roundSec(o.RetryAfter)
+		case reason.Transient() && s.Retries >= p.Attempts:
+			why = fmt.Sprintf(" after %d retries", s.Retries)
+		}
+		d.Action = ActionFallbackModel
+		d.Message = fmt.Sprintf("%s%s: switching to the next fallback model", reasonWords(reason), why)
+	default:
+		d.Action, d.Message = ActionFail, reason.UserMessage()
+		switch {
+		case o.RetryAfter > p.Max:
+			d.Message = fmt.Sprintf("%s (the provider asked to wait %s, longer than the %s the run waits)", reason.UserMessage(), roundSec(o.RetryAfter), roundSec(p.Max))
+		case reason.Transient() && s.Retries >= p.Attempts:
+			d.Message = fmt.Sprintf("%s (gave up after %d retries)", reason.UserMessage(), s.Retries)
 		}
 	}
-	return Decision{Action: ActionFail, Reason: string(reason), Message: reason.UserMessage()}
+	return d
 }
 
 func reasonWords(r llm.Reason) string {
