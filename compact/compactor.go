@@ -140,13 +140,13 @@ func (c *Compactor) Window() int { return c.cfg.Window }
 // Warning returns the small-window warning, or "".
 func (c *Compactor) Warning() string { return c.warning }
 
-// SummaryPrefix starts the text of a summary message.
-const SummaryPrefix = "[agentloop] Earlier conversation was compacted to save context. Summary of it:\n\n"
+// SummaryPrefix starts the text of a summary message; it is
+// llm.SummaryPrefix, shared with the session store.
+const SummaryPrefix = llm.SummaryPrefix
 
-// SummaryMessage is the user message that stands for compacted history.
-func SummaryMessage(summary string, ts int64) llm.Message {
-	return llm.Message{Role: llm.RoleUser, Content: []llm.Content{llm.Text(SummaryPrefix + summary)}, Timestamp: ts}
-}
+// SummaryMessage is the user message that stands for compacted history
+// (llm.SummaryMessage).
+func SummaryMessage(summary string, ts int64) llm.Message { return llm.SummaryMessage(summary, ts) }
 
 func (c *Compactor) emit(e Event) {
 	if c.cfg.OnEvent != nil {

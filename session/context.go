@@ -68,11 +68,11 @@ type Context struct {
 	LeafID string
 }
 
-// summaryPrefix and summarySuffix wrap a compaction summary into the user
-// message that stands for the compacted part of the conversation.
+// The compaction summary is wrapped as llm.SummaryMessage does, so a
+// reloaded session shows the model the text the compactor showed it.
 const (
-	summaryPrefix = "Earlier parts of this conversation were compacted into the summary below.\n\n<summary>\n"
-	summarySuffix = "\n</summary>"
+	summaryPrefix = llm.SummaryPrefix
+	summarySuffix = llm.SummarySuffix
 	branchPrefix  = "A branch of this conversation that was left was summarised as follows.\n\n<summary>\n"
 )
 
