@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,8 +16,8 @@ import (
 )
 
 // testServerEnv makes the test binary act as an MCP server instead of
-// running tests: "stdio" serves on stdin/stdout, "crash" writes to stderr
-// and exits at once.
+// running tests: "stdio" serves on stdin/stdout, "mute" never answers,
+// "crash" writes to stderr and exits at once.
 const testServerEnv = "AGENTLOOP_MCP_TEST_SERVER"
 
 func TestMain(m *testing.M) {
@@ -28,6 +29,10 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "test server:", err)
 			os.Exit(1)
 		}
+		os.Exit(0)
+	case "mute":
+		// Reads requests and never answers, not even initialize.
+		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	case "crash":
 		fmt.Fprintln(os.Stderr, "fatal: MCP_TEST_TOKEN is not set")

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -347,5 +348,29 @@ func TestCloseCancelsCallsInFlight(t *testing.T) {
 				t.Errorf("call after Close: %q, want an error result", res.Text())
 			}
 		})
+	}
+}
+
+func TestStartTimeout(t *testing.T) {
+	opts := quiet()
+	opts.StartTimeout = 300 * time.Millisecond
+	start := time.Now()
+	m, err := Start(context.Background(), Config{Servers: map[string]ServerConfig{"mute": stdioServer("mute"), "ok": stdioServer("stdio")}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if el := time.Since(start); el > 15*time.Second {
+		t.Errorf("Start took %v with a 300ms start timeout", el)
+	}
+	st := m.Status()
+	if st[0].Name != "mute" || st[0].State != StateFailed || st[0].Err == nil || !strings.Contains(st[0].Err.Error(), "no answer within 300ms") {
+		t.Errorf("mute server: %s, %v; want failed for want of an answer", st[0].State, st[0].Err)
+	}
+	if st[1].State != StateReady && !strings.Contains(fmt.Sprint(st[1].Err), "no answer") {
+		t.Errorf("the other server: %s, %v", st[1].State, st[1].Err)
+	}
+	if tagged, zombies := proc.Alive(m.servers[0].tag); len(tagged)+len(zombies) > 0 {
+		t.Errorf("the mute server was left running: %v %v", tagged, zombies)
 	}
 }
