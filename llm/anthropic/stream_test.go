@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -327,43 +325,12 @@ func TestStreamFailures(t *testing.T) {
 	}
 }
 
-// Cancelling the context mid-stream closes the body at once and keeps the
-// partial output with stop reason aborted.
 func TestAbortKeepsPartial(t *testing.T) {
-	handlerDone := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
-		defer close(handlerDone)
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\n"+
+	wiretest.AbortKeepsPartial(t, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) },
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\n"+
 			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"+
-			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Half a thou\"}}\n\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done() // the body never ends on its own
-	}))
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var last llm.Event
-	for ev, err := range newModel(srv, 0).Stream(ctx, simpleRequest()) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Type == llm.EventTextDelta {
-			cancel()
-		}
-		last = ev
-	}
-	if last.Type != llm.EventError || last.Message.StopReason != llm.StopReasonAborted {
-		t.Fatalf("last event %s stop %q", last.Type, last.Message.StopReason)
-	}
-	if !errors.Is(last.Err, context.Canceled) {
-		t.Fatalf("err %v does not wrap context.Canceled", last.Err)
-	}
-	if last.Message.Text() != "Half a thou" {
-		t.Fatalf("partial text %q", last.Message.Text())
-	}
-	<-handlerDone // the server saw the connection go
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Half a thou\"}}\n\n",
+		"Half a thou")
 }
 
 // A cancelled context before the call gives one bare error and no request.
@@ -377,25 +344,9 @@ func TestPreCancelled(t *testing.T) {
 	}
 }
 
-// Breaking out of the loop releases the connection.
 func TestConsumerBreak(t *testing.T) {
-	handlerDone := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
-		defer close(handlerDone)
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{}}}\n\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
-	for ev, err := range newModel(srv, 0).Stream(context.Background(), simpleRequest()) {
-		if err != nil || ev.Type != llm.EventStart {
-			t.Fatalf("%v %v", ev.Type, err)
-		}
-		break
-	}
-	<-handlerDone
+	wiretest.ConsumerBreak(t, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) },
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{}}}\n\n")
 }
 
 // A tool_use block without an id gets one, so its result can be paired;

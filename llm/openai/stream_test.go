@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -377,55 +375,13 @@ func TestStreamFailures(t *testing.T) {
 }
 
 func TestAbortKeepsPartial(t *testing.T) {
-	handlerDone := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
-		defer close(handlerDone)
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, chunkJSON(map[string]any{"role": "assistant", "content": "Half a thou"}, nil))
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var last llm.Event
-	for ev, err := range newModel(srv, 0).Stream(ctx, simpleRequest()) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Type == llm.EventTextDelta {
-			cancel()
-		}
-		last = ev
-	}
-	if last.Type != llm.EventError || last.Message.StopReason != llm.StopReasonAborted || !errors.Is(last.Err, context.Canceled) {
-		t.Fatalf("last event %s stop %q err %v", last.Type, last.Message.StopReason, last.Err)
-	}
-	if last.Message.Text() != "Half a thou" {
-		t.Fatalf("partial text %q", last.Message.Text())
-	}
-	<-handlerDone
+	wiretest.AbortKeepsPartial(t, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) },
+		chunkJSON(map[string]any{"role": "assistant", "content": "Half a thou"}, nil), "Half a thou")
 }
 
 func TestConsumerBreak(t *testing.T) {
-	handlerDone := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
-		defer close(handlerDone)
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, chunkJSON(map[string]any{"role": "assistant", "content": "x"}, nil))
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
-	for ev, err := range newModel(srv, 0).Stream(context.Background(), simpleRequest()) {
-		if err != nil || ev.Type != llm.EventStart {
-			t.Fatalf("%v %v", ev.Type, err)
-		}
-		break
-	}
-	<-handlerDone
+	wiretest.ConsumerBreak(t, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) },
+		chunkJSON(map[string]any{"role": "assistant", "content": "x"}, nil))
 }
 
 // A server that ignores "stream": true and answers with one JSON object

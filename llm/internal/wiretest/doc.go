@@ -3,7 +3,7 @@
 // canned response, Replay does so in memory; and the checks every wire
 // must pass the same way: CheckStream (the event contract, for fuzz
 // targets), CheckHTTPError (a refused call's classified error), IdleTimeout
-// (on fake time) and ConnectionReuse.
+// (on fake time), ConnectionReuse, AbortKeepsPartial and ConsumerBreak.
 //
 // It is imported by tests only, and imports llm and the standard library.
 package wiretest

@@ -341,3 +341,63 @@ func CheckHTTPError(t testing.TB, r Result, want HTTPError) {
 		t.Errorf("the API key leaked into the error")
 	}
 }
+
+// hold serves head, then holds the body open until the client goes away;
+// done is closed when the handler has seen it go.
+func hold(head string) (*httptest.Server, <-chan struct{}) {
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
+		defer close(done)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, head)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the body never ends on its own
+	}))
+	return srv, done
+}
+
+// AbortKeepsPartial checks that cancelling the context mid-stream ends it
+// with an error event (stop reason aborted, an error that is
+// context.Canceled) carrying the text so far, and closes the connection.
+// head is the start of a reply whose text is text, in one text delta.
+func AbortKeepsPartial(t *testing.T, newModel func(*httptest.Server) llm.Model, head, text string) {
+	srv, handlerDone := hold(head)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last llm.Event
+	for ev, err := range newModel(srv).Stream(ctx, &llm.Request{Messages: []llm.Message{llm.UserText("hi")}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == llm.EventTextDelta {
+			cancel()
+		}
+		last = ev
+	}
+	if last.Type != llm.EventError || last.Message.StopReason != llm.StopReasonAborted {
+		t.Fatalf("last event %s stop %q", last.Type, last.Message.StopReason)
+	}
+	if !errors.Is(last.Err, context.Canceled) {
+		t.Fatalf("err %v does not wrap context.Canceled", last.Err)
+	}
+	if last.Message.Text() != text {
+		t.Fatalf("partial text %q, want %q", last.Message.Text(), text)
+	}
+	<-handlerDone // the server saw the connection go
+}
+
+// ConsumerBreak checks that a consumer breaking out after the start event
+// closes the connection. head is the start of a reply.
+func ConsumerBreak(t *testing.T, newModel func(*httptest.Server) llm.Model, head string) {
+	srv, handlerDone := hold(head)
+	defer srv.Close()
+	for ev, err := range newModel(srv).Stream(context.Background(), &llm.Request{Messages: []llm.Message{llm.UserText("hi")}}) {
+		if err != nil || ev.Type != llm.EventStart {
+			t.Fatalf("%v %v", ev.Type, err)
+		}
+		break
+	}
+	<-handlerDone
+}
