@@ -8,7 +8,8 @@
 // by CompatFor or given in Config.
 //
 // The stream decoder accumulates tool calls keyed by their index (a new id on
-// an index starts a new call) and ends a call's block as soon as its
+// an index starts a new call; a missing or duplicate id is replaced by a
+// fresh one) and ends a call's block as soon as its
 // arguments are one complete object, so the call can start while the model
 // keeps talking; it keeps reasoning_content-style thinking, reads
 // the usage-only final chunk, and turns every failure into an
