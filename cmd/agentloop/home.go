@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -21,4 +24,24 @@ func agentloopHome(getenv func(string) string) (string, error) {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// settingsFallbacks reads the "fallbacks" list (provider/id model specs) of
+// $AGENTLOOP_HOME/settings.json, the file that also holds the user's hooks.
+func settingsFallbacks(home string) ([]string, error) {
+	path := filepath.Join(home, "settings.json")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s struct {
+		Fallbacks []string `json:"fallbacks"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("%s: %v (fix the JSON, or move the file away)", path, err)
+	}
+	return s.Fallbacks, nil
 }

@@ -116,7 +116,9 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "stop the run once it has used more than this many tokens")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (default 10m, extended once while compacting)")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", -1, "fail a model call that sends nothing for this long (0: never; default 120s)")
-	fl.StringSliceVar(&f.fallbacks, "fallback-model", nil, "models (provider/id) to switch to when the model cannot serve the run (repeatable)")
+	fl.StringSliceVar(&f.fallbacks, "fallback", nil, "models (provider/id, comma-separated) to switch to, in order, when the model cannot serve the run; default: \"fallbacks\" of $AGENTLOOP_HOME/settings.json")
+	fl.StringSliceVar(&f.fallbacks, "fallback-model", nil, "same as --fallback")
+	_ = fl.MarkHidden("fallback-model")
 	fl.BoolVar(&f.noLoopGuard, "no-loop-detection", false, "do not warn about or block a tool call repeated over and over")
 	fl.DurationVar(&f.retryBase, "retry-base", 0, "first wait before retrying a transient failure (default 2s)")
 	_ = fl.MarkHidden("retry-base") // for tests against scripted servers
@@ -219,6 +221,11 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		}
 	}
 	p.FallbackModels = f.fallbacks
+	if len(p.FallbackModels) == 0 {
+		if p.FallbackModels, err = settingsFallbacks(home); err != nil {
+			return err
+		}
+	}
 	if f.noLoopGuard {
 		p.LoopGuard = &loopguard.Config{Disabled: true}
 	}

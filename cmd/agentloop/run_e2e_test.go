@@ -637,7 +637,7 @@ func TestE2EModelFallback(t *testing.T) {
 	writeFile(t, filepath.Join(ws, "README.md"), "# Fallback works\n")
 	env, out, errb := cliEnvWith(t.TempDir(), map[string]string{"OPENAI_API_KEY": "sk-mock"})
 	code := execute(context.Background(), env, []string{"run", "--no-session", "--model", "openai/mock-model", "--base-url", base + "/v1",
-		"--retry-base", "1ms", "--fallback-model", "faux/demo", "--cwd", ws, "what is here?"})
+		"--retry-base", "1ms", "--fallback", "faux/demo", "--cwd", ws, "what is here?"})
 	errs := errb.String()
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs)
@@ -647,5 +647,32 @@ func TestE2EModelFallback(t *testing.T) {
 	}
 	if st := mockStats(t, base); st["requests"] != 4 {
 		t.Errorf("%d requests to the overloaded model, want 1 + 3 retries", st["requests"])
+	}
+}
+
+// With every key of the first provider refused, the fallbacks of
+// settings.json carry the run on a second provider (a second server).
+func TestE2EFallbackToSecondProvider(t *testing.T) {
+	dead := mockLLM(t, "-rounds", "1", "-badkey", "sk-dead")
+	live := mockLLM(t, "-rounds", "1")
+	home, ws := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(home, "models.json"), `{"providers":{
+		"first":{"baseUrl":"`+dead+`/v1","api":"openai-completions","apiKey":"sk-dead","models":[{"id":"m1"}]},
+		"second":{"baseUrl":"`+live+`/v1","api":"openai-completions","apiKey":"sk-live","models":[{"id":"m2"}]}}}`)
+	writeFile(t, filepath.Join(home, "settings.json"), `{"fallbacks":["second/m2"]}`)
+	env, out, errb := cliEnvWith(home, nil)
+	code := execute(context.Background(), env, []string{"run", "--no-session", "--model", "first/m1", "--retry-base", "1ms", "--cwd", ws, "hi"})
+	errs := errb.String()
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(errs, "second/m2") || !strings.Contains(out.String(), "done") {
+		t.Errorf("stdout %q, stderr:\n%s", out.String(), errs)
+	}
+	if n := mockStats(t, live)["requests"]; n < 2 {
+		t.Errorf("the second provider got %d requests, want the whole run (2)", n)
+	}
+	if n := mockStats(t, dead)["requests"]; n != 1 {
+		t.Errorf("the dead provider got %d requests, want 1 (a refused key is not retried)", n)
 	}
 }
