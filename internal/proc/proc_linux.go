@@ -344,6 +344,38 @@ func Reap(killed []Proc, except int, timeout time.Duration) []Proc {
 	}
 }
 
+// ReapOrphans collects the zombie children of this process that it never
+// started itself: orphans reparented to it as a subreaper, for instance
+// the background children of a hook whose group was killed. It returns how
+// many it collected. A child started by exec.Cmd is never touched: it is
+// either its own group's leader (Setpgid or Setsid) or in this process's
+// group, while such an orphan sits in some other process's group. Orphans
+// that made themselves group leaders cannot be told apart and are left.
+func ReapOrphans() int {
+	self := os.Getpid()
+	own := unix.Getpgrp()
+	kids, ok := childrenOf(self)
+	if !ok {
+		for pid, in := range scan() {
+			if in.ppid == self {
+				kids = append(kids, pid)
+			}
+		}
+	}
+	n := 0
+	for _, pid := range kids {
+		in, ok := readStat(pid)
+		if !ok || in.ppid != self || in.state != 'Z' || in.pgrp == pid || in.pgrp == own {
+			continue
+		}
+		var ws unix.WaitStatus
+		if got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); err == nil && got == pid {
+			n++
+		}
+	}
+	return n
+}
+
 // Alive returns the live (not zombie) processes anywhere on the machine
 // whose TagEnv equals tag, and this process's zombie children; a clean
 // sweep leaves both empty. It is meant for tests and diagnostics.

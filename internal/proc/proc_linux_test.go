@@ -2,7 +2,9 @@ package proc
 
 import (
 	"bufio"
+	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +119,41 @@ func TestKillGroupWithoutTag(t *testing.T) {
 		t.Fatalf("not reaped: %v", rest)
 	}
 	assertClean(t, tag)
+}
+
+func TestReapOrphans(t *testing.T) {
+	if err := EnableSubreaper(); err != nil {
+		t.Fatalf("subreaper: %v", err)
+	}
+	// As a hook does: a shell in its own group leaves a short-lived child,
+	// and nobody sweeps it. Once the shell is gone the child is this
+	// process's, and when it exits it is a zombie only ReapOrphans collects.
+	cmd := start(t, "sleep 0.05 >/dev/null 2>&1 & echo ready", "")
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	self := os.Getpid()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, zombies := Alive("")
+		var orphan bool
+		for _, z := range zombies {
+			if in, ok := readStat(z); ok && in.pgrp == cmd.Process.Pid && in.ppid == self {
+				orphan = true
+			}
+		}
+		if orphan {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the orphan never became a zombie child of this process")
+		}
+		runtime.Gosched()
+	}
+	if n := ReapOrphans(); n != 1 {
+		t.Errorf("ReapOrphans collected %d, want the one orphan", n)
+	}
+	if _, zombies := Alive(""); len(zombies) > 0 {
+		t.Errorf("zombie children left: %v", zombies)
+	}
 }

@@ -32,3 +32,6 @@ func Alive(tag string) (tagged, zombies []int) { return nil, nil }
 
 // Find cannot list processes on this system; it returns nil.
 func Find(t Target) []Proc { return nil }
+
+// ReapOrphans does nothing on this system.
+func ReapOrphans() int { return 0 }

@@ -40,3 +40,6 @@ func Alive(tag string) (tagged, zombies []int) { return nil, nil }
 
 // Find cannot list processes outside Linux; it returns nil.
 func Find(t Target) []Proc { return nil }
+
+// ReapOrphans does nothing outside Linux: there is no subreaper.
+func ReapOrphans() int { return 0 }

@@ -294,6 +294,9 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	all := append(killed, leftovers...)
 	killMu.Unlock()
 	proc.Reap(all, pid, bashReapTimeout)
+	// As the subreaper, this process also inherits the orphans of other
+	// children (hooks, MCP servers): collect those that died meanwhile.
+	proc.ReapOrphans()
 
 	drain := time.NewTimer(bashDrainTimeout)
 	select {

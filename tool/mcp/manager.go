@@ -371,6 +371,7 @@ func (s *server) sweep() {
 		t.Group = s.cmd.Process.Pid
 	}
 	proc.Reap(proc.Kill(t), t.Group, stopTimeout)
+	proc.ReapOrphans()
 }
 
 // errClosed is the cause of calls cancelled by Close.
