@@ -1,6 +1,8 @@
 package mcp
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,5 +137,17 @@ func TestLoad(t *testing.T) {
 	bad := write(filepath.Join(dir, "bad.json"), `{"mcpServers":[]}`)
 	if _, err := Load(LoadOptions{Files: []string{bad}}); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Errorf("error %v, want one naming %s", err, bad)
+	}
+}
+
+func TestServerStatusJSON(t *testing.T) {
+	st := ServerStatus{Name: "gh", Transport: TransportHTTP, State: StateFailed, Err: errors.New("start: 401"), Source: "/x/.mcp.json"}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"name":"gh","transport":"http","state":"failed","source":"/x/.mcp.json","error":"start: 401"}`
+	if string(b) != want {
+		t.Errorf("got %s\nwant %s", b, want)
 	}
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,17 +67,31 @@ const (
 	StateClosed State = "closed" // stopped by Close
 )
 
-// ServerStatus describes one server.
+// ServerStatus describes one server. It marshals to JSON with Err as its
+// text, for `agentloop mcp list --json` and the gateway.
 type ServerStatus struct {
-	Name      string
-	Transport string
-	State     State
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	State     State  `json:"state"`
 	// Err says why the server is failed or exited.
-	Err error
+	Err error `json:"-"`
 	// Tools are the names of its tools as the model sees them.
-	Tools []string
+	Tools []string `json:"tools,omitempty"`
 	// Source is the configuration file that defined the server.
-	Source string
+	Source string `json:"source,omitempty"`
+}
+
+// MarshalJSON renders the status with Err as an "error" string.
+func (s ServerStatus) MarshalJSON() ([]byte, error) {
+	type plain ServerStatus
+	var msg string
+	if s.Err != nil {
+		msg = s.Err.Error()
+	}
+	return json.Marshal(struct {
+		plain
+		Error string `json:"error,omitempty"`
+	}{plain(s), msg})
 }
 
 // Manager holds the running MCP servers of a run and their tools.
