@@ -487,3 +487,22 @@ func TestBashKeepBackground(t *testing.T) {
 	}
 	assertNoLeftovers(t, "sleep "+marker)
 }
+
+func TestBashSpillFailureIsReported(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := NewBash(BashOptions{Dir: t.TempDir(), SpillDir: notADir})
+	res, err := b.Execute(context.Background(), bashCall(t, "seq 1 30000", 0), func(tool.Partial) {})
+	if err != nil || res.IsError {
+		t.Fatalf("result %q, %v", res.Text()[:100], err)
+	}
+	if !strings.Contains(res.Text(), "the full output could not be saved: ") {
+		t.Errorf("notice %q does not say the spill file failed", res.Text()[len(res.Text())-200:])
+	}
+	if d := bashDetails(t, res); !d.Truncated || d.FullOutputPath != "" {
+		t.Errorf("details %+v, want truncated without a path", d)
+	}
+}
