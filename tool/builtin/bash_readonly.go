@@ -6,16 +6,20 @@ import (
 )
 
 // IsReadOnlyCommand reports whether a shell command is read-only by a
-// conservative check, so that it may run beside other tool calls. It is
-// true only for a list of simple commands (joined by ;, &&, ||, | or
-// newlines) each of which is a known read-only program used without its
-// writing options (ls, cat, head, tail, wc, grep, rg, find without -exec or
-// -delete, git status/log/diff/show, echo, pwd, sleep, sed without -i, ...)
-// and no redirection to a file other than /dev/null. Command substitution,
-// process substitution, here-documents, subshells, functions and
-// assignments to variables that steer programs (PATH, LD_PRELOAD, ...)
-// make it false. When unsure it says false: a false negative only costs
-// parallelism.
+// conservative check: such a call may run beside other tool calls, and
+// approvals may treat it as read-only. It is true only for a list of
+// simple commands (joined by ;, &&, ||, | or newlines) each of which is a
+// known read-only program used without its writing options (ls, cat,
+// head, tail, wc, grep, rg, find without -exec or -delete, git
+// status/log/diff/show, echo, pwd, sleep, sed without -i, ...), with no
+// redirection to a file other than /dev/null, /dev/stdout or /dev/stderr.
+// Command substitution, process substitution, here-documents, subshells,
+// functions and assignments to variables that steer programs (PATH,
+// LD_PRELOAD, ...) make it false. When unsure it says false.
+//
+// It judges the command line, not the repository: git itself may run
+// programs a repository's own configuration names (an fsmonitor, a diff
+// driver), so in an untrusted checkout the sandbox is the real boundary.
 func IsReadOnlyCommand(command string) bool {
 	cmds, ok := shellParse(command)
 	if !ok || len(cmds) == 0 {
@@ -203,7 +207,7 @@ func shellParse(command string) ([][]shellWord, bool) {
 }
 
 // shellRedirectAllowed decides one redirection: reading a file, duplicating
-// a descriptor, or writing to /dev/null.
+// a descriptor, or writing to /dev/null, /dev/stdout or /dev/stderr.
 func shellRedirectAllowed(op string, target shellWord) bool {
 	switch op {
 	case "<", "<<<":
@@ -211,7 +215,11 @@ func shellRedirectAllowed(op string, target shellWord) bool {
 	case ">&", "<&":
 		return !target.expands && (target.text == "-" || shellAllDigits(target.text))
 	case ">", ">>", ">|", "&>", "&>>":
-		return !target.expands && target.text == "/dev/null"
+		switch target.text {
+		case "/dev/null", "/dev/stdout", "/dev/stderr":
+			return !target.expands
+		}
+		return false
 	}
 	return false // <<, <>, <(, >( and anything unusual
 }
