@@ -26,7 +26,11 @@
 // (llm/google). Built-in OpenAI models use Chat Completions; a models file
 // entry may choose the Responses API.
 //
+// Every wire model comes wrapped in the stream middleware of llm/wrap, with
+// the layers wrap.For gives its provider; a models file may override them
+// per provider or model with "compat": {"wrap": {"promote": true, ...}}.
+//
 // provider sits above the wire packages (llm/anthropic, llm/openai,
-// llm/google) and llm/faux, and imports only them and llm. The CLI and the
-// runner import it.
+// llm/google), llm/wrap and llm/faux, and imports only them and llm. The
+// CLI and the runner import it.
 package provider

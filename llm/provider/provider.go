@@ -17,6 +17,7 @@ import (
 	"github.com/agentloop/agentloop/llm/faux"
 	"github.com/agentloop/agentloop/llm/google"
 	"github.com/agentloop/agentloop/llm/openai"
+	"github.com/agentloop/agentloop/llm/wrap"
 )
 
 // DefaultOrder is the order in which providers are tried when no model is
@@ -347,8 +348,35 @@ func (r *resolver) resolve(ctx context.Context, provider, id string) (*Resolved,
 	case llm.APIGoogleGenerativeAI:
 		res.Model = newGoogle(google.Config{Info: info, APIKey: key, BaseURL: base, HTTPClient: r.o.HTTPClient, IdleTimeout: r.o.IdleTimeout, Headers: headers})
 	}
+	wc, err := wrapConfig(provider, info.API, compat)
+	if err != nil {
+		return nil, fmt.Errorf("%s: provider %q: compat.wrap: %v", r.modelsFileName(), provider, err)
+	}
+	res.Model = wrap.Wrap(res.Model, wc)
 	res.Info = info
 	return res, nil
+}
+
+// wrapConfig is the stream middleware of a provider: wrap.For's record,
+// overridden field by field by a "wrap" object in the models file's compat
+// layers, e.g. "compat": {"wrap": {"promote": true}} for a local model that
+// writes its tool calls as text.
+func wrapConfig(provider string, api llm.API, compat []json.RawMessage) (wrap.Config, error) {
+	wc := wrap.For(provider, api)
+	for _, layer := range compat {
+		var c struct {
+			Wrap json.RawMessage `json:"wrap"`
+		}
+		if err := json.Unmarshal(layer, &c); err != nil {
+			return wc, err
+		}
+		if len(c.Wrap) > 0 {
+			if err := json.Unmarshal(c.Wrap, &wc); err != nil {
+				return wc, err
+			}
+		}
+	}
+	return wc, nil
 }
 
 func withHeader(h map[string]string, k, v string) map[string]string {
