@@ -161,3 +161,29 @@ func TestRunCutOffReplyCounts(t *testing.T) {
 		t.Errorf("usage %+v, messages %d: the withdrawn reply must count and not be kept", res.Usage, len(res.Messages))
 	}
 }
+
+// A bus the caller shares between runs is never changed by them: each run's
+// RegisterHooks goes on a bus derived from it, so hooks do not pile up and
+// fire once per run, while the shared bus's own hooks fire in every run.
+func TestRunSharedBusDoesNotCollectHooks(t *testing.T) {
+	shared := hook.New(nil)
+	sharedCalls := 0
+	shared.OnLLMOutput(hook.Spec{Name: "shared"}, func(context.Context, hook.LLMOutputEvent) error { sharedCalls++; return nil })
+	r := New(nil)
+	for i := range 3 {
+		runCalls := 0
+		m := faux.New(faux.Say("hi"))
+		res, err := r.Run(t.Context(), Params{Prompt: "hello", Model: m, Bus: shared, RegisterHooks: func(b *hook.Bus) {
+			b.OnLLMOutput(hook.Spec{Name: "per-run"}, func(context.Context, hook.LLMOutputEvent) error { runCalls++; return nil })
+		}})
+		if err != nil || !res.OK() {
+			t.Fatal(err, res)
+		}
+		if runCalls != 1 || sharedCalls != i+1 {
+			t.Errorf("run %d: its own hook fired %d times, the shared one %d times in all", i, runCalls, sharedCalls)
+		}
+		if n := shared.Len(hook.LLMOutput); n != 1 {
+			t.Fatalf("run %d: the shared bus holds %d llm_output hooks, want its own 1", i, n)
+		}
+	}
+}

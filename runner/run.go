@@ -227,8 +227,14 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		}
 	}
 	if p.RegisterHooks != nil {
-		if bus == nil {
+		switch {
+		case bus == nil:
 			bus = hook.New(&hook.Options{Report: s.reportHook})
+		case bus == p.Bus:
+			// The caller's bus may serve many runs: this run's Go hooks go
+			// on a bus derived from it, or every run would add its own to
+			// the shared one and they would pile up.
+			bus = bus.Derive()
 		}
 		p.RegisterHooks(bus)
 	}

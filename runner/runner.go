@@ -281,9 +281,10 @@ type Params struct {
 	// Hooks loads command hooks once the session is known (SessionID,
 	// TranscriptPath and BusOptions.Report are filled in, so hook notices
 	// become events of the run). RegisterHooks then adds Go hooks to the
-	// run's bus. Bus, instead, is a bus the caller made (with Hooks set,
-	// command hooks are loaded onto it); its notices go where its own
-	// Options.Report sends them.
+	// run's bus. Bus is a bus the caller made, which may be shared by many
+	// runs: it is never changed, since command hooks and RegisterHooks go
+	// on a bus derived from it for this run (hook.Bus.Derive), and the
+	// notices of its hooks go where its own Options.Report sends them.
 	Hooks         *hook.LoadOptions
 	RegisterHooks func(*hook.Bus)
 	Bus           *hook.Bus
