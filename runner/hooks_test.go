@@ -187,3 +187,41 @@ func TestRunSharedBusDoesNotCollectHooks(t *testing.T) {
 		}
 	}
 }
+
+// before_agent_finalize hears of every end of the run exactly once: while
+// the Stop seam runs (it asks the finalize hooks itself) and after the stop
+// continuations are spent, when the agent no longer calls Stop.
+func TestRunFinalizeAskedOnceAtEveryEnd(t *testing.T) {
+	tests := []struct {
+		name       string
+		stopBlocks int // how often the stop hook keeps the run going
+		calls      int
+	}{
+		{"no stop hook", 0, 1},
+		{"stop hook blocks once", 1, 2},
+		{"stop continuations spent", agent.DefaultMaxStopContinuations + 2, agent.DefaultMaxStopContinuations + 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := faux.New(faux.Say("answer"))
+			m.Repeat = true
+			finals, stops := 0, 0
+			res, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m, RegisterHooks: func(b *hook.Bus) {
+				b.OnStop(hook.Spec{Name: "stop"}, func(context.Context, hook.StopInput) (hook.StopOutput, error) {
+					stops++
+					return hook.StopOutput{Continue: stops <= tc.stopBlocks, Reason: "keep going"}, nil
+				})
+				b.OnBeforeAgentFinalize(hook.Spec{Name: "final"}, func(context.Context, hook.BeforeAgentFinalizeInput) (hook.BeforeAgentFinalizeOutput, error) {
+					finals++
+					return hook.BeforeAgentFinalizeOutput{Action: hook.FinalizeAccept}, nil
+				})
+			}})
+			if err != nil || !res.OK() {
+				t.Fatal(err, res)
+			}
+			if m.Calls() != tc.calls || finals != 1 {
+				t.Errorf("%d model calls (want %d); before_agent_finalize asked %d times, want once", m.Calls(), tc.calls, finals)
+			}
+		})
+	}
+}

@@ -426,7 +426,8 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		sm := bus.Seams(hook.SeamsOptions{Approval: p.Approval, Registry: reg, SessionID: sessionID,
 			Halt: func(reason string) { cancel(&HaltError{Reason: reason}) }})
 		hooks = agent.Hooks{Approve: sm.Approve, BeforeToolCall: sm.BeforeToolCall, AfterToolCall: sm.AfterToolCall,
-			ToolResultPersist: sm.ToolResultPersist, LLMInput: sm.LLMInput, LLMOutput: sm.LLMOutput, Stop: sm.Stop, AgentEnd: sm.AgentEnd}
+			ToolResultPersist: sm.ToolResultPersist, LLMInput: sm.LLMInput, LLMOutput: sm.LLMOutput, AgentEnd: sm.AgentEnd}
+		hooks.Stop, hooks.BeforeFinalize = finalizeOnce(bus, sm.Stop)
 	} else if p.Approval != nil {
 		hooks.Approve = p.Approval.Approve
 	}
@@ -558,6 +559,46 @@ func (s *run) bindLoopGuard(h *agent.Hooks) {
 		}
 		return g.ToolResultPersist(ctx, call, res)
 	}
+}
+
+// finalizeRevisionNudge is the instruction of a before_agent_finalize hook
+// that asks for a revision without saying what to change.
+const finalizeRevisionNudge = "A before_agent_finalize hook asked you to revise your answer before it is final."
+
+// finalizeOnce binds before_agent_finalize so that it fires exactly once
+// each time the run is about to end. The bus's Stop seam asks it already
+// when no stop hook keeps the run going; but once the agent's stop
+// continuations are spent it no longer calls Stop, and the finalize hooks
+// would never hear of the real end. BeforeFinalize asks them then, and
+// only then: when the Stop seam just ran and let the run end, they have
+// already answered.
+func finalizeOnce(bus *hook.Bus, stop func(context.Context, llm.Message) (bool, []llm.Message)) (
+	func(context.Context, llm.Message) (bool, []llm.Message), func(context.Context, llm.Message) string) {
+	var asked bool // the agent calls both from its loop goroutine
+	onStop := func(ctx context.Context, last llm.Message) (bool, []llm.Message) {
+		cont, inject := stop(ctx, last)
+		asked = !cont
+		return cont, inject
+	}
+	onFinalize := func(ctx context.Context, last llm.Message) string {
+		if asked {
+			asked = false
+			return ""
+		}
+		out := bus.BeforeAgentFinalize(ctx, hook.BeforeAgentFinalizeInput{Last: last})
+		if out.Action != hook.FinalizeContinue && out.Action != hook.FinalizeRevise {
+			return ""
+		}
+		texts := []string{out.Reason}
+		for _, m := range out.Messages {
+			texts = append(texts, m.Text())
+		}
+		if t := joinNonEmpty(texts...); t != "" {
+			return t
+		}
+		return finalizeRevisionNudge
+	}
+	return onStop, onFinalize
 }
 
 // startTimer arms the run timeout; it is extended once when it fires during
