@@ -53,11 +53,17 @@ func resolveModelProfile(ctx context.Context, env *cliEnv, f *runFlags, home str
 // userMessage is the one-line explanation of a provider failure, with the
 // provider's own words after it.
 func userMessage(pe *llm.ProviderError) string {
-	msg := pe.Reason.UserMessage()
-	if detail := providerDetail(pe); detail != "" {
-		msg += " (" + pe.Provider + ": " + oneLine(providerDetail(pe), 300) + ")"
+	return withProviderDetail(pe.Reason.UserMessage(), pe)
+}
+
+// withProviderDetail adds the provider's own words about a failure to msg,
+// unless msg already quotes them or the provider said nothing.
+func withProviderDetail(msg string, pe *llm.ProviderError) string {
+	detail := providerDetail(pe)
+	if detail == "" || strings.Contains(msg, pe.Provider+": ") {
+		return msg
 	}
-	return msg
+	return msg + " (" + pe.Provider + ": " + oneLine(detail, 300) + ")"
 }
 
 // providerDetail is the provider's own words about a failure.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
@@ -244,10 +245,15 @@ func count(n int) string {
 	return fmt.Sprint(n)
 }
 
+// oneLine folds s onto one line of at most n bytes, cut at a character
+// boundary.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n] + "…"
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -55,3 +55,41 @@ func TestPrinterWithdrawnReply(t *testing.T) {
 func noticeFor(t agent.EventType, data string) agent.Event {
 	return agent.Event{Type: t, Data: []byte(data)}
 }
+
+func TestOneLine(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\n  b\tc", 10, "a b c"},
+		{"abcdef", 3, "abc…"},
+		{"héllo", 2, "h…"}, // é is two bytes: never cut in half
+		{"日本語", 4, "日…"},
+	}
+	for _, tc := range tests {
+		if got := oneLine(tc.in, tc.n); got != tc.want {
+			t.Errorf("oneLine(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestWithProviderDetail(t *testing.T) {
+	tests := []struct {
+		name string
+		msg  string
+		pe   *llm.ProviderError
+		want string
+	}{
+		{"detail added", "Rate limited.", &llm.ProviderError{Provider: "openai", Message: "slow down"}, "Rate limited. (openai: slow down)"},
+		{"nothing said", "Rate limited.", &llm.ProviderError{Provider: "openai"}, "Rate limited."},
+		{"already quoted", "Rate limited. (openai: slow down)", &llm.ProviderError{Provider: "openai", Message: "slow down"}, "Rate limited. (openai: slow down)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := withProviderDetail(tc.msg, tc.pe); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

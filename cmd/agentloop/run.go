@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -269,7 +268,7 @@ func checkRunFlags(f *runFlags) error {
 	case f.maxTokens < 0:
 		return errors.New("--max-tokens must be positive")
 	case f.timeout < 0:
-		return errors.New("--timeout must be positive (0: none)")
+		return errors.New("--timeout must be 0 (the default, 10m) or more")
 	}
 	n := 0
 	for _, set := range []bool{f.cont, f.session != "", f.fork != ""} {
@@ -327,8 +326,8 @@ func runOutcome(ctx context.Context, res runner.Result) error {
 		msg = describeError(res.Err)
 	}
 	var pe *llm.ProviderError
-	if errors.As(res.Err, &pe) && !strings.Contains(msg, pe.Provider+":") {
-		msg = strings.TrimSuffix(msg, ".") + " (" + pe.Provider + ": " + oneLine(providerDetail(pe), 300) + ")"
+	if errors.As(res.Err, &pe) {
+		msg = withProviderDetail(msg, pe)
 	}
 	if msg == "" {
 		msg = "the run failed (" + res.Reason + ")"
@@ -422,11 +421,4 @@ func newApproval(env *cliEnv, reg *tool.Registry, mode string) (*tool.Approval, 
 		a.Ask = tool.LineAsker(env.stdin, env.stderr)
 	}
 	return a, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
