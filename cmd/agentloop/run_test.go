@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // runCLI runs the command line in-process and returns the exit code,
@@ -170,6 +173,13 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if mockDir != "" {
 		os.RemoveAll(mockDir)
+	}
+	if code == 0 {
+		// Runs go in-process: nothing they start may outlive them.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }
