@@ -31,6 +31,10 @@ type Config struct {
 	// HistoryShare is the share of the window pruning leaves (default
 	// DefaultHistoryShare).
 	HistoryShare float64
+	// Snip tunes the dropping of the middle of very old history, tried
+	// before microcompact; DisableSnip turns it off.
+	Snip        SnipOptions
+	DisableSnip bool
 	// Microcompact tunes the clearing of old tool results tried before a
 	// summary; DisableMicrocompact turns it off.
 	Microcompact        MicrocompactOptions
@@ -80,6 +84,13 @@ type state struct {
 	usageFrom int
 	// truncs maps a tool call id to the content the model sees instead.
 	truncs map[string][]llm.Content
+	// A snip leaves out the full-history messages [snipFrom, snipTo) and
+	// shows snipMsg, msgs[snipTo] with the note, in place of
+	// msgs[snipTo]; snipTo is 0 when there is none. The hole always lies
+	// after firstKept.
+	snipFrom, snipTo int
+	snipKey          msgKey
+	snipMsg          llm.Message
 }
 
 type msgKey struct {
@@ -161,36 +172,78 @@ func (c *Compactor) now() int64 {
 	return llm.NowMillis()
 }
 
-// view is the context the model sees: msgs with the compaction and the
-// truncations applied. off maps a view index v ≥ lead to the full index
-// v - lead + off.
+// view is the context the model sees: msgs with the compaction, the snip
+// and the truncations applied. off maps a view index v ≥ lead to the full
+// index v - lead + off, plus hole from holeAt on.
 type view struct {
 	msgs []llm.Message
 	lead int // 1 when a summary message leads the view
 	off  int
+	// holeAt is the view index of the message after a snip's hole (the
+	// one carrying its note), hole the number of full messages left out.
+	holeAt, hole int
 }
 
-func (v view) full(i int) int { return i - v.lead + v.off }
+func (v view) full(i int) int {
+	f := i - v.lead + v.off
+	if v.hole > 0 && i >= v.holeAt {
+		f += v.hole
+	}
+	return f
+}
+
+// index maps a full index to the view; one inside a snip's hole maps to
+// the message after the hole.
+func (v view) index(full int) int {
+	if v.hole > 0 {
+		to := v.full(v.holeAt)
+		switch {
+		case full >= to:
+			full -= v.hole
+		case full >= to-v.hole:
+			full = to - v.hole
+		}
+	}
+	return full - v.off + v.lead
+}
 
 func (c *Compactor) view(msgs []llm.Message) view {
 	st := &c.st
-	if st.summary != "" && (st.firstKept > len(msgs) ||
-		(st.firstKept < len(msgs) && keyOf(&msgs[st.firstKept]) != st.keptKey)) {
+	if (st.summary != "" && (st.firstKept > len(msgs) ||
+		(st.firstKept < len(msgs) && keyOf(&msgs[st.firstKept]) != st.keptKey))) ||
+		(st.snipTo > 0 && (st.snipTo >= len(msgs) || keyOf(&msgs[st.snipTo]) != st.snipKey)) {
 		// The history was replaced (a new run from a stored session whose
-		// context already holds the summary): start afresh.
+		// context already holds the summary or the snip): start afresh.
 		c.st = state{truncs: map[string][]llm.Content{}}
 	}
 	v := view{msgs: msgs}
-	if st.summary != "" {
-		out := make([]llm.Message, 0, len(msgs)-st.firstKept+1)
-		out = append(out, SummaryMessage(st.summary, st.summaryTS))
-		out = append(out, msgs[st.firstKept:]...)
-		v = view{msgs: out, lead: 1, off: st.firstKept}
+	if st.summary != "" || st.snipTo > 0 {
+		if st.summary != "" {
+			v.lead, v.off = 1, st.firstKept
+		}
+		n := len(msgs) - v.off + v.lead
+		if st.snipTo > 0 {
+			v.hole = st.snipTo - st.snipFrom
+			n -= v.hole
+		}
+		out := make([]llm.Message, 0, n)
+		if v.lead == 1 {
+			out = append(out, SummaryMessage(st.summary, st.summaryTS))
+		}
+		if st.snipTo > 0 {
+			out = append(out, msgs[v.off:st.snipFrom]...)
+			v.holeAt = len(out)
+			out = append(out, st.snipMsg)
+			out = append(out, msgs[st.snipTo+1:]...)
+		} else {
+			out = append(out, msgs[v.off:]...)
+		}
+		v.msgs = out
 	}
 	if len(st.truncs) == 0 {
 		return v
 	}
-	copied := v.lead == 1
+	copied := v.lead == 1 || v.hole > 0
 	for i := range v.msgs {
 		m := &v.msgs[i]
 		if m.Role != llm.RoleToolResult {
@@ -210,8 +263,8 @@ func (c *Compactor) view(msgs []llm.Message) view {
 
 func (c *Compactor) prompt(v view) Prompt {
 	from := c.st.usageFrom
-	if v.lead == 1 {
-		from = max(1, from-v.off+1)
+	if v.lead == 1 || v.hole > 0 {
+		from = max(v.lead, v.index(from))
 	}
 	return Prompt{System: c.cfg.SystemPrompt, Tools: c.cfg.Tools, Messages: v.msgs, UsageFrom: from}
 }
@@ -324,7 +377,7 @@ func (c *Compactor) fit(ctx context.Context, msgs []llm.Message, trigger Trigger
 		v.msgs = capped
 		c.keepTruncations(ctx, v, recs, len(msgs), false)
 	}
-	microDone, pruned := c.cfg.DisableMicrocompact, false
+	snipDone, microDone, pruned := c.cfg.DisableSnip, c.cfg.DisableMicrocompact, false
 	for {
 		d := Precheck(c.prompt(v), c.budget)
 		if d.Route == RouteFits {
@@ -332,6 +385,15 @@ func (c *Compactor) fit(ctx context.Context, msgs []llm.Message, trigger Trigger
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if !snipDone {
+			// Very old history goes first and whole, so the summary
+			// never has to read it.
+			snipDone = true
+			if c.snip(ctx, msgs, v) {
+				v = c.view(msgs)
+				continue
+			}
 		}
 		if !microDone {
 			// Clearing old results first keeps what the model saw
@@ -390,6 +452,47 @@ func (c *Compactor) fit(ctx context.Context, msgs []llm.Message, trigger Trigger
 	}
 }
 
+// snip drops the middle of very old history from the view: all but its
+// head and its newest Snip.TailTokens. It reports whether anything was
+// dropped. An earlier snip's hole is widened, never doubled: a new snip
+// that would leave the old note in place is not made.
+func (c *Compactor) snip(ctx context.Context, msgs []llm.Message, v view) bool {
+	tail := c.cfg.Snip.TailTokens
+	if tail <= 0 {
+		tail = DefaultSnipTailWindows * c.cfg.Window
+	}
+	a, b, ok := snipRange(v.msgs, c.cfg.Snip.HeadTokens, tail)
+	if !ok || a < v.lead {
+		return false
+	}
+	from, to := v.full(a), v.full(b)
+	if v.hole > 0 {
+		if a > v.holeAt || v.holeAt >= b {
+			return false
+		}
+		if a == v.holeAt {
+			from -= v.hole
+		}
+	}
+	before := Estimate(c.prompt(v)).Tokens
+	tokens := MessagesTokens(msgs[from:to])
+	note := SnipNote(to-from, tokens)
+	st := &c.st
+	st.snipFrom, st.snipTo, st.snipKey = from, to, keyOf(&msgs[to])
+	st.snipMsg = withNote(&msgs[to], note)
+	st.usageFrom = len(msgs)
+	rec := &SnipRecord{FirstDroppedIndex: from, FirstKeptIndex: to, Note: note, DroppedMessages: to - from,
+		DroppedTokens: tokens, TokensBefore: before, TokensAfter: Estimate(c.prompt(c.view(msgs))).Tokens}
+	c.emit(Event{Type: EventSnip, TokensBefore: before, TokensAfter: rec.TokensAfter, Snip: rec,
+		Message: fmt.Sprintf("left out %d messages of very old history (about %d tokens)", rec.DroppedMessages, tokens)})
+	if sr, ok := c.cfg.Recorder.(SnipRecorder); ok {
+		if err := sr.RecordSnip(ctx, *rec); err != nil {
+			c.emit(Event{Type: EventRecordError, Err: err, Message: "could not store the snip: " + err.Error()})
+		}
+	}
+	return true
+}
+
 // compact summarises the view's history before the cut point and moves
 // the state past it. A failed summary falls back to pruning, reported.
 func (c *Compactor) compact(ctx context.Context, msgs []llm.Message, v view, trigger Trigger, instructions string) (*CompactionRecord, error) {
@@ -441,13 +544,16 @@ func (c *Compactor) compact(ctx context.Context, msgs []llm.Message, v view, tri
 // message, with summary standing for everything before.
 func (c *Compactor) commit(msgs []llm.Message, v view, cut int, summary string, files FileLists) *CompactionRecord {
 	first := v.full(v.lead + cut)
-	dropped := first - c.st.firstKept
 	c.st.summary = summary
 	c.st.summaryTS = c.now()
 	c.st.files = files
 	c.st.firstKept = first
 	c.st.keptKey = keyOf(&msgs[first])
 	c.st.usageFrom = len(msgs)
+	if c.st.snipTo > 0 && first >= c.st.snipTo {
+		// The summary took in the snip's head and its note.
+		c.st.snipFrom, c.st.snipTo, c.st.snipMsg = 0, 0, llm.Message{}
+	}
 	// Truncations of results now behind the summary are no longer needed.
 	kept := map[string]bool{}
 	for i := first; i < len(msgs); i++ {
@@ -461,7 +567,7 @@ func (c *Compactor) commit(msgs []llm.Message, v view, cut int, summary string, 
 		}
 	}
 	after := Estimate(c.prompt(c.view(msgs))).Tokens
-	return &CompactionRecord{Summary: summary, FirstKeptIndex: first, TokensAfter: after, Files: files, DroppedMessages: dropped}
+	return &CompactionRecord{Summary: summary, FirstKeptIndex: first, TokensAfter: after, Files: files, DroppedMessages: cut}
 }
 
 func (c *Compactor) finish(ctx context.Context, rec *CompactionRecord) {

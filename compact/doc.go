@@ -21,10 +21,11 @@
 //		Hooks: agent.Hooks{ToolResultPersist: c.PersistToolResult}})
 //
 // Before each model call [Compactor.TransformContext] caps oversized tool
-// results, then, while the prompt is over its budget: shortens tool results
-// when that alone frees enough, clears old bulky results (microcompact),
-// summarises history older than the keep-recent tokens, and as a last
-// resort prunes the oldest history. Summarisation that keeps failing falls
+// results, then, while the prompt is over its budget: snips the middle of
+// very old history (older than two windows by default, keeping the first
+// turn and a note), clears old bulky results (microcompact), shortens tool
+// results when that alone frees enough, summarises history older than the
+// keep-recent tokens, and as a last resort prunes the oldest history. Summarisation that keeps failing falls
 // back to pruning, and says so in an event. [Compactor.Compact] is the
 // manual entry point and [Compactor.Recover] the one for a provider's
 // context-overflow error.
@@ -34,7 +35,8 @@
 // history starts, which results were shortened) and applies them each time.
 // It never rewrites a transcript: what a session must persist leaves through
 // the [Recorder] interface (a compaction entry, tool_result_truncation
-// entries), and the session store replays the same records on load. Events
+// entries, and through [SnipRecorder] a snip), and the session store
+// replays the same records on load. Events
 // and the before/after compaction hooks are function fields the caller
 // binds.
 //

@@ -54,6 +54,31 @@ type Recorder interface {
 	RecordTruncations(ctx context.Context, recs []Truncation) error
 }
 
+// SnipRecord is one snip, as the session stores it: the messages from
+// FirstDroppedIndex up to FirstKeptIndex (both indices in the messages
+// given to the Compactor) are left out of the context, and Note is put at
+// the start of the first kept message, a user message that starts a turn.
+type SnipRecord struct {
+	FirstDroppedIndex int
+	FirstKeptIndex    int
+	Note              string
+	// DroppedMessages and DroppedTokens measure what was left out.
+	DroppedMessages int
+	DroppedTokens   int
+	// TokensBefore and TokensAfter are the prompt estimates around it.
+	TokensBefore int
+	TokensAfter  int
+}
+
+// SnipRecorder is implemented by a Recorder that can also persist snips.
+// A Recorder without it keeps snips in memory only: a reloaded session then
+// shows the full history again, and the Compactor snips it anew.
+type SnipRecorder interface {
+	// RecordSnip stores a snip. A snip that includes an earlier one
+	// (its range covers the earlier range) replaces it.
+	RecordSnip(ctx context.Context, rec SnipRecord) error
+}
+
 // EventType names a Compactor event.
 type EventType string
 
@@ -65,6 +90,8 @@ const (
 	EventFallback EventType = "compaction_fallback"
 	// EventTruncation: tool results were shortened or cleared.
 	EventTruncation EventType = "tool_result_truncation"
+	// EventSnip: the middle of very old history was dropped.
+	EventSnip EventType = "history_snip"
 	// EventWindowWarning: the model's window is small.
 	EventWindowWarning EventType = "context_window_warning"
 	// EventOverBudget: nothing more could be removed and the prompt is
@@ -89,6 +116,8 @@ type Event struct {
 	Record *CompactionRecord
 	// Records are the truncations, on EventTruncation.
 	Records []Truncation
+	// Snip is the snip, on EventSnip.
+	Snip *SnipRecord
 	// Err is the failure, on a fallback, an aborted end or a record error.
 	Err error
 	// Message is a sentence for people.
@@ -126,6 +155,13 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		KeptChars     int    `json:"keptChars"`
 		Reason        string `json:"reason"`
 	}
+	type snip struct {
+		FirstDroppedIndex int    `json:"firstDroppedIndex"`
+		FirstKeptIndex    int    `json:"firstKeptIndex"`
+		Note              string `json:"note"`
+		DroppedMessages   int    `json:"droppedMessages"`
+		DroppedTokens     int    `json:"droppedTokens"`
+	}
 	w := struct {
 		V            int       `json:"v"`
 		Type         EventType `json:"type"`
@@ -136,6 +172,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Truncated    int       `json:"truncated,omitempty"`
 		Record       *record   `json:"record,omitempty"`
 		Records      []trunc   `json:"records,omitempty"`
+		Snip         *snip     `json:"snip,omitempty"`
 		Error        string    `json:"error,omitempty"`
 		Message      string    `json:"message,omitempty"`
 	}{V: llm.ProtocolVersion, Type: e.Type, Trigger: e.Trigger, Route: e.Route, TokensBefore: e.TokensBefore,
@@ -146,6 +183,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	if r := e.Record; r != nil {
 		w.Record = &record{Summary: stripFiles(r.Summary), FirstKeptIndex: r.FirstKeptIndex, TokensBefore: r.TokensBefore,
 			TokensAfter: r.TokensAfter, Trigger: r.Trigger, Files: r.Files, Fallback: r.Fallback, DroppedMessages: r.DroppedMessages}
+	}
+	if r := e.Snip; r != nil {
+		w.Snip = &snip{r.FirstDroppedIndex, r.FirstKeptIndex, r.Note, r.DroppedMessages, r.DroppedTokens}
 	}
 	for _, t := range e.Records {
 		w.Records = append(w.Records, trunc{t.Index, t.ToolCallID, t.ToolName, t.OriginalChars, t.KeptChars, t.Reason})

@@ -86,6 +86,7 @@ func half() float64 { return 0.5 }
 type recorder struct {
 	compactions []CompactionRecord
 	truncations []Truncation
+	snips       []SnipRecord
 	err         error
 }
 
@@ -96,5 +97,10 @@ func (r *recorder) RecordCompaction(_ context.Context, rec CompactionRecord) err
 
 func (r *recorder) RecordTruncations(_ context.Context, recs []Truncation) error {
 	r.truncations = append(r.truncations, recs...)
+	return r.err
+}
+
+func (r *recorder) RecordSnip(_ context.Context, rec SnipRecord) error {
+	r.snips = append(r.snips, rec)
 	return r.err
 }

@@ -23,6 +23,24 @@ func SnipNote(removed, tokens int) string {
 		removed, tokens)
 }
 
+// DefaultSnipTailWindows is how many context windows of the newest history
+// the Compactor's snip never touches by default: only history older than
+// that counts as very old.
+const DefaultSnipTailWindows = 2
+
+// SnipOptions tune the Compactor's snip; zero values mean the defaults.
+type SnipOptions struct {
+	// HeadTokens is the least history kept at the start; 0 keeps the
+	// first turn (the task as first given).
+	HeadTokens int
+	// TailTokens is the newest history never snipped; 0 means
+	// DefaultSnipTailWindows times the window. Keep it above the prompt
+	// budget: what is recent enough to fit is left to microcompact and
+	// the summary, and snip only spares the summariser reading history
+	// far older than that.
+	TailTokens int
+}
+
 // Snip drops the middle of a history while keeping its head and its tail:
 // the head is the first turns up to at least headTokens (at least the
 // first turn), the tail the newest turns holding at least tailTokens.
@@ -31,6 +49,21 @@ func SnipNote(removed, tokens int) string {
 // put at the start of the first kept tail message. It returns msgs itself
 // and 0 when there is no middle to drop.
 func Snip(msgs []llm.Message, headTokens, tailTokens int) ([]llm.Message, int) {
+	a, b, ok := snipRange(msgs, headTokens, tailTokens)
+	if !ok {
+		return msgs, 0
+	}
+	dropped := MessagesTokens(msgs[a:b])
+	out := make([]llm.Message, 0, len(msgs)-(b-a))
+	out = append(out, msgs[:a]...)
+	out = append(out, withNote(&msgs[b], SnipNote(b-a, dropped)))
+	out = append(out, msgs[b+1:]...)
+	return out, b - a
+}
+
+// snipRange finds the middle Snip drops: msgs[a:b], with a > 0 the end of
+// the head and b the start of the tail, both user turn starts.
+func snipRange(msgs []llm.Message, headTokens, tailTokens int) (a, b int, ok bool) {
 	starts := turnStarts(msgs)
 	// a: end of the head, the first turn start after at least headTokens.
 	a, sum := -1, 0
@@ -42,11 +75,11 @@ func Snip(msgs []llm.Message, headTokens, tailTokens int) ([]llm.Message, int) {
 		sum += MessageTokens(&msgs[i])
 	}
 	if a < 0 {
-		return msgs, 0
+		return 0, 0, false
 	}
 	// b: start of the tail, the newest turn start with at least
 	// tailTokens from it to the end.
-	b, sum := -1, 0
+	b, sum = -1, 0
 	for i := len(msgs) - 1; i >= 0; i-- {
 		sum += MessageTokens(&msgs[i])
 		if starts[i] && sum >= tailTokens {
@@ -55,16 +88,16 @@ func Snip(msgs []llm.Message, headTokens, tailTokens int) ([]llm.Message, int) {
 		}
 	}
 	if b <= a {
-		return msgs, 0
+		return 0, 0, false
 	}
-	dropped := MessagesTokens(msgs[a:b])
-	out := make([]llm.Message, 0, len(msgs)-(b-a))
-	out = append(out, msgs[:a]...)
-	first := msgs[b].Clone()
-	first.Content = append([]llm.Content{llm.Text(SnipNote(b-a, dropped))}, first.Content...)
-	out = append(out, first)
-	out = append(out, msgs[b+1:]...)
-	return out, b - a
+	return a, b, true
+}
+
+// withNote returns a copy of m with note as its first content block.
+func withNote(m *llm.Message, note string) llm.Message {
+	out := m.Clone()
+	out.Content = append([]llm.Content{llm.Text(note)}, out.Content...)
+	return out
 }
 
 // Microcompact defaults.
