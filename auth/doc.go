@@ -9,7 +9,9 @@
 // A Store records failures and successes in a state file,
 // $AGENTLOOP_HOME/auth-state.json, written atomically under its own lock
 // (auth-state.json.lock) and read again before every decision, so a
-// restarted process and a second process see the same cooldowns. The
+// restarted process and a second process see the same cooldowns. A Store
+// opened with Config.InMemory keeps the same state in memory instead, for
+// its own users only (the runner's runs when no state file is given). The
 // cooldowns follow OpenClaw's auth-profile usage rules (reference
 // openclaw-runtime.md §4.3):
 //

@@ -68,6 +68,11 @@ func (p *ProfileState) blocked(model string, now time.Time) (bool, llm.Reason, t
 	return false, "", time.Time{}
 }
 
+// newState is an empty state.
+func newState() *stateFile {
+	return &stateFile{Version: stateVersion, Profiles: map[string]*ProfileState{}}
+}
+
 func key(provider, id string) string {
 	if id == "" {
 		return provider
@@ -81,6 +86,10 @@ func key(provider, id string) string {
 func (s *Store) update(f func(st *stateFile) (changed bool, err error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.mem != nil {
+		_, err := f(s.mem)
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return fmt.Errorf("auth state: create %s: %w", filepath.Dir(s.path), err)
 	}
@@ -108,7 +117,7 @@ func (s *Store) update(f func(st *stateFile) (changed bool, err error)) error {
 // that does not parse (a cache of cooldowns is not worth failing a run
 // for: the next write replaces it).
 func (s *Store) read() (*stateFile, error) {
-	st := &stateFile{Version: stateVersion, Profiles: map[string]*ProfileState{}}
+	st := newState()
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil

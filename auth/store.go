@@ -80,6 +80,10 @@ type Config struct {
 	// BillingBackoff overrides the first billing window per provider
 	// (it still doubles, up to at least BillingMax).
 	BillingBackoff map[string]time.Duration
+	// InMemory keeps the state in the Store itself, with no file: the
+	// cooldowns count for the users of this Store only, and end with it.
+	// Path is then ignored.
+	InMemory bool
 }
 
 // Store keeps the cooldowns of auth profiles in a state file shared by
@@ -90,6 +94,7 @@ type Store struct {
 	now     func() time.Time
 	billing map[string]time.Duration
 	mu      sync.Mutex // orders this process's own read-modify-writes
+	mem     *stateFile // the state of an InMemory store
 }
 
 // Open returns a Store for cfg (nil means defaults). It does not touch the
@@ -99,6 +104,12 @@ func Open(cfg *Config) (*Store, error) {
 	if cfg != nil {
 		c = *cfg
 	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.InMemory {
+		return &Store{now: c.Now, billing: c.BillingBackoff, mem: newState()}, nil
+	}
 	if c.Path == "" {
 		p, err := DefaultPath(nil)
 		if err != nil {
@@ -106,13 +117,10 @@ func Open(cfg *Config) (*Store, error) {
 		}
 		c.Path = p
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
 	return &Store{path: c.Path, now: c.Now, billing: c.BillingBackoff}, nil
 }
 
-// Path returns the state file's path.
+// Path returns the state file's path ("" for an InMemory store).
 func (s *Store) Path() string { return s.path }
 
 // neverMarked reports providers whose profiles never keep cooldowns.

@@ -451,3 +451,43 @@ func TestMarkGoodWritesOnlyChanges(t *testing.T) {
 		t.Errorf("LastGood = %q", lg)
 	}
 }
+
+// An InMemory store follows the same rules as the file (here: the 401
+// cooldown, a rate limit scoped to its model, a billing window) but writes
+// nothing, and two stores do not see each other.
+func TestInMemoryStore(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("AGENTLOOP_HOME", dir)
+	c := newClock()
+	s, err := Open(&Config{InMemory: true, Now: c.Now, Path: filepath.Join(dir, StateFileName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Path() != "" {
+		t.Errorf("an in-memory store names the file %q", s.Path())
+	}
+	if p := mark(t, s, "A", "m", llm.ReasonAuth); !p.CooldownUntil.Equal(c.Now().Add(CooldownFirst)) {
+		t.Errorf("A after a 401: %+v", p)
+	}
+	if got := mustSelect(t, s, "m", ab, "A"); got != "B" {
+		t.Errorf("after a 401 on A picked %s, want B", got)
+	}
+	mark(t, s, "B", "m1", llm.ReasonRateLimit)
+	if got := mustSelect(t, s, "m2", []string{"B"}, ""); got != "B" {
+		t.Errorf("m2 picked %s, want B (the rate limit is m1's)", got)
+	}
+	if p := mark(t, s, "C", "m", llm.ReasonBilling); !p.DisabledUntil.Equal(c.Now().Add(BillingBase)) {
+		t.Errorf("C after a billing failure: %+v, want disabled for %s", p, BillingBase)
+	}
+	c.Advance(CooldownFirst)
+	if got := mustSelect(t, s, "m", []string{"A", "C"}, ""); got != "A" {
+		t.Errorf("after A's cooldown picked %s, want A", got)
+	}
+	other, _ := Open(&Config{InMemory: true, Now: c.Now})
+	if got := mustSelect(t, other, "m", []string{"C"}, ""); got != "C" {
+		t.Errorf("a second in-memory store sees the first one's failures: picked %s", got)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("an in-memory store wrote %d files", len(entries))
+	}
+}
