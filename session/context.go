@@ -1,6 +1,10 @@
 package session
 
-import "github.com/agentloop/agentloop/llm"
+import (
+	"encoding/json"
+
+	"github.com/agentloop/agentloop/llm"
+)
 
 // Path returns the entries from the root to leafID, in order. An unknown
 // leaf gives nil; a missing parent ends the walk there (the branch then
@@ -76,23 +80,52 @@ const (
 	branchPrefix  = "A branch of this conversation that was left was summarised as follows.\n\n<summary>\n"
 )
 
+// SnipCustomType is the CustomType of a custom entry that records a snip:
+// the middle of old history left out of the context. Unlike other custom
+// entries it shapes what the model sees (see Transcript.Context).
+const SnipCustomType = "snip"
+
+// SnipData is the Data of a snip entry: the entries from
+// FirstDroppedEntryID up to (not including) FirstKeptEntryID are left out,
+// and Note is put before the content of the first kept entry's message.
+type SnipData struct {
+	FirstDroppedEntryID string `json:"firstDroppedEntryId"`
+	FirstKeptEntryID    string `json:"firstKeptEntryId"`
+	Note                string `json:"note"`
+	DroppedMessages     int    `json:"droppedMessages,omitempty"`
+	DroppedTokens       int    `json:"droppedTokens,omitempty"`
+}
+
+// SnipEntry returns a custom entry recording a snip.
+func SnipEntry(d SnipData) Entry {
+	data, _ := json.Marshal(d) // a struct of strings and ints always encodes
+	return CustomEntry(SnipCustomType, data)
+}
+
 // Context builds the model's context at leafID ("" means the current
 // leaf): the path from the root, through the latest compaction on it (its
 // summary as a user message, then the entries from its FirstKeptEntryID up
 // to it, then the entries after it), with every tool_result_truncation on
-// the path replacing the content of the result it names.
+// the path replacing the content of the result it names. The latest snip
+// entry on the path leaves out the entries it names, when they are still in
+// that context (a later compaction whose kept entries start after them has
+// already taken them in).
 func (t *Transcript) Context(leafID string) Context {
 	if leafID == "" {
 		leafID = t.Leaf
 	}
 	path := t.Path(leafID)
 	ctx := Context{LeafID: leafID}
-	compaction := -1
+	compaction, snip := -1, -1
 	var truncated map[string][]llm.Content
 	for i, e := range path {
 		switch e.Type {
 		case EntryCompaction:
 			compaction = i
+		case EntryCustom:
+			if e.CustomType == SnipCustomType {
+				snip = i
+			}
 		case EntryToolResultTruncate:
 			if truncated == nil {
 				truncated = map[string][]llm.Content{}
@@ -126,10 +159,19 @@ func (t *Transcript) Context(leafID string) Context {
 	if compaction >= 0 {
 		n += 1 + compaction - from
 	}
+	// The snip's hole: path[holeFrom:holeTo] is left out, and the note
+	// leads path[holeTo]; holeTo is 0 when no snip applies.
+	holeFrom, holeTo, note := snipHole(path, snip, from)
 	ctx.Messages = make([]llm.Message, 0, n)
 	ctx.EntryIDs = make([]string, 0, n)
-	emit := func(e *Entry) {
+	emit := func(i int, e *Entry) {
+		if holeTo > 0 && i >= holeFrom && i < holeTo {
+			return
+		}
 		if m, ok := entryMessage(e, truncated); ok {
+			if holeTo > 0 && i == holeTo {
+				m.Content = append([]llm.Content{llm.Text(note)}, m.Content...)
+			}
 			ctx.Messages = append(ctx.Messages, m)
 			ctx.EntryIDs = append(ctx.EntryIDs, e.ID)
 		}
@@ -145,14 +187,41 @@ func (t *Transcript) Context(leafID string) Context {
 			})
 			ctx.EntryIDs = append(ctx.EntryIDs, c.ID)
 		}
-		for _, e := range path[from:compaction] {
-			emit(e)
+		for i := from; i < compaction; i++ {
+			emit(i, path[i])
 		}
 	}
-	for _, e := range rest {
-		emit(e)
+	for i := len(path) - len(rest); i < len(path); i++ {
+		emit(i, path[i])
 	}
 	return ctx
+}
+
+// snipHole finds, in path, the entries the snip entry path[snip] leaves out
+// and the note it puts after them. It applies only when both entries it
+// names come before it, in order, and the first dropped one is at or after
+// from, the start of the kept history.
+func snipHole(path []*Entry, snip, from int) (holeFrom, holeTo int, note string) {
+	if snip < 0 {
+		return 0, 0, ""
+	}
+	var d SnipData
+	if err := json.Unmarshal(path[snip].Data, &d); err != nil || d.FirstDroppedEntryID == "" {
+		return 0, 0, ""
+	}
+	holeFrom, holeTo = -1, -1
+	for i, e := range path[:snip] {
+		switch e.ID {
+		case d.FirstDroppedEntryID:
+			holeFrom = i
+		case d.FirstKeptEntryID:
+			holeTo = i
+		}
+	}
+	if holeFrom < from || holeTo <= holeFrom {
+		return 0, 0, ""
+	}
+	return holeFrom, holeTo, d.Note
 }
 
 // EntryID finds the entry behind msgs[i], where msgs was derived from
