@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/auth"
 	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/failover"
 	"github.com/agentloop/agentloop/llm"
@@ -352,8 +353,6 @@ func (s *run) newProfiles(ctx context.Context) *profiles {
 	return pr
 }
 
-func (pr *profiles) key(i int) string { return pr.s.p.Info.Provider + "/" + pr.names[i] }
-
 // left counts the profiles the run may still switch to.
 func (pr *profiles) left() int {
 	if pr.s.p.UseProfile == nil {
@@ -368,13 +367,19 @@ func (pr *profiles) left() int {
 	return n
 }
 
+// store is where the profiles' failures are kept: Params.Auth, else the
+// Runner's memory.
+func (pr *profiles) store() *auth.Store {
+	if st := pr.s.p.Auth; st != nil {
+		return st
+	}
+	return pr.s.r.cooldowns
+}
+
 // resting reports whether profile i is cooling down (or disabled).
 func (pr *profiles) resting(i int) bool {
-	if st := pr.s.p.Auth; st != nil {
-		usable, err := st.Usable(pr.s.p.Info.Provider, pr.s.p.Info.ID, pr.names[i:i+1])
-		return err == nil && len(usable) == 0
-	}
-	return pr.s.r.cooldowns.resting(pr.key(i), pr.s.clock.Now())
+	usable, err := pr.store().Usable(pr.s.p.Info.Provider, pr.s.p.Info.ID, pr.names[i:i+1])
+	return err == nil && len(usable) == 0
 }
 
 // fail records that the current profile failed for reason.
@@ -382,13 +387,9 @@ func (pr *profiles) fail(reason llm.Reason) {
 	if len(pr.names) == 0 {
 		return
 	}
-	if st := pr.s.p.Auth; st != nil {
-		if _, err := st.MarkFailure(pr.s.p.Info.Provider, pr.names[pr.cur], pr.s.p.Info.ID, reason); err != nil {
-			pr.s.warn(fmt.Sprintf("could not record the failure of auth profile %s: %v", orStr(pr.names[pr.cur], "(default key)"), err))
-		}
-		return
+	if _, err := pr.store().MarkFailure(pr.s.p.Info.Provider, pr.names[pr.cur], pr.s.p.Info.ID, reason); err != nil {
+		pr.s.warn(fmt.Sprintf("could not record the failure of auth profile %s: %v", orStr(pr.names[pr.cur], "(default key)"), err))
 	}
-	pr.s.r.cooldowns.fail(pr.key(pr.cur), pr.s.clock.Now())
 }
 
 // good records that the current profile worked.
@@ -396,11 +397,7 @@ func (pr *profiles) good() {
 	if len(pr.names) == 0 {
 		return
 	}
-	if st := pr.s.p.Auth; st != nil {
-		_ = st.MarkGood(pr.s.p.Info.Provider, pr.names[pr.cur], pr.s.p.Info.ID)
-		return
-	}
-	pr.s.r.cooldowns.good(pr.key(pr.cur))
+	_ = pr.store().MarkGood(pr.s.p.Info.Provider, pr.names[pr.cur], pr.s.p.Info.ID)
 }
 
 // next switches to the next untried profile, preferring those not cooling

@@ -63,31 +63,6 @@ func TestProfileRotationAndCooldown(t *testing.T) {
 	})
 }
 
-func TestCooldowns(t *testing.T) {
-	var c cooldowns
-	now := time.Unix(1_000_000, 0)
-	steps := []struct {
-		at   time.Duration
-		want time.Duration
-	}{
-		{0, 30 * time.Second},
-		{10 * time.Second, 20 * time.Second}, // inside the cooldown: not extended
-		{40 * time.Second, 60 * time.Second}, // second failure in a row
-		{2 * time.Minute, 5 * time.Minute},
-		{10 * time.Minute, 5 * time.Minute},
-		{10*time.Minute + 25*time.Hour, 30 * time.Second}, // a quiet day starts over
-	}
-	for _, s := range steps {
-		if got := c.fail("p/a", now.Add(s.at)); got != s.want {
-			t.Errorf("failure at +%s rests %s, want %s", s.at, got, s.want)
-		}
-	}
-	c.good("p/a")
-	if c.resting("p/a", now.Add(10*time.Minute+25*time.Hour)) {
-		t.Error("a profile that worked still rests")
-	}
-}
-
 func TestModelFallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		busy := faux.New(refuse(llm.ReasonOverloaded, 529))
@@ -150,5 +125,55 @@ func TestProfileCooldownSharedThroughAuthStore(t *testing.T) {
 	}
 	if res := run(); !res.OK() || calls["a"] != 1 || calls["b"] != 2 {
 		t.Fatalf("second runner: %+v, calls %v: the refused profile should rest", res, calls)
+	}
+}
+
+// Without Params.Auth the Runner keeps cooldowns in memory by package
+// auth's rules: a billing failure rests the profile for hours, not for the
+// 30 s of an ordinary failure.
+func TestInMemoryCooldownsFollowAuthRules(t *testing.T) {
+	tests := []struct {
+		name   string
+		reason llm.Reason
+		status int
+		rest   time.Duration // how long a rests after the failure
+	}{
+		{"auth", llm.ReasonAuth, 401, auth.CooldownFirst},
+		{"billing", llm.ReasonBilling, 402, auth.BillingBase},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := faux.New(refuse(tc.reason, tc.status))
+				a.Repeat = true
+				b := faux.New(faux.Say("from b"))
+				b.Repeat = true
+				r := New(nil)
+				run := func() {
+					res, err := r.Run(t.Context(), Params{Prompt: "hi", Model: a, Info: llm.ModelInfo{Provider: "p", ID: "m"},
+						AuthProfiles: []string{"a", "b"},
+						UseProfile: func(_ context.Context, name string) (llm.Model, llm.ModelInfo, error) {
+							if name == "a" {
+								return a, llm.ModelInfo{Provider: "p", ID: "m"}, nil
+							}
+							return b, llm.ModelInfo{Provider: "p", ID: "m"}, nil
+						}})
+					if err != nil || !res.OK() {
+						t.Fatal(err, res)
+					}
+				}
+				run()
+				time.Sleep(tc.rest - time.Second)
+				run()
+				if a.Calls() != 1 {
+					t.Fatalf("a was asked again %s after its %s failure, inside its rest of %s", tc.rest-time.Second, tc.reason, tc.rest)
+				}
+				time.Sleep(2 * time.Second)
+				run()
+				if a.Calls() != 2 {
+					t.Errorf("a was not asked again after its rest of %s (%d calls)", tc.rest, a.Calls())
+				}
+			})
+		})
 	}
 }

@@ -125,7 +125,9 @@ type Runner struct {
 	mu     sync.Mutex
 	active map[string]*activeRun
 
-	cooldowns cooldowns
+	// cooldowns keeps the auth profiles' failures of runs that have no
+	// Params.Auth, in memory, by package auth's rules.
+	cooldowns *auth.Store
 }
 
 type activeRun struct {
@@ -143,7 +145,8 @@ func New(cfg *Config) *Runner {
 	if c.Clock == nil {
 		c.Clock = RealClock{}
 	}
-	return &Runner{cfg: c, lanes: NewLanes(c.LaneCaps), active: map[string]*activeRun{}}
+	mem, _ := auth.Open(&auth.Config{InMemory: true, Now: c.Clock.Now}) // in memory, it cannot fail
+	return &Runner{cfg: c, lanes: NewLanes(c.LaneCaps), active: map[string]*activeRun{}, cooldowns: mem}
 }
 
 // Default is the Runner behind the package-level Run, Steer, Abort and Active.
@@ -311,7 +314,7 @@ type Params struct {
 	UseProfile   func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error)
 	// Auth keeps the profiles' failures and cooldowns in the state file
 	// every process of the user shares (package auth); nil keeps them in
-	// the Runner's memory, for its own runs only.
+	// the Runner's memory, by the same rules, for its own runs only.
 	Auth *auth.Store
 	// Profiles is the number of auth profiles when AuthProfiles is not
 	// given (the iteration cap grows with it); 0 means 1. MaxIterations
