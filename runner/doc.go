@@ -13,7 +13,9 @@
 //     lock for the whole run, appending every message as it ends;
 //   - loads the user's and the workspace's hooks (package hook) and fires
 //     session_start, user_prompt_submit and session_end itself, binding the
-//     rest into the agent; starts MCP servers (package tool/mcp) before the
+//     rest into the agent (before_agent_finalize is asked once at every end
+//     of the run, also after the stop hooks' continuations are spent); a
+//     caller's shared Params.Bus is never changed; starts MCP servers (package tool/mcp) before the
 //     first model call; binds compaction (package compact) and tool-loop
 //     detection (package loopguard);
 //   - runs attempts, each one pass of package agent over the repaired
@@ -23,7 +25,8 @@
 //     one tool-result truncation → a user-facing error; a big timed-out
 //     prompt → compaction; a refused thinking level → a level the provider
 //     accepts; refused credentials or a rate limit → the next auth profile
-//     (failing profiles rest 30 s, 60 s, then 5 minutes); transient failures
+//     (failing profiles rest by package auth's rules, in Params.Auth's state
+//     file or else in the Runner's memory); transient failures
 //     → retry with backoff honouring Retry-After; a model that cannot serve
 //     the run → the next fallback model (never for an overflow); anything
 //     else → the classified reason's user message.
