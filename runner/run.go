@@ -372,7 +372,7 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 				cc.ReserveTokens = p.Compaction.ReserveTokens
 			}
 			if s.sess != nil {
-				cc.Recorder = (*recorder)(s)
+				cc.Recorder = &SessionRecorder{Session: s.sess, EntryIDs: func() []string { return s.ids }}
 			}
 			if bus != nil {
 				cc.BeforeCompaction = func(ctx context.Context, st compact.CompactionStart) {
@@ -741,29 +741,6 @@ func (s *run) checkBudget() {
 			s.cancel(&BudgetError{Kind: ReasonBudgetTokens, Limit: float64(s.p.MaxTokens), Used: float64(used)})
 		}
 	}
-}
-
-// recorder persists the Compactor's decisions as session entries.
-type recorder run
-
-func (r *recorder) RecordCompaction(ctx context.Context, rec compact.CompactionRecord) error {
-	s := (*run)(r)
-	first := ""
-	for i := rec.FirstKeptIndex; i < len(s.ids) && first == ""; i++ {
-		first = s.ids[max(0, i)]
-	}
-	_, err := s.sess.Append(ctx, session.CompactionEntry(rec.Summary, first, rec.TokensBefore))
-	return err
-}
-
-func (r *recorder) RecordTruncations(ctx context.Context, recs []compact.Truncation) error {
-	s := (*run)(r)
-	for _, t := range recs {
-		if _, err := s.sess.Append(ctx, session.TruncationEntry(t.ToolCallID, t.Content)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // jitter is the default source of backoff jitter.

@@ -1,0 +1,110 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/compact"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/session"
+)
+
+// TestSessionRecorderReload checks that what a Compactor decided, recorded
+// through SessionRecorder, reloads as the context the Compactor showed:
+// a snip alone, a snip taken in by a summary, and tool results capped
+// on the way.
+func TestSessionRecorderReload(t *testing.T) {
+	tests := []struct {
+		name       string
+		turns      int
+		bigAt      int // the turn with a tool result over the cap
+		snip       compact.SnipOptions
+		wantTypes  []session.EntryType
+		wantCustom string
+	}{
+		{"snip alone", 100, 50, compact.SnipOptions{TailTokens: 5_000}, []session.EntryType{session.EntryToolResultTruncate, session.EntryCustom}, session.SnipCustomType},
+		{"snip, then a summary past it", 200, 198, compact.SnipOptions{}, []session.EntryType{session.EntryToolResultTruncate, session.EntryCustom, session.EntryCompaction}, session.SnipCustomType},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := session.NewJSONLStore(t.TempDir())
+			s, err := st.Create(ctx, session.CreateOptions{Cwd: "/w"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := int64(0)
+			add := func(m llm.Message) {
+				ts++
+				m.Timestamp = ts
+				if _, err := s.Append(ctx, session.MessageEntry(m)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range tt.turns {
+				add(llm.UserText(strings.Repeat("u", 400)))
+				if i == tt.bigAt {
+					call := llm.ToolCall("big", "read", json.RawMessage(`{}`))
+					add(llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{call}, StopReason: llm.StopReasonToolUse})
+					add(llm.Message{Role: llm.RoleToolResult, ToolCallID: "big", ToolName: "read",
+						Content: []llm.Content{llm.Text(strings.Repeat("line\n", 10_000))}})
+				}
+				add(llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text(strings.Repeat("a", 3_600))}, StopReason: llm.StopReasonStop})
+			}
+			history := s.Context()
+			summariser := faux.New(faux.Say("## Goal\nkeep going"))
+			summariser.Repeat = true
+			c, err := compact.New(compact.Config{Window: 32_000, Snip: tt.snip, DisableMicrocompact: true,
+				Summarizer: &compact.Summarizer{Model: summariser},
+				Recorder:   &runner.SessionRecorder{Session: s, EntryIDs: func() []string { return history.EntryIDs }}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			shown, err := c.TransformContext(ctx, history.Messages)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := st.Load(ctx, s.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var types []session.EntryType
+			for _, e := range tr.Entries {
+				if e.Type != session.EntryMessage {
+					types = append(types, e.Type)
+					if e.Type == session.EntryCustom && e.CustomType != tt.wantCustom {
+						t.Errorf("custom entry %q", e.CustomType)
+					}
+				}
+			}
+			if d := cmp.Diff(tt.wantTypes, types); d != "" {
+				t.Fatalf("recorded entries (-want +got):\n%s", d)
+			}
+			reloaded := tr.Context("").Messages
+			// The summary's time is when it was made, not when it was stored.
+			for _, m := range [][]llm.Message{shown, reloaded} {
+				if len(m) > 0 && strings.HasPrefix(m[0].Text(), llm.SummaryPrefix) {
+					m[0].Timestamp = 0
+				}
+			}
+			if d := cmp.Diff(shown, reloaded); d != "" {
+				t.Errorf("reloaded context differs from the one shown (-shown +reloaded):\n%s", d)
+			}
+			// A second Compactor on the reloaded context has nothing to do.
+			c2, _ := compact.New(compact.Config{Window: 32_000, DisableMicrocompact: true})
+			again, err := c2.TransformContext(ctx, tr.Context("").Messages)
+			if err != nil || len(again) != len(reloaded) {
+				t.Errorf("the reloaded context was compacted again: %v, %d → %d messages", err, len(reloaded), len(again))
+			}
+		})
+	}
+}
