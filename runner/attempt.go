@@ -150,6 +150,11 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				}
 				s.model.setModel(m)
 				s.p.Info = info
+				if info.ContextWindow > 0 {
+					// The cascade's overflow and timeout decisions read
+					// the window of the model that now runs.
+					window, st.Window = info.ContextWindow, info.ContextWindow
+				}
 				st.Retries, st.ProfilesLeft = 0, 0 // a new model; its profiles are not known here
 				pr.names, pr.tried = nil, nil
 				s.notice(EventModelFallback, Notice{Reason: d.Reason, Streamed: streamed,

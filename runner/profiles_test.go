@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -176,4 +177,30 @@ func TestInMemoryCooldownsFollowAuthRules(t *testing.T) {
 			})
 		})
 	}
+}
+
+// After a fallback the cascade reads the new model's window: a timed-out
+// prompt that is small for the first model but over 65% of the fallback's
+// window is compacted, not merely retried.
+func TestModelFallbackTakesItsWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		missing := faux.New(refuse(llm.ReasonModelNotFound, 404))
+		small := faux.New(refuse(llm.ReasonTimeout, 408), faux.Say("done"))
+		ev := &events{}
+		fc := &fakeCompactor{}
+		history := []llm.Message{llm.UserText(strings.Repeat("context ", 1000)), {Role: llm.RoleAssistant, Content: []llm.Content{llm.Text("ok")}, StopReason: llm.StopReasonStop}}
+		res, err := New(nil).Run(t.Context(), Params{Prompt: "go on", History: history, Model: missing,
+			Info:           llm.ModelInfo{Provider: "a", ID: "big", ContextWindow: 200_000},
+			FallbackModels: []string{"b/small"}, Retry: noJitter(), OnEvent: ev.add,
+			Compaction: &CompactionSpec{Compactor: fc},
+			ResolveModel: func(_ context.Context, provider, id string) (llm.Model, llm.ModelInfo, error) {
+				return small, llm.ModelInfo{Provider: provider, ID: id, ContextWindow: 2_000}, nil
+			}})
+		if err != nil || !res.OK() {
+			t.Fatal(err, res)
+		}
+		if len(ev.notices(EventTimeoutCompaction)) != 1 || fc.recovers != 1 {
+			t.Errorf("a prompt over the fallback's window was not compacted after the timeout: %d recoveries, events %v", fc.recovers, ev.types())
+		}
+	})
 }
