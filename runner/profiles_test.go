@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/agentloop/agentloop/auth"
+	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
 )
@@ -201,6 +203,58 @@ func TestModelFallbackTakesItsWindow(t *testing.T) {
 		}
 		if len(ev.notices(EventTimeoutCompaction)) != 1 || fc.recovers != 1 {
 			t.Errorf("a prompt over the fallback's window was not compacted after the timeout: %d recoveries, events %v", fc.recovers, ev.types())
+		}
+	})
+}
+
+// A Summarizer without a Model summarises with the model the run is on:
+// after a's key is refused, the overflow's compaction asks b, not a.
+func TestSummarizerFollowsTheRunsModel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		summaries := map[string]int{}
+		overflowed := false
+		model := func(name string) *faux.Model {
+			m := faux.New(faux.Func(func(_ context.Context, req *llm.Request) faux.Step {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case len(req.Tools) == 0 && req.SystemPrompt != "You help.":
+					summaries[name]++
+					return faux.Say("## Goal\nthe summary")
+				case name == "a":
+					return refuse(llm.ReasonAuth, 401)
+				case !overflowed:
+					overflowed = true
+					return refuse(llm.ReasonContextOverflow, 400)
+				}
+				return faux.Say("done")
+			}))
+			m.Repeat = true
+			return m
+		}
+		a, b := model("a"), model("b")
+		var history []llm.Message
+		for range 60 { // about 30,000 tokens: more than compaction keeps verbatim
+			history = append(history, llm.UserText(strings.Repeat("question ", 110)),
+				llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text(strings.Repeat("answer ", 140))}, StopReason: llm.StopReasonStop})
+		}
+		ev := &events{}
+		res, err := New(nil).Run(t.Context(), Params{Prompt: "go on", History: history, SystemPrompt: "You help.", Model: a,
+			Info:         llm.ModelInfo{Provider: "p", ID: "m", ContextWindow: 200_000},
+			AuthProfiles: []string{"a", "b"}, OnEvent: ev.add,
+			UseProfile: func(_ context.Context, name string) (llm.Model, llm.ModelInfo, error) {
+				if name == "a" {
+					return a, llm.ModelInfo{Provider: "p", ID: "m"}, nil
+				}
+				return b, llm.ModelInfo{Provider: "p", ID: "m"}, nil
+			},
+			Compaction: &CompactionSpec{Summarizer: &compact.Summarizer{}}})
+		if err != nil || !res.OK() {
+			t.Fatal(err, res, ev.types())
+		}
+		if summaries["a"] != 0 || summaries["b"] == 0 {
+			t.Errorf("summaries written by a: %d, by b: %d; want b only (events %v)", summaries["a"], summaries["b"], ev.types())
 		}
 	})
 }

@@ -369,6 +369,14 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 			cc := compact.Config{Window: window, SystemPrompt: p.SystemPrompt, Tools: specs, OnEvent: s.compactEvent, Now: p.Now}
 			if p.Compaction != nil {
 				cc.Summarizer = p.Compaction.Summarizer
+				if sum := cc.Summarizer; sum != nil && sum.Model == nil {
+					// The run's own model, as it is when it compacts:
+					// after a profile rotation or a fallback, the one
+					// that works.
+					own := *sum
+					own.Model = s.model
+					cc.Summarizer = &own
+				}
 				cc.ReserveTokens = p.Compaction.ReserveTokens
 			}
 			if s.sess != nil {

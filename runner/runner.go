@@ -239,7 +239,10 @@ type Compactor interface {
 // CompactionSpec configures compaction. Nil means on, with no summariser
 // (pruning instead).
 type CompactionSpec struct {
-	Disabled      bool
+	Disabled bool
+	// Summarizer writes the summaries; nil prunes instead. A Summarizer
+	// with a nil Model uses the run's own model as it is at the time: after
+	// an auth-profile rotation or a model fallback, the one the run is on.
 	Summarizer    *compact.Summarizer
 	ReserveTokens int
 	// Compactor replaces the one the runner would build (tests).

@@ -190,8 +190,10 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		Approval: approval,
 		Hooks:    &hook.LoadOptions{Home: home, Workspace: cwd, Trust: f.trust, NoHooks: f.noHooks},
 		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
-		// The run's own model writes the summaries of compaction.
-		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{Model: resolved.Model, Window: resolved.Info.ContextWindow}},
+		// The run's own model writes the summaries of compaction: no Model
+		// means the one the run is on, after a profile rotation or a
+		// fallback too.
+		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{}},
 	}
 	p.ResolveModel = func(ctx context.Context, prov, model string) (llm.Model, llm.ModelInfo, error) {
 		g := *f
