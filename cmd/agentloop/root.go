@@ -28,6 +28,7 @@ Try it offline on the scripted model:
 		newSessionsCmd(env),
 		newMCPCmd(env),
 		newAuthCmd(env),
+		newCompactCmd(env),
 	)
 	return root
 }
