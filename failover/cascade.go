@@ -191,9 +191,9 @@ func Next(f Failure, s State) Plan {
 		}
 	}
 	if s.ProfilesLeft > 0 && (credentialReason(r) || transient && notWorthWaiting) {
-		msg := fmt.Sprintf("%s: trying the next auth profile", words(r))
+		msg := fmt.Sprintf("%s: trying the next auth profile", Words(r))
 		if waitTooLong {
-			msg = fmt.Sprintf("%s and the provider asks to wait %s (over %s): trying the next auth profile", words(r), f.RetryAfter.Round(time.Second), s.MaxWait)
+			msg = fmt.Sprintf("%s and the provider asks to wait %s (over %s): trying the next auth profile", Words(r), f.RetryAfter.Round(time.Second), s.MaxWait)
 		}
 		return Plan{Step: StepRotateProfile, Reason: r, Mark: mark, Message: msg}
 	}
@@ -202,15 +202,17 @@ func Next(f Failure, s State) Plan {
 			Message: fmt.Sprintf("the model does not accept this thinking level: retrying with %s", l)}
 	}
 	if transient && !notWorthWaiting {
-		return Plan{Step: StepRetry, Reason: r, Mark: mark, Message: words(r) + ": retrying the same model"}
+		return Plan{Step: StepRetry, Reason: r, Mark: mark, Message: Words(r) + ": retrying the same model"}
 	}
 	if s.FallbackConfigured {
-		return Plan{Step: StepFallbackModel, Reason: r, Mark: mark, Message: words(r) + ": moving on to the next model"}
+		return Plan{Step: StepFallbackModel, Reason: r, Mark: mark, Message: Words(r) + ": moving on to the next model"}
 	}
 	return Plan{Step: StepSurface, Reason: r, Mark: mark, Message: r.UserMessage()}
 }
 
-func words(r llm.Reason) string {
+// Words names a failure reason in a few words, to start a line that says
+// what the run does about it ("rate limited: retrying in 2s").
+func Words(r llm.Reason) string {
 	switch r {
 	case llm.ReasonAuth:
 		return "the API key was rejected"

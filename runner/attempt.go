@@ -136,7 +136,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 					continue // decide again: maybe another profile, maybe a failure
 				}
 				s.notice(EventProfileRotation, Notice{Reason: d.Reason, Streamed: streamed,
-					Message: fmt.Sprintf("%s: switching to auth profile %s", reasonWords(llm.Reason(d.Reason)), orStr(name, "(default key)"))})
+					Message: fmt.Sprintf("%s: switching to auth profile %s", failover.Words(llm.Reason(d.Reason)), orStr(name, "(default key)"))})
 			case ActionFallbackModel:
 				streamed := s.dropFailedTail(a)
 				spec := fallbacks[0]

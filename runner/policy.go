@@ -3,7 +3,6 @@ package runner
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/agentloop/agentloop/failover"
@@ -234,14 +233,14 @@ func Decide(o Outcome, s State, p RetryPolicy) Decision {
 	switch plan.Step {
 	case failover.StepRotateProfile:
 		d.Action = ActionRotateProfile
-		d.Message = fmt.Sprintf("%s: switching to the next auth profile", reasonWords(reason))
+		d.Message = fmt.Sprintf("%s: switching to the next auth profile", failover.Words(reason))
 	case failover.StepLowerThinking:
 		d.Action, d.Thinking = ActionThinkingFallback, plan.Thinking
 		d.Message = fmt.Sprintf("the model refused the thinking level: retrying with thinking %s", plan.Thinking)
 	case failover.StepRetry:
 		n := s.Retries + 1
 		d.Action, d.Delay = ActionRetry, p.Backoff(n, o.RetryAfter)
-		d.Message = fmt.Sprintf("%s: retrying in %s (%d/%d)", reasonWords(reason), roundSec(d.Delay), n, p.Attempts)
+		d.Message = fmt.Sprintf("%s: retrying in %s (%d/%d)", failover.Words(reason), roundSec(d.Delay), n, p.Attempts)
 	case failover.StepFallbackModel:
 		why := ""
 		switch {
@@ -251,7 +250,7 @@ func Decide(o Outcome, s State, p RetryPolicy) Decision {
 			why = fmt.Sprintf(" after %d retries", s.Retries)
 		}
 		d.Action = ActionFallbackModel
-		d.Message = fmt.Sprintf("%s%s: switching to the next fallback model", reasonWords(reason), why)
+		d.Message = fmt.Sprintf("%s%s: switching to the next fallback model", failover.Words(reason), why)
 	default:
 		d.Action, d.Message = ActionFail, reason.UserMessage()
 		switch {
@@ -262,28 +261,6 @@ func Decide(o Outcome, s State, p RetryPolicy) Decision {
 		}
 	}
 	return d
-}
-
-func reasonWords(r llm.Reason) string {
-	switch r {
-	case llm.ReasonOverloaded:
-		return "the model is overloaded"
-	case llm.ReasonRateLimit:
-		return "rate limited"
-	case llm.ReasonServer:
-		return "the provider had a server error"
-	case llm.ReasonNetwork:
-		return "the connection failed"
-	case llm.ReasonTimeout:
-		return "the model call timed out"
-	case llm.ReasonAuth, llm.ReasonAuthPermanent:
-		return "the credentials were refused"
-	case llm.ReasonBilling:
-		return "the account is out of credit"
-	case llm.ReasonModelNotFound:
-		return "the model was not found"
-	}
-	return strings.ReplaceAll(string(r), "_", " ")
 }
 
 func roundSec(d time.Duration) string {
