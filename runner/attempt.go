@@ -139,6 +139,9 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 					Message: fmt.Sprintf("%s: switching to auth profile %s", failover.Words(llm.Reason(d.Reason)), orStr(name, "(default key)"))})
 			case ActionFallbackModel:
 				streamed := s.dropFailedTail(a)
+				if d.Mark {
+					pr.fail(o.Failure) // the last profile failed too: it rests like the others
+				}
 				spec := fallbacks[0]
 				fallbacks = fallbacks[1:]
 				st.FallbacksLeft = len(fallbacks)

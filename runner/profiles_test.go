@@ -258,3 +258,30 @@ func TestSummarizerFollowsTheRunsModel(t *testing.T) {
 		}
 	})
 }
+
+// When every profile's key is refused the run falls back to another model,
+// and the last profile tried rests like the ones before it.
+func TestFallbackMarksTheLastProfile(t *testing.T) {
+	store, err := auth.Open(&auth.Config{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := faux.New(refuse(llm.ReasonAuth, 401))
+	dead.Repeat = true
+	spare := faux.New(faux.Say("from the spare"))
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: dead, Info: llm.ModelInfo{Provider: "p", ID: "m"},
+		AuthProfiles: []string{"a", "b"}, Auth: store, FallbackModels: []string{"q/spare"},
+		UseProfile: func(context.Context, string) (llm.Model, llm.ModelInfo, error) {
+			return dead, llm.ModelInfo{Provider: "p", ID: "m"}, nil
+		},
+		ResolveModel: func(_ context.Context, provider, id string) (llm.Model, llm.ModelInfo, error) {
+			return spare, llm.ModelInfo{Provider: provider, ID: id}, nil
+		}})
+	if err != nil || !res.OK() || res.Model != "q/spare" {
+		t.Fatal(err, res)
+	}
+	usable, err := store.Usable("p", "m", []string{"a", "b"})
+	if err != nil || len(usable) != 0 {
+		t.Errorf("profiles still usable after both keys were refused: %v (%v)", usable, err)
+	}
+}
