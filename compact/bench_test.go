@@ -80,3 +80,25 @@ func BenchmarkTruncateText(b *testing.B) {
 		TruncateText(text, 40_000, TruncateOptions{})
 	}
 }
+
+// BenchmarkTransformSnipped measures TransformContext when a snip is
+// applied to a 10,000-message history on every call.
+func BenchmarkTransformSnipped(b *testing.B) {
+	msgs := history(10_000)
+	c, err := New(Config{Window: 200_000, Snip: SnipOptions{TailTokens: 50_000}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.TransformContext(b.Context(), msgs); err != nil {
+		b.Fatal(err)
+	}
+	if c.st.snipTo == 0 || c.st.summary != "" {
+		b.Fatal("no snip alone happened")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.TransformContext(b.Context(), msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

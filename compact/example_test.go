@@ -62,3 +62,22 @@ func ExamplePrecheck() {
 	fmt.Println(d.Route, d.Estimated.Tokens, d.PromptBudget)
 	// Output: compact_only 18005 12000
 }
+
+// Snip keeps the head and the tail of a long history and leaves a note
+// where it dropped the middle; cuts fall only where a user turn starts.
+func ExampleSnip() {
+	var history []llm.Message
+	for i := range 10 {
+		history = append(history,
+			llm.UserText(fmt.Sprintf("question %d %s", i, strings.Repeat("q", 400))),
+			llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text(strings.Repeat("a", 400))}})
+	}
+	out, removed := compact.Snip(history, 0, 400)
+	fmt.Println(len(history), "messages,", removed, "removed,", len(out), "left")
+	fmt.Println(out[2].Content[0].Text)
+	fmt.Println(out[2].Content[1].Text[:10])
+	// Output:
+	// 20 messages, 14 removed, 6 left
+	// [agentloop] 14 earlier messages (about 1421 tokens) were removed here to fit the context window.
+	// question 8
+}
