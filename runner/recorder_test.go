@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -106,5 +107,66 @@ func TestSessionRecorderReload(t *testing.T) {
 				t.Errorf("the reloaded context was compacted again: %v, %d → %d messages", err, len(reloaded), len(again))
 			}
 		})
+	}
+}
+
+// TestRunSnipsVeryOldHistory runs on a session far longer than the window:
+// the run snips the very old middle before summarising, so the summariser
+// never reads it, and the transcript records the snip and the summary.
+func TestRunSnipsVeryOldHistory(t *testing.T) {
+	ctx := context.Background()
+	st := session.NewJSONLStore(t.TempDir())
+	s, err := st.Create(ctx, session.CreateOptions{Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 { // about 200,000 tokens
+		for _, m := range []llm.Message{
+			llm.UserText(fmt.Sprintf("turn-%03d %s", i, strings.Repeat("u", 400))),
+			{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text(strings.Repeat("a", 3_600))}, StopReason: llm.StopReasonStop},
+		} {
+			if _, err := s.Append(ctx, session.MessageEntry(m)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	id := s.ID()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	model := faux.New(faux.Say("ok"))
+	info := model.ModelInfo()
+	info.ContextWindow = 32_000
+	summariser := faux.New(faux.Say("## Goal\nkeep going"))
+	summariser.Repeat = true
+	res, err := runner.Run(ctx, runner.Params{Prompt: "go on", Model: model, Info: info,
+		Session:    runner.SessionSpec{Store: st, ID: id},
+		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{Model: summariser}}})
+	if err != nil || res.Reason != runner.ReasonStop {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	for _, req := range summariser.Requests() {
+		for _, m := range req.Messages {
+			if strings.Contains(m.Text(), "turn-100 ") {
+				t.Fatal("the summariser read history the snip should have left out")
+			}
+		}
+	}
+	tr, err := st.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range tr.Entries {
+		switch e.Type {
+		case session.EntryCustom, session.EntryCompaction:
+			kinds = append(kinds, string(e.Type)+":"+e.CustomType)
+		}
+	}
+	if d := cmp.Diff([]string{"custom:snip", "compaction:"}, kinds); d != "" {
+		t.Errorf("recorded (-want +got):\n%s", d)
+	}
+	if reqs := model.Requests(); len(reqs) != 1 || !strings.HasPrefix(reqs[0].Messages[0].Text(), llm.SummaryPrefix) {
+		t.Errorf("the model was not sent the compacted context")
 	}
 }
