@@ -324,6 +324,31 @@ func (c *Compactor) Restore(msgs []llm.Message, rec *CompactionRecord, truncs []
 	return nil
 }
 
+// RestoreSnip gives a new Compactor a snip a stored session recorded, as
+// Restore does for a compaction (call Restore first when there is both).
+// A snip whose kept message lies behind the restored summary is ignored:
+// the summary has taken it in.
+func (c *Compactor) RestoreSnip(msgs []llm.Message, rec SnipRecord) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	start := 0
+	if c.st.summary != "" {
+		start = c.st.firstKept
+		if rec.FirstKeptIndex <= start {
+			return nil
+		}
+	}
+	if rec.FirstDroppedIndex <= start || rec.FirstKeptIndex <= rec.FirstDroppedIndex || rec.FirstKeptIndex >= len(msgs) {
+		return fmt.Errorf("compact: restore: the snip of messages %d to %d does not fit the history of %d messages kept from %d; pass the history the record was made on",
+			rec.FirstDroppedIndex, rec.FirstKeptIndex, len(msgs), start)
+	}
+	st := &c.st
+	st.snipFrom, st.snipTo, st.snipKey = rec.FirstDroppedIndex, rec.FirstKeptIndex, keyOf(&msgs[rec.FirstKeptIndex])
+	st.snipMsg = withNote(&msgs[rec.FirstKeptIndex], rec.Note)
+	st.usageFrom = len(msgs)
+	return nil
+}
+
 // TransformContext is the hook the agent loop calls before every model
 // request. It caps oversized tool results, runs the precheck and takes its
 // route: shorten tool results, clear old ones, summarise old history, and

@@ -170,3 +170,29 @@ func joinRequests(reqs []*llm.Request) string {
 	}
 	return b.String()
 }
+
+func TestRestoreSnip(t *testing.T) {
+	ctx := context.Background()
+	msgs := conversation(100, 500)
+	h := newHarness(t, Config{Snip: SnipOptions{TailTokens: 5_000}}, &fakeModel{})
+	want, err := h.c.TransformContext(ctx, msgs)
+	if err != nil || len(h.rec.snips) != 1 {
+		t.Fatalf("setup: %v, %d snips", err, len(h.rec.snips))
+	}
+	fresh := newHarness(t, Config{Snip: SnipOptions{TailTokens: 5_000}}, &fakeModel{})
+	if err := fresh.c.RestoreSnip(msgs, h.rec.snips[0]); err != nil {
+		t.Fatal(err)
+	}
+	got, err := fresh.c.TransformContext(ctx, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fresh.events) != 0 || joinTexts(got) != joinTexts(want) || !slices.Equal(stamps(got), stamps(want)) {
+		t.Errorf("restored view differs: %d messages (want %d), events %v", len(got), len(want), fresh.types())
+	}
+	for _, bad := range []SnipRecord{{FirstDroppedIndex: 0, FirstKeptIndex: 4}, {FirstDroppedIndex: 4, FirstKeptIndex: 4}, {FirstDroppedIndex: 2, FirstKeptIndex: 200}} {
+		if err := fresh.c.RestoreSnip(msgs, bad); err == nil {
+			t.Errorf("record %+v accepted", bad)
+		}
+	}
+}
