@@ -42,7 +42,7 @@ instead of the whole history. The transcript keeps every entry; a compaction ent
 The session is the latest of the working directory (--cwd, default the current one), or --session.
 A session another run is writing is refused. The words after the flags are extra instructions for
 the summary ("keep the API decisions"). The summary is written by --model, by default the model
-the session last used. PreCompact hooks (and before_compaction, after_compaction) run as in a run.`,
+the session last used. PreCompact and PostCompact hooks run as they do in a run.`,
 		Example: `  agentloop compact
   agentloop compact --session 0193a2 "focus on the open bugs"
   agentloop compact --model anthropic/claude-haiku-4-5`,
@@ -140,7 +140,11 @@ func compactSession(ctx context.Context, env *cliEnv, f *compactFlags, instructi
 	bus, warns, err := hook.Load(hook.LoadOptions{Home: home, Workspace: cwd, Trust: f.trust, NoHooks: f.noHooks,
 		SessionID: sess.ID(), TranscriptPath: path,
 		BusOptions: &hook.Options{Report: func(_ context.Context, n hook.Notice) {
-			fmt.Fprintf(env.stderr, "agentloop: hook %s: %s\n", n.Hook, oneLine(n.Text, 300))
+			text := n.Text
+			if text == "" && n.Err != nil {
+				text = n.Err.Error()
+			}
+			fmt.Fprintf(env.stderr, "agentloop: hook %s: %s\n", n.Hook, oneLine(text, 300))
 		}}})
 	if err != nil {
 		return err
