@@ -45,8 +45,9 @@ func ResolveGlobalLane(lane string) string {
 }
 
 // ResolveNestedLane names the lane of a run started from inside a run on
-// parent: nested by default, and nested for a cron parent, whose cron slot
-// is already taken (a run on the cron lane would wait for itself).
+// parent: the parent's own lane, except that an unnamed parent and a cron
+// parent give nested (the cron lane's one slot is the parent's: a child
+// there would wait for it forever).
 func ResolveNestedLane(parent string) string {
 	parent = strings.TrimSpace(parent)
 	if parent == "" || parent == LaneCron {
