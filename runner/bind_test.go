@@ -166,3 +166,28 @@ func TestRunRefusesTinyWindow(t *testing.T) {
 		t.Fatalf("err %v after %d calls, want the window refused", err, m.Calls())
 	}
 }
+
+// Without a hook bus, approval is still asked after loop detection: a call
+// the guard refuses is never put to the user.
+func TestRunLoopGuardBeforeApproval(t *testing.T) {
+	reg, _ := tool.NewRegistry(&tool.Func{ToolName: "status", Run: func(context.Context, tool.Call, func(tool.Partial)) (tool.Result, error) {
+		return tool.TextResult("still pending"), nil
+	}})
+	var steps []faux.Step
+	for range 20 {
+		steps = append(steps, faux.Call("", "status", map[string]any{"job": 7}))
+	}
+	m := faux.New(append(steps, faux.Say("giving up"))...)
+	asked := 0
+	approval := &tool.Approval{Policy: tool.ApproveAsk, Ask: func(context.Context, tool.Call, string) (tool.Answer, error) {
+		asked++
+		return tool.AnswerYes, nil
+	}}
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "wait for job 7", Model: m, Tools: reg, Approval: approval})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	if asked != 19 {
+		t.Errorf("the user was asked %d times, want 19: the 20th call is the loop guard's to refuse", asked)
+	}
+}

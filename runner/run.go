@@ -436,8 +436,17 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		hooks = agent.Hooks{Approve: sm.Approve, BeforeToolCall: sm.BeforeToolCall, AfterToolCall: sm.AfterToolCall,
 			ToolResultPersist: sm.ToolResultPersist, LLMInput: sm.LLMInput, LLMOutput: sm.LLMOutput, AgentEnd: sm.AgentEnd}
 		hooks.Stop, hooks.BeforeFinalize = finalizeOnce(bus, sm.Stop)
-	} else if p.Approval != nil {
-		hooks.Approve = p.Approval.Approve
+	} else if ap := p.Approval; ap != nil {
+		// Asked in BeforeToolCall, as the bus's seams ask it, so that loop
+		// detection (bound in front of it) refuses a looping call before
+		// anyone is asked about it.
+		hooks.BeforeToolCall = func(ctx context.Context, call tool.Call) (tool.Call, *tool.Result) {
+			if ok, reason := ap.Approve(ctx, call); !ok {
+				res := tool.ErrorResult(orStr(reason, "Tool call denied by the approval policy."))
+				return call, &res
+			}
+			return call, nil
+		}
 	}
 	if comp != nil {
 		next := hooks.ToolResultPersist
