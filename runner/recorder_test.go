@@ -170,3 +170,79 @@ func TestRunSnipsVeryOldHistory(t *testing.T) {
 		t.Errorf("the model was not sent the compacted context")
 	}
 }
+
+// TestSessionRecorderResumedSnip checks that a run resumed on a snipped
+// context, snipping again, records a snip that joins the first one: the
+// reloaded context is what the second Compactor showed.
+func TestSessionRecorderResumedSnip(t *testing.T) {
+	ctx := context.Background()
+	st := session.NewJSONLStore(t.TempDir())
+	s, err := st.Create(ctx, session.CreateOptions{Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addTurns := func(s session.Session, from, n int) {
+		for i := from; i < from+n; i++ {
+			for _, m := range []llm.Message{
+				llm.UserText(fmt.Sprintf("turn-%03d %s", i, strings.Repeat("u", 400))),
+				{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text(strings.Repeat("a", 3_600))}, StopReason: llm.StopReasonStop},
+			} {
+				if _, err := s.Append(ctx, session.MessageEntry(m)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	compactOnce := func(s session.Session) []llm.Message {
+		history := s.Context()
+		c, err := compact.New(compact.Config{Window: 32_000, Snip: compact.SnipOptions{TailTokens: 5_000},
+			Recorder: &runner.SessionRecorder{Session: s, EntryIDs: func() []string { return history.EntryIDs }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown, err := c.TransformContext(ctx, history.Messages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return shown
+	}
+	addTurns(s, 0, 100)
+	compactOnce(s)
+	id := s.ID()
+	s.Close()
+
+	s, err = st.Open(ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addTurns(s, 100, 20)
+	shown := compactOnce(s)
+	s.Close()
+	tr, err := st.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snips := 0
+	for _, e := range tr.Entries {
+		if e.Type == session.EntryCustom && e.CustomType == session.SnipCustomType {
+			snips++
+		}
+	}
+	if snips != 2 {
+		t.Fatalf("%d snip entries; want one per run", snips)
+	}
+	if d := cmp.Diff(shown, tr.Context("").Messages); d != "" {
+		t.Errorf("reloaded context differs from the one shown (-shown +reloaded):\n%s", d)
+	}
+	if got := shown[2].Text(); !strings.Contains(got, "turn-115") || strings.Count(joinText(shown), "earlier messages") != 1 {
+		t.Errorf("after the second snip the context reads %.200q", joinText(shown))
+	}
+}
+
+func joinText(msgs []llm.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.Text())
+	}
+	return b.String()
+}

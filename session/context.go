@@ -106,17 +106,20 @@ func SnipEntry(d SnipData) Entry {
 // leaf): the path from the root, through the latest compaction on it (its
 // summary as a user message, then the entries from its FirstKeptEntryID up
 // to it, then the entries after it), with every tool_result_truncation on
-// the path replacing the content of the result it names. The latest snip
-// entry on the path leaves out the entries it names, when they are still in
-// that context (a later compaction whose kept entries start after them has
-// already taken them in).
+// the path replacing the content of the result it names. Every snip entry
+// on the path leaves out the entries it names and puts its note before the
+// first kept one (the latest note wins), when they are still in that
+// context: a later compaction whose kept entries start after them has
+// already taken them in. Snips join: a run resumed on a snipped context
+// that snips again records only the new part.
 func (t *Transcript) Context(leafID string) Context {
 	if leafID == "" {
 		leafID = t.Leaf
 	}
 	path := t.Path(leafID)
 	ctx := Context{LeafID: leafID}
-	compaction, snip := -1, -1
+	compaction := -1
+	var snips []int
 	var truncated map[string][]llm.Content
 	for i, e := range path {
 		switch e.Type {
@@ -124,7 +127,7 @@ func (t *Transcript) Context(leafID string) Context {
 			compaction = i
 		case EntryCustom:
 			if e.CustomType == SnipCustomType {
-				snip = i
+				snips = append(snips, i)
 			}
 		case EntryToolResultTruncate:
 			if truncated == nil {
@@ -159,17 +162,15 @@ func (t *Transcript) Context(leafID string) Context {
 	if compaction >= 0 {
 		n += 1 + compaction - from
 	}
-	// The snip's hole: path[holeFrom:holeTo] is left out, and the note
-	// leads path[holeTo]; holeTo is 0 when no snip applies.
-	holeFrom, holeTo, note := snipHole(path, snip, from)
+	dropped, notes := snipHoles(path, snips, from)
 	ctx.Messages = make([]llm.Message, 0, n)
 	ctx.EntryIDs = make([]string, 0, n)
 	emit := func(i int, e *Entry) {
-		if holeTo > 0 && i >= holeFrom && i < holeTo {
+		if dropped != nil && dropped[i] {
 			return
 		}
 		if m, ok := entryMessage(e, truncated); ok {
-			if holeTo > 0 && i == holeTo {
+			if note, ok := notes[i]; ok {
 				m.Content = append([]llm.Content{llm.Text(note)}, m.Content...)
 			}
 			ctx.Messages = append(ctx.Messages, m)
@@ -197,31 +198,38 @@ func (t *Transcript) Context(leafID string) Context {
 	return ctx
 }
 
-// snipHole finds, in path, the entries the snip entry path[snip] leaves out
-// and the note it puts after them. It applies only when both entries it
-// names come before it, in order, and the first dropped one is at or after
-// from, the start of the kept history.
-func snipHole(path []*Entry, snip, from int) (holeFrom, holeTo int, note string) {
-	if snip < 0 {
-		return 0, 0, ""
+// snipHoles applies the snip entries path[snips[k]]: dropped[i] says
+// path[i] is left out, notes[i] is the note put before path[i]. A snip
+// applies only when both entries it names come before it, in order, and
+// the first dropped one is at or after from, the start of the kept
+// history. Both are nil when no snip applies.
+func snipHoles(path []*Entry, snips []int, from int) (dropped []bool, notes map[int]string) {
+	if len(snips) == 0 {
+		return nil, nil
 	}
-	var d SnipData
-	if err := json.Unmarshal(path[snip].Data, &d); err != nil || d.FirstDroppedEntryID == "" {
-		return 0, 0, ""
+	index := make(map[string]int, snips[len(snips)-1])
+	for i, e := range path[:snips[len(snips)-1]] {
+		index[e.ID] = i
 	}
-	holeFrom, holeTo = -1, -1
-	for i, e := range path[:snip] {
-		switch e.ID {
-		case d.FirstDroppedEntryID:
-			holeFrom = i
-		case d.FirstKeptEntryID:
-			holeTo = i
+	for _, s := range snips {
+		var d SnipData
+		if err := json.Unmarshal(path[s].Data, &d); err != nil {
+			continue
 		}
+		holeFrom, ok1 := index[d.FirstDroppedEntryID]
+		holeTo, ok2 := index[d.FirstKeptEntryID]
+		if !ok1 || !ok2 || holeFrom < from || holeTo <= holeFrom || holeTo >= s {
+			continue
+		}
+		if dropped == nil {
+			dropped, notes = make([]bool, len(path)), map[int]string{}
+		}
+		for i := holeFrom; i < holeTo; i++ {
+			dropped[i] = true
+		}
+		notes[holeTo] = d.Note
 	}
-	if holeFrom < from || holeTo <= holeFrom {
-		return 0, 0, ""
-	}
-	return holeFrom, holeTo, d.Note
+	return dropped, notes
 }
 
 // EntryID finds the entry behind msgs[i], where msgs was derived from
