@@ -367,12 +367,13 @@ func (c *Compactor) TransformContext(ctx context.Context, msgs []llm.Message) ([
 
 // Compact summarises the older history now, whatever the budget, with
 // instructions as extra focus for the summary, and returns the new
-// context. It returns ErrNothingToCompact when all of the history is
-// recent.
+// context. Very old history is snipped first, as TransformContext does,
+// so the summariser does not read it. It returns ErrNothingToCompact when
+// all of the history is recent.
 func (c *Compactor) Compact(ctx context.Context, msgs []llm.Message, instructions string) ([]llm.Message, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v := c.view(msgs)
+	v := c.snipFirst(ctx, msgs)
 	if _, err := c.compact(ctx, msgs, v, TriggerManual, instructions); err != nil {
 		return nil, err
 	}
@@ -387,11 +388,22 @@ func (c *Compactor) Compact(ctx context.Context, msgs []llm.Message, instruction
 func (c *Compactor) Recover(ctx context.Context, msgs []llm.Message) ([]llm.Message, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v := c.view(msgs)
+	v := c.snipFirst(ctx, msgs)
 	if _, err := c.compact(ctx, msgs, v, TriggerOverflow, ""); err != nil && !errors.Is(err, ErrNothingToCompact) {
 		return nil, err
 	}
 	return c.fit(ctx, msgs, TriggerOverflow, true, "")
+}
+
+// snipFirst returns the view after snipping very old history, as fit does
+// before anything else, so a summary asked for directly does not read it
+// either.
+func (c *Compactor) snipFirst(ctx context.Context, msgs []llm.Message) view {
+	v := c.view(msgs)
+	if !c.cfg.DisableSnip && c.snip(ctx, msgs, v) {
+		v = c.view(msgs)
+	}
+	return v
 }
 
 // fit applies the precheck's routes until the prompt fits or nothing more

@@ -196,3 +196,28 @@ func TestRestoreSnip(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactSnipsFirst checks that a summary asked for directly (manual,
+// or after an overflow) does not read very old history either.
+func TestCompactSnipsFirst(t *testing.T) {
+	for _, manual := range []bool{true, false} {
+		h := newHarness(t, Config{DisableMicrocompact: true}, &fakeModel{})
+		msgs := conversation(200, 500)
+		var err error
+		if manual {
+			_, err = h.c.Compact(context.Background(), msgs, "focus")
+		} else {
+			_, err = h.c.Recover(context.Background(), msgs)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		types := h.types()
+		if len(types) < 2 || types[0] != EventSnip || types[1] != EventCompactionStart || len(h.rec.compactions) != 1 {
+			t.Errorf("manual %v: events %v", manual, types)
+		}
+		if read := len(joinRequests(h.model.reqs)) / CharsPerToken; read > 3*32_000 {
+			t.Errorf("manual %v: the summariser read about %d tokens of a 200,000-token history", manual, read)
+		}
+	}
+}
