@@ -71,14 +71,7 @@ func TestRunMCPServerFailureIsAWarning(t *testing.T) {
 // Loop detection is bound: the 10th identical call is warned, the 20th
 // blocked, and the model sees both in the results it is sent.
 func TestRunLoopGuardBound(t *testing.T) {
-	reg, _ := tool.NewRegistry(&tool.Func{ToolName: "status", Run: func(context.Context, tool.Call, func(tool.Partial)) (tool.Result, error) {
-		return tool.TextResult("still pending"), nil
-	}})
-	var steps []faux.Step
-	for range 25 {
-		steps = append(steps, faux.Call("", "status", map[string]any{"job": 7}))
-	}
-	m := faux.New(append(steps, faux.Say("giving up"))...)
+	reg, m := pollingModel(25)
 	ev := &events{}
 	res, err := New(nil).Run(t.Context(), Params{Prompt: "wait for job 7", Model: m, Tools: reg, OnEvent: ev.add})
 	if err != nil || !res.OK() {
@@ -170,14 +163,7 @@ func TestRunRefusesTinyWindow(t *testing.T) {
 // Without a hook bus, approval is still asked after loop detection: a call
 // the guard refuses is never put to the user.
 func TestRunLoopGuardBeforeApproval(t *testing.T) {
-	reg, _ := tool.NewRegistry(&tool.Func{ToolName: "status", Run: func(context.Context, tool.Call, func(tool.Partial)) (tool.Result, error) {
-		return tool.TextResult("still pending"), nil
-	}})
-	var steps []faux.Step
-	for range 20 {
-		steps = append(steps, faux.Call("", "status", map[string]any{"job": 7}))
-	}
-	m := faux.New(append(steps, faux.Say("giving up"))...)
+	reg, m := pollingModel(20)
 	asked := 0
 	approval := &tool.Approval{Policy: tool.ApproveAsk, Ask: func(context.Context, tool.Call, string) (tool.Answer, error) {
 		asked++
@@ -190,4 +176,17 @@ func TestRunLoopGuardBeforeApproval(t *testing.T) {
 	if asked != 19 {
 		t.Errorf("the user was asked %d times, want 19: the 20th call is the loop guard's to refuse", asked)
 	}
+}
+
+// pollingModel is a model stuck polling: n identical calls of a status tool
+// that never changes its answer, then a give-up reply.
+func pollingModel(n int) (*tool.Registry, *faux.Model) {
+	reg, _ := tool.NewRegistry(&tool.Func{ToolName: "status", Run: func(context.Context, tool.Call, func(tool.Partial)) (tool.Result, error) {
+		return tool.TextResult("still pending"), nil
+	}})
+	var steps []faux.Step
+	for range n {
+		steps = append(steps, faux.Call("", "status", map[string]any{"job": 7}))
+	}
+	return reg, faux.New(append(steps, faux.Say("giving up"))...)
 }
