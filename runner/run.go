@@ -162,6 +162,7 @@ func (r *Runner) Run(ctx context.Context, p Params) (res Result, err error) {
 		defer func() {
 			if cerr := sess.Close(); cerr != nil && err == nil {
 				s.warn(fmt.Sprintf("closing the session: %v", cerr))
+				res.Warnings = s.warnings // set below, before this ran
 			}
 		}()
 		if fs, ok := sess.(interface{ Warnings() []string }); ok {
