@@ -58,7 +58,9 @@ type Header struct {
 //   - model_change: Provider, ModelID;
 //   - thinking_level_change: ThinkingLevel;
 //   - label: TargetID, Label (empty clears the label);
-//   - custom: CustomType, Data (state for extensions, never sent to a model);
+//   - custom: CustomType, Data (state for extensions, never sent to a model as
+//     such; a "snip" entry (SnipCustomType) makes Context leave out the old
+//     history it names);
 //   - tool_result_truncation: ToolCallID and Content, the replacement content
 //     of that call's result in every context built through this entry, and
 //     optionally Details (sizes, reason) for people;
