@@ -2,8 +2,9 @@
 // which code outside the loop may observe or change what happens, the order
 // in which the hooks at one point run, and how their answers are merged.
 //
-// hook sits low in the house, beside tool: it imports llm and tool from
-// agentloop and nothing above them.
+// hook sits low in the house, beside tool: it imports llm, tool and
+// internal/proc (which ends a command hook's whole process tree) from
+// agentloop, and nothing above them.
 //
 // # The bus
 //

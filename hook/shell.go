@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/proc"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -110,9 +111,30 @@ func (e *shellEnv) run(ctx context.Context, h *ShellHook, stdin []byte) cmdResul
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = killGrace
-	inOwnGroup(cmd)
+	// The hook runs in its own process group, tagged, so that everything it
+	// started (setsid escapees included, which the subreaper of package
+	// proc adopts) is found, killed and reaped: at the timeout, on abort,
+	// and when the hook exits leaving children behind.
+	_ = proc.EnableSubreaper() // without it the sweep still finds the group and tagged descendants
+	tag := proc.NewTag()
+	proc.Prepare(cmd, tag)
+	var mu sync.Mutex
+	var killed []proc.Proc
+	cmd.Cancel = func() error {
+		k := proc.Kill(proc.Target{Root: cmd.Process.Pid, Group: cmd.Process.Pid, Tag: tag})
+		mu.Lock()
+		killed = append(killed, k...)
+		mu.Unlock()
+		return nil
+	}
 	err := cmd.Run()
-	_ = killGroup(cmd)
+	if cmd.Process != nil {
+		pid := cmd.Process.Pid
+		mu.Lock()
+		killed = append(killed, proc.Kill(proc.Target{Group: pid, Tag: tag})...)
+		proc.Reap(killed, pid, killGrace)
+		mu.Unlock()
+	}
 	r := cmdResult{stdout: stdout.String(), stderr: stderr.String(), code: -1}
 	if cmd.ProcessState != nil {
 		r.code = cmd.ProcessState.ExitCode()

@@ -260,6 +260,39 @@ func TestBackgroundChildOfFinishedHookIsKilled(t *testing.T) {
 	}
 }
 
+// A child that left the hook's process group with setsid is found by its
+// tag and ended (and reaped) when the hook exits, not left running.
+func TestSetsidChildOfFinishedHookIsKilled(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finding setsid escapees needs Linux's /proc and subreaper")
+	}
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid is not installed")
+	}
+	f := newFixture(t)
+	f.user(t, map[string][]cmdSpec{EventPostToolUse: {{
+		command: `setsid sh -c 'echo $$ > "$CLAUDE_PROJECT_DIR/escapee"; exec sleep 300' >/dev/null 2>&1 < /dev/null & sleep 0.2; exit 0`,
+	}}})
+	b, _ := f.load(t, nil)
+	b.ToolResultPersist(ctx, ToolResultPersistInput{Call: bashCall("ls"), Result: tool.TextResult("x")})
+	raw, err := os.ReadFile(filepath.Join(f.ws, "escapee"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(raw))
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			return // gone, and reaped
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the setsid child %s of a finished hook is still there: %s", pid, stat)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestOtherExitCodesAreReportedAndIgnored(t *testing.T) {
 	f := newFixture(t)
 	f.user(t, map[string][]cmdSpec{
