@@ -3,27 +3,17 @@ package google_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/google"
+	"github.com/agentloop/agentloop/llm/internal/wiretest"
 )
 
-// replay is a transport that answers every request with the same stream,
-// so the benchmark measures decoding, not TCP.
-type replay string
-
-func (r replay) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body != nil {
-		io.Copy(io.Discard, req.Body)
-		req.Body.Close()
-	}
-	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
-		Body: io.NopCloser(strings.NewReader(string(r))), Request: req}, nil
-}
+// replay answers every request with the same stream, in memory.
+type replay = wiretest.Replay
 
 // longTextStream is n text chunks as Gemini sends them: each a whole
 // GenerateContentResponse with the running usage.

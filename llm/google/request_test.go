@@ -51,11 +51,11 @@ func TestRequestBody(t *testing.T) {
 		Options:  llm.Options{Thinking: llm.ThinkingHigh, Temperature: &temp, ToolChoice: "read", MaxTokens: 1000},
 		Messages: history(),
 	}
-	if r := collect(t, newModel(srv, 0), context.Background(), req); r.err != nil {
-		t.Fatal(r.err)
+	if r := collect(t, newModel(srv, 0), context.Background(), req); r.Err != nil {
+		t.Fatal(r.Err)
 	}
 	var body map[string]any
-	if err := json.Unmarshal(c.body, &body); err != nil {
+	if err := json.Unmarshal(c.Body, &body); err != nil {
 		t.Fatal(err)
 	}
 	checks := []struct{ name, got, want string }{
@@ -77,8 +77,8 @@ func TestRequestBody(t *testing.T) {
 			t.Errorf("%s\n got %s\nwant %s", ck.name, ck.got, ck.want)
 		}
 	}
-	if c.query != "alt=sse" || c.header.Get("X-Goog-Api-Key") != testKey {
-		t.Errorf("query %q, key header %q", c.query, c.header.Get("X-Goog-Api-Key"))
+	if c.Query != "alt=sse" || c.Header.Get("X-Goog-Api-Key") != testKey {
+		t.Errorf("query %q, key header %q", c.Query, c.Header.Get("X-Goog-Api-Key"))
 	}
 }
 
@@ -88,8 +88,8 @@ func TestGemini3(t *testing.T) {
 	var c capture
 	srv := serve(t, 200, nil, fixture(t, "text.sse"), &c)
 	req := &llm.Request{Messages: history(), Options: llm.Options{Thinking: llm.ThinkingMinimal}}
-	if r := collect(t, newModelID(srv, 0, "gemini-3-flash-preview"), context.Background(), req); r.err != nil {
-		t.Fatal(r.err)
+	if r := collect(t, newModelID(srv, 0, "gemini-3-flash-preview"), context.Background(), req); r.Err != nil {
+		t.Fatal(r.Err)
 	}
 	var body struct {
 		GenerationConfig json.RawMessage `json:"generationConfig"`
@@ -97,7 +97,7 @@ func TestGemini3(t *testing.T) {
 			Parts []map[string]json.RawMessage `json:"parts"`
 		} `json:"contents"`
 	}
-	if err := json.Unmarshal(c.body, &body); err != nil {
+	if err := json.Unmarshal(c.Body, &body); err != nil {
 		t.Fatal(err)
 	}
 	if got := string(body.GenerationConfig); got != `{"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"MINIMAL"}}` {
@@ -146,15 +146,15 @@ func TestThinkingConfig(t *testing.T) {
 			m := google.New(google.Config{Info: llm.ModelInfo{ID: tt.id, Reasoning: tt.reasoning}, BaseURL: srv.URL, HTTPClient: srv.Client()})
 			req := simpleRequest()
 			req.Options.Thinking = tt.level
-			if r := collect(t, m, context.Background(), req); r.err != nil {
-				t.Fatal(r.err)
+			if r := collect(t, m, context.Background(), req); r.Err != nil {
+				t.Fatal(r.Err)
 			}
 			var body struct {
 				GenerationConfig struct {
 					ThinkingConfig json.RawMessage `json:"thinkingConfig"`
 				} `json:"generationConfig"`
 			}
-			if err := json.Unmarshal(c.body, &body); err != nil {
+			if err := json.Unmarshal(c.Body, &body); err != nil {
 				t.Fatal(err)
 			}
 			got := string(body.GenerationConfig.ThinkingConfig)
@@ -164,8 +164,8 @@ func TestThinkingConfig(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("thinkingConfig %s, want %s", got, tt.want)
 			}
-			if c.path != "/models/"+tt.id+":streamGenerateContent" {
-				t.Errorf("path %q", c.path)
+			if c.Path != "/models/"+tt.id+":streamGenerateContent" {
+				t.Errorf("path %q", c.Path)
 			}
 		})
 	}
@@ -243,13 +243,13 @@ func TestMaxOutputTokensMakeRoomForThinking(t *testing.T) {
 		srv := serve(t, 200, nil, fixture(t, "text.sse"), &c)
 		req := simpleRequest()
 		req.Options = llm.Options{MaxTokens: tt.max, Thinking: tt.lvl}
-		if r := collect(t, newModelID(srv, 0, "gemini-2.5-pro"), context.Background(), req); r.err != nil {
-			t.Fatal(r.err)
+		if r := collect(t, newModelID(srv, 0, "gemini-2.5-pro"), context.Background(), req); r.Err != nil {
+			t.Fatal(r.Err)
 		}
 		var body struct {
 			GenerationConfig json.RawMessage `json:"generationConfig"`
 		}
-		json.Unmarshal(c.body, &body)
+		json.Unmarshal(c.Body, &body)
 		if got := string(body.GenerationConfig); !strings.Contains(got, tt.want) {
 			t.Errorf("max %d %s: generationConfig %s, want %s", tt.max, tt.lvl, got, tt.want)
 		}

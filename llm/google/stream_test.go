@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wiretest"
 )
 
 func TestStreamFixtures(t *testing.T) {
@@ -148,19 +147,19 @@ func TestStreamFixtures(t *testing.T) {
 			var c capture
 			srv := serve(t, 200, nil, body, &c)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if r.err != nil {
-				t.Fatalf("error: %v", r.err)
+			if r.Err != nil {
+				t.Fatalf("error: %v", r.Err)
 			}
-			if got := typesString(r.types); got != tt.types {
+			if got := typesString(r.Types); got != tt.types {
 				t.Errorf("events\n got %s\nwant %s", got, tt.types)
 			}
 			if tt.check != nil {
-				tt.check(t, r.msg)
+				tt.check(t, r.Msg)
 			}
-			if c.path != "/v1beta/models/gemini-test:streamGenerateContent" || c.query != "alt=sse" {
-				t.Errorf("path %q query %q", c.path, c.query)
+			if c.Path != "/v1beta/models/gemini-test:streamGenerateContent" || c.Query != "alt=sse" {
+				t.Errorf("path %q query %q", c.Path, c.Query)
 			}
-			if got := c.header.Get("X-Goog-Api-Key"); got != testKey {
+			if got := c.Header.Get("X-Goog-Api-Key"); got != testKey {
 				t.Errorf("x-goog-api-key %q", got)
 			}
 		})
@@ -206,12 +205,12 @@ func TestHTTPErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, tt.status, tt.header, tt.body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if !r.bare {
-				t.Fatalf("want one bare error, got events %s", typesString(r.types))
+			if !r.Bare {
+				t.Fatalf("want one bare error, got events %s", typesString(r.Types))
 			}
 			var pe *llm.ProviderError
-			if !errors.As(r.err, &pe) {
-				t.Fatalf("error %T %v is not a *llm.ProviderError", r.err, r.err)
+			if !errors.As(r.Err, &pe) {
+				t.Fatalf("error %T %v is not a *llm.ProviderError", r.Err, r.Err)
 			}
 			if pe.Status != tt.status {
 				t.Errorf("status %d", pe.Status)
@@ -278,12 +277,12 @@ func TestStreamFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, 200, nil, tt.body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if r.bare || len(r.types) == 0 || r.types[len(r.types)-1] != llm.EventError {
-				t.Fatalf("want a final error event, got %s (bare %v: %v)", typesString(r.types), r.bare, r.err)
+			if r.Bare || len(r.Types) == 0 || r.Types[len(r.Types)-1] != llm.EventError {
+				t.Fatalf("want a final error event, got %s (bare %v: %v)", typesString(r.Types), r.Bare, r.Err)
 			}
 			var pe *llm.ProviderError
-			if !errors.As(r.err, &pe) {
-				t.Fatalf("error %T %v is not a *llm.ProviderError", r.err, r.err)
+			if !errors.As(r.Err, &pe) {
+				t.Fatalf("error %T %v is not a *llm.ProviderError", r.Err, r.Err)
 			}
 			if tt.reasons != nil && !hasReason(tt.reasons, pe.Reason) {
 				t.Errorf("reason %q, want one of %v", pe.Reason, tt.reasons)
@@ -293,13 +292,13 @@ func TestStreamFailures(t *testing.T) {
 					t.Errorf("error %q does not say %q", pe.Error(), w)
 				}
 			}
-			if r.msg.StopReason != llm.StopReasonError || r.msg.ErrorMessage == "" {
-				t.Errorf("stop %q error message %q", r.msg.StopReason, r.msg.ErrorMessage)
+			if r.Msg.StopReason != llm.StopReasonError || r.Msg.ErrorMessage == "" {
+				t.Errorf("stop %q error message %q", r.Msg.StopReason, r.Msg.ErrorMessage)
 			}
-			if r.msg.Text() != tt.text {
-				t.Errorf("partial text %q, want %q", r.msg.Text(), tt.text)
+			if r.Msg.Text() != tt.text {
+				t.Errorf("partial text %q, want %q", r.Msg.Text(), tt.text)
 			}
-			if txt := llm.ErrorText(r.err); txt == "" || strings.Contains(txt, testKey) {
+			if txt := llm.ErrorText(r.Err); txt == "" || strings.Contains(txt, testKey) {
 				t.Errorf("user text %q", txt)
 			}
 		})
@@ -309,38 +308,8 @@ func TestStreamFailures(t *testing.T) {
 // Cancelling the context mid-stream closes the body at once and keeps the
 // partial output with stop reason aborted.
 func TestAbortKeepsPartial(t *testing.T) {
-	handlerDone := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
-		defer close(handlerDone)
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Half a thou\"}],\"role\": \"model\"}}]}\n\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done() // the body never ends on its own
-	}))
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var last llm.Event
-	for ev, err := range newModel(srv, 0).Stream(ctx, simpleRequest()) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Type == llm.EventTextDelta {
-			cancel()
-		}
-		last = ev
-	}
-	if last.Type != llm.EventError || last.Message.StopReason != llm.StopReasonAborted {
-		t.Fatalf("last event %s stop %q", last.Type, last.Message.StopReason)
-	}
-	if !errors.Is(last.Err, context.Canceled) {
-		t.Fatalf("err %v does not wrap context.Canceled", last.Err)
-	}
-	if last.Message.Text() != "Half a thou" {
-		t.Fatalf("partial text %q", last.Message.Text())
-	}
-	<-handlerDone // the server saw the connection go
+	wiretest.AbortKeepsPartial(t, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) },
+		"data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Half a thou\"}],\"role\": \"model\"}}]}\n\n", "Half a thou")
 }
 
 // A cancelled context before the call gives one bare error and no request.
@@ -349,46 +318,31 @@ func TestPreCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := collect(t, newModel(srv, 0), ctx, simpleRequest())
-	if !r.bare || !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("bare %v err %v", r.bare, r.err)
+	if !r.Bare || !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("bare %v err %v", r.Bare, r.Err)
 	}
 }
 
 // Breaking out of the loop releases the connection.
 func TestConsumerBreak(t *testing.T) {
-	handlerDone := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
-		defer close(handlerDone)
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"x\"}],\"role\": \"model\"}}]}\n\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
-	for ev, err := range newModel(srv, 0).Stream(context.Background(), simpleRequest()) {
-		if err != nil || ev.Type != llm.EventStart {
-			t.Fatalf("%v %v", ev.Type, err)
-		}
-		break
-	}
-	<-handlerDone
+	wiretest.ConsumerBreak(t, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) },
+		"data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"x\"}],\"role\": \"model\"}}]}\n\n")
 }
 
 // Partial arguments stay valid JSON on the single delta of a whole call.
 func TestCallArgumentsAreJSON(t *testing.T) {
 	srv := serve(t, 200, nil, fixture(t, "tools.sse"), nil)
 	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-	if r.err != nil {
-		t.Fatal(r.err)
+	if r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	for i, a := range r.args {
+	for i, a := range r.Args {
 		if !json.Valid([]byte(a)) {
 			t.Errorf("delta %d arguments %q", i, a)
 		}
 	}
-	if len(r.deltas) != 3 {
-		t.Errorf("%d deltas, want one per call with arguments", len(r.deltas))
+	if len(r.Deltas) != 3 {
+		t.Errorf("%d deltas, want one per call with arguments", len(r.Deltas))
 	}
 }
 
@@ -398,8 +352,8 @@ func TestCancelCause(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(errors.New("user pressed ctrl-c"))
 	r := collect(t, newModel(srv, 0), ctx, simpleRequest())
-	if !r.bare || !errors.Is(r.err, context.Canceled) || !strings.Contains(r.err.Error(), "ctrl-c") {
-		t.Fatalf("bare %v err %v", r.bare, r.err)
+	if !r.Bare || !errors.Is(r.Err, context.Canceled) || !strings.Contains(r.Err.Error(), "ctrl-c") {
+		t.Fatalf("bare %v err %v", r.Bare, r.Err)
 	}
 }
 
@@ -422,10 +376,10 @@ func TestJSONArrayReply(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, 200, map[string]string{"Content-Type": "application/json; charset=UTF-8"}, tt.body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if r.err != nil {
-				t.Fatal(r.err)
+			if r.Err != nil {
+				t.Fatal(r.Err)
 			}
-			if got := typesString(r.types); got != tt.types {
+			if got := typesString(r.Types); got != tt.types {
 				t.Errorf("events\n got %s\nwant %s", got, tt.types)
 			}
 		})
@@ -433,8 +387,8 @@ func TestJSONArrayReply(t *testing.T) {
 	t.Run("array without a finish reason", func(t *testing.T) {
 		srv := serve(t, 200, map[string]string{"Content-Type": "application/json"}, "["+chunks[0]+"]", nil)
 		r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-		if llm.ReasonOf(r.err) != llm.ReasonNetwork || r.msg.StopReason != llm.StopReasonError {
-			t.Fatalf("err %v", r.err)
+		if llm.ReasonOf(r.Err) != llm.ReasonNetwork || r.Msg.StopReason != llm.StopReasonError {
+			t.Fatalf("err %v", r.Err)
 		}
 	})
 }
@@ -443,7 +397,7 @@ func TestJSONArrayReply(t *testing.T) {
 func TestMislabelledStream(t *testing.T) {
 	srv := serve(t, 200, map[string]string{"Content-Type": "text/plain; charset=utf-8"}, fixture(t, "text.sse"), nil)
 	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-	if r.err != nil || r.msg.Text() != "Hello, world." {
-		t.Fatalf("err %v text %q", r.err, r.msg.Text())
+	if r.Err != nil || r.Msg.Text() != "Hello, world." {
+		t.Fatalf("err %v text %q", r.Err, r.Msg.Text())
 	}
 }

@@ -76,6 +76,7 @@ type Capture struct {
 	Header http.Header
 	Body   []byte
 	Path   string
+	Query  string // the raw query, without the '?'
 }
 
 // Serve answers every request with status, headers (Content-Type
@@ -88,6 +89,7 @@ func Serve(t testing.TB, status int, header map[string]string, body string, c *C
 			c.Header = r.Header.Clone()
 			c.Body, _ = io.ReadAll(r.Body)
 			c.Path = r.URL.Path
+			c.Query = r.URL.RawQuery
 		}
 		if _, ok := header["Content-Type"]; !ok {
 			w.Header().Set("Content-Type", "text/event-stream")
