@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"iter"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -86,34 +83,21 @@ func (c *idCounter) next(name string) string {
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.provider, llm.APIGoogleGenerativeAI, yield)
-		body, err := json.Marshal(m.buildRequest(req))
-		if err != nil {
-			b.Fail(fmt.Errorf("google: encode request: %w", err))
+		x := wire.Open(ctx, b, &wire.Post{
+			Provider: m.provider, Model: m.cfg.Info.ID, Client: m.client, Endpoint: m.endpoint, Idle: m.idle,
+			Headers: map[string]string{
+				"Content-Type":   "application/json",
+				"Accept":         "text/event-stream",
+				"X-Goog-Api-Key": m.cfg.APIKey,
+			},
+			Extra: m.cfg.Headers,
+			// A proxy that drops ?alt=sse gets Gemini's JSON array of chunks.
+			AcceptJSON: true,
+		}, m.buildRequest(req))
+		if x == nil {
 			return
 		}
-		if ctx.Err() != nil {
-			b.Fail(wire.AbortError(ctx))
-			return
-		}
-		httpReq, err := http.NewRequest(http.MethodPost, m.endpoint, bytes.NewReader(body))
-		if err != nil {
-			b.Fail(fmt.Errorf("google: build request for %s: %w", m.endpoint, err))
-			return
-		}
-		wire.SetHeaders(httpReq.Header, map[string]string{
-			"Content-Type":   "application/json",
-			"Accept":         "text/event-stream",
-			"X-Goog-Api-Key": m.cfg.APIKey,
-		}, m.cfg.Headers)
-
-		x := wire.NewExchange(ctx, m.provider, m.cfg.Info.ID, m.idle)
-		// A proxy that drops ?alt=sse gets Gemini's JSON array of chunks.
-		x.AcceptJSON = true
 		defer func() { x.Close(b.Finished()) }()
-		if err := x.Do(m.client, httpReq); err != nil {
-			b.Fail(err)
-			return
-		}
 		if !b.Start() {
 			return
 		}
@@ -122,45 +106,27 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			d.whole(x.JSONBody)
 			return
 		}
-		r := sse.NewReader(x.Body)
-		for {
-			ev, err := r.Next()
-			if err != nil {
-				switch {
-				case x.Context().Err() != nil:
-					// Cancelled or idle: that is the cause, whatever the read saw.
-					err = x.Failure(err)
-				case err == io.EOF && d.finish != "" && !r.Truncated():
-					// Gemini has no terminator: the body ends after the
-					// chunk that gave the finish reason.
-					d.end()
-					return
-				case err == io.EOF:
-					err = wire.Truncated(m.provider, m.cfg.Info.ID)
-				case errors.Is(err, sse.ErrEventTooLarge):
-					err = wire.Malformed(m.provider, m.cfg.Info.ID, err.Error(), nil)
-				default:
-					err = x.Failure(err)
-				}
-				b.Fail(err)
-				return
-			}
-			x.Touch()
-			if ev.Done() || len(bytes.TrimSpace(ev.Data)) == 0 {
-				continue // a proxy's sentinel, or an empty event
-			}
-			if err := d.handle(ev.Data); err != nil {
-				if r.Truncated() {
-					err = wire.Truncated(m.provider, m.cfg.Info.ID)
-				}
-				b.Fail(err)
-				return
-			}
-			if b.Stopped() {
-				return
-			}
-		}
+		wire.Read(x, b, &d)
 	}
+}
+
+// Event implements wire.Decoder. Gemini has no terminator, so no event
+// finishes the reply.
+func (d *decoder) Event(ev *sse.Event) (bool, error) {
+	if ev.Done() || len(bytes.TrimSpace(ev.Data)) == 0 {
+		return false, nil // a proxy's sentinel, or an empty event
+	}
+	return false, d.handle(ev.Data)
+}
+
+// Ended implements wire.Decoder: the body ends after the chunk that gave
+// the finish reason, and the reply is complete if one came.
+func (d *decoder) Ended() bool {
+	if d.finish == "" {
+		return false
+	}
+	d.end()
+	return true
 }
 
 // whole decodes a reply that came as one JSON document: the array of

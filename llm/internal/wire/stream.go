@@ -65,7 +65,8 @@ type Decoder interface {
 	Event(ev *sse.Event) (finished bool, err error)
 	// Ended is called when the body ends cleanly before an event
 	// finished the reply; it reports whether the reply was complete all
-	// the same, having called Done.
+	// the same, having called Done (or Fail, for a complete reply that
+	// reports a failure, as a withheld one does).
 	Ended() bool
 }
 
