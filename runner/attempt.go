@@ -152,6 +152,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 					continue // decide again: the next fallback, or the failure
 				}
 				s.model.setModel(m)
+				s.model.setLimit(info.MaxTokens)
 				s.p.Info = info
 				if info.ContextWindow > 0 {
 					// The cascade's overflow and timeout decisions read

@@ -285,3 +285,27 @@ func TestFallbackMarksTheLastProfile(t *testing.T) {
 		t.Errorf("profiles still usable after both keys were refused: %v (%v)", usable, err)
 	}
 }
+
+// A fallback model's output limit caps what the agent asks for, although
+// the agent was configured with the first model's larger limit: a cut-off
+// reply is asked again with the fallback's limit, not the first model's.
+func TestModelFallbackTakesItsOutputLimit(t *testing.T) {
+	missing := faux.New(refuse(llm.ReasonModelNotFound, 404))
+	small := faux.New(faux.Say("Part one").WithStop(llm.StopReasonLength), faux.Say("Part one and two."))
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "write", Model: missing, Options: llm.Options{MaxTokens: 1000},
+		Info:           llm.ModelInfo{Provider: "a", ID: "big", MaxTokens: 64_000},
+		FallbackModels: []string{"b/small"},
+		ResolveModel: func(_ context.Context, provider, id string) (llm.Model, llm.ModelInfo, error) {
+			return small, llm.ModelInfo{Provider: provider, ID: id, MaxTokens: 8_000}, nil
+		}})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	reqs := small.Requests()
+	if len(reqs) != 2 || reqs[0].Options.MaxTokens != 1000 || reqs[1].Options.MaxTokens != 8_000 {
+		for i, r := range reqs {
+			t.Logf("request %d asked for %d tokens", i, r.Options.MaxTokens)
+		}
+		t.Errorf("the fallback got %d requests; want 1000 tokens, then its own limit of 8000", len(reqs))
+	}
+}
