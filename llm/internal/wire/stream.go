@@ -76,8 +76,13 @@ type Decoder interface {
 // keep-alives, as comments are.
 func Read(x *Exchange, b *Builder, d Decoder) {
 	r := sse.NewReader(x.Body)
+	// One event variable for the whole stream: passing its address to the
+	// decoder (an interface) moves it to the heap, once instead of once
+	// an event.
+	var ev sse.Event
 	for {
-		ev, err := r.Next()
+		var err error
+		ev, err = r.Next()
 		if err != nil {
 			switch {
 			case x.ctx.Err() != nil:
