@@ -36,6 +36,8 @@ type ExhaustedError struct {
 	Until time.Time
 }
 
+// Error names the provider and model, the strongest reason and when a
+// profile comes back.
 func (e *ExhaustedError) Error() string {
 	if e.Until.IsZero() {
 		return fmt.Sprintf("every auth profile of %s was tried for %s and failed", e.Provider, e.Model)

@@ -26,6 +26,7 @@ type FailoverError struct {
 	Err error
 }
 
+// Error says which model failed and why.
 func (e *FailoverError) Error() string {
 	msg := e.Message
 	if msg == "" && e.Err != nil {

@@ -54,6 +54,7 @@ type BudgetError struct {
 	Used  float64
 }
 
+// Error says what the run used, its budget and the flag that set it.
 func (e *BudgetError) Error() string {
 	if e.Kind == ReasonBudgetCost {
 		return fmt.Sprintf("the run cost $%.4f, over its budget of $%.4f (--max-cost)", e.Used, e.Limit)
@@ -68,6 +69,7 @@ func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
 // "continue": false); Reason is for the user.
 type HaltError struct{ Reason string }
 
+// Error says that a hook stopped the run, and why when it said.
 func (e *HaltError) Error() string {
 	if e.Reason == "" {
 		return "a hook stopped the run"
