@@ -594,6 +594,7 @@ func finalizeOnce(bus *hook.Bus, stop func(context.Context, llm.Message) (bool, 
 	func(context.Context, llm.Message) (bool, []llm.Message), func(context.Context, llm.Message) string) {
 	var asked bool // the agent calls both from its loop goroutine
 	onStop := func(ctx context.Context, last llm.Message) (bool, []llm.Message) {
+		asked = false // stays false if stop panics
 		cont, inject := stop(ctx, last)
 		asked = !cont
 		return cont, inject
