@@ -154,6 +154,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				s.model.setModel(m)
 				s.model.setLimit(info.MaxTokens)
 				s.p.Info = info
+				s.record(ctx, session.ModelChangeEntry(info.Provider, info.ID))
 				if info.ContextWindow > 0 {
 					// The cascade's overflow and timeout decisions read
 					// the window of the model that now runs.
@@ -167,6 +168,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				streamed := s.dropFailedTail(a)
 				st.AttemptedThinking = append(st.AttemptedThinking, d.Thinking)
 				s.model.setLevel(d.Thinking)
+				s.record(ctx, session.ThinkingLevelEntry(d.Thinking))
 				s.notice(EventThinkingFallback, Notice{Reason: string(d.Thinking), Streamed: streamed, Message: d.Message})
 			case ActionRetry:
 				streamed := s.dropFailedTail(a)
@@ -269,6 +271,17 @@ func (s *run) dropFailedTail(a *agent.Agent) (streamed bool) {
 		s.added = s.added[:k-1]
 	}
 	return streamed
+}
+
+// record appends a non-message entry (a model or thinking-level change) to
+// the session, when the run has one.
+func (s *run) record(ctx context.Context, e session.Entry) {
+	if s.sess == nil {
+		return
+	}
+	if _, err := s.sess.Append(context.WithoutCancel(ctx), e); err != nil {
+		s.sessionError(err)
+	}
 }
 
 // recover compacts after an overflow or a big timed-out prompt.

@@ -14,6 +14,7 @@ import (
 	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/session"
 )
 
 func TestProfileRotationAndCooldown(t *testing.T) {
@@ -307,5 +308,49 @@ func TestModelFallbackTakesItsOutputLimit(t *testing.T) {
 			t.Logf("request %d asked for %d tokens", i, r.Options.MaxTokens)
 		}
 		t.Errorf("the fallback got %d requests; want 1000 tokens, then its own limit of 8000", len(reqs))
+	}
+}
+
+// A switch of model or of thinking level is recorded in the session, so a
+// resumed session knows what the run ended on.
+func TestSwitchesRecordedInSession(t *testing.T) {
+	tests := []struct {
+		name  string
+		first faux.Step
+		want  session.Entry
+	}{
+		{"model fallback", refuse(llm.ReasonModelNotFound, 404), session.ModelChangeEntry("b", "spare")},
+		{"thinking fallback", faux.Refuse(llm.ReasonFormat, 400, `reasoning effort "xhigh" is not supported by this model. Supported values are: "low", "medium"`),
+			session.ThinkingLevelEntry(llm.ThinkingLow)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			store := session.NewJSONLStore(t.TempDir())
+			first := faux.New(tc.first, faux.Say("from the first"))
+			spare := faux.New(faux.Say("from the spare"))
+			res, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: first, Info: llm.ModelInfo{Provider: "a", ID: "big"},
+				Options: llm.Options{Thinking: llm.ThinkingXHigh}, FallbackModels: []string{"b/spare"},
+				Session: SessionSpec{Store: store, Cwd: t.TempDir()},
+				ResolveModel: func(_ context.Context, provider, id string) (llm.Model, llm.ModelInfo, error) {
+					return spare, llm.ModelInfo{Provider: provider, ID: id}, nil
+				}})
+			if err != nil || !res.OK() {
+				t.Fatal(err, res)
+			}
+			tr, err := store.Load(t.Context(), res.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, e := range tr.Entries {
+				found = found || e.Type == tc.want.Type && e.Provider == tc.want.Provider && e.ModelID == tc.want.ModelID && e.ThinkingLevel == tc.want.ThinkingLevel
+			}
+			if !found {
+				t.Errorf("no %s entry %+v in the transcript", tc.want.Type, tc.want)
+			}
+			if err := session.CheckPairing(tr.Context("").Messages); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
