@@ -3,12 +3,12 @@ package anthropic
 import (
 	"context"
 	"iter"
-	"maps"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wire"
 )
 
 // DefaultBaseURL is where requests go when Config.BaseURL is empty.
@@ -51,11 +51,8 @@ type Config struct {
 // Model streams replies from the Anthropic Messages API. It implements
 // llm.Model and is safe for concurrent use.
 type Model struct {
-	cfg      Config
-	endpoint string
-	client   *http.Client
-	idle     time.Duration
-	provider string
+	cfg  Config // Headers copied
+	site wire.Site
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -63,25 +60,16 @@ var _ llm.Model = (*Model)(nil)
 // New returns a Model for cfg. The config is copied; later changes to it do
 // not affect the model.
 func New(cfg Config) *Model {
-	m := &Model{cfg: cfg, client: cfg.HTTPClient, idle: cfg.IdleTimeout, provider: cfg.Info.Provider}
-	m.cfg.Headers = maps.Clone(cfg.Headers)
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	// Accept a base URL that already ends in /v1, as ANTHROPIC_BASE_URL
-	// values sometimes do.
-	base = strings.TrimSuffix(base, "/v1")
-	m.endpoint = base + "/v1/messages"
-	if m.client == nil {
-		m.client = &http.Client{}
-	}
-	if m.idle <= 0 {
-		m.idle = DefaultIdleTimeout
-	}
-	if m.provider == "" {
-		m.provider = "anthropic"
-	}
+	m := &Model{cfg: cfg, site: wire.NewSite(wire.SiteConfig{
+		Info: cfg.Info, BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, IdleTimeout: cfg.IdleTimeout, Headers: cfg.Headers,
+		DefaultProvider: "anthropic", DefaultBaseURL: DefaultBaseURL, DefaultIdle: DefaultIdleTimeout,
+		Endpoint: func(base string) string {
+			// Accept a base URL that already ends in /v1, as
+			// ANTHROPIC_BASE_URL values sometimes do.
+			return strings.TrimSuffix(base, "/v1") + "/v1/messages"
+		},
+	})}
+	m.cfg.Headers = m.site.Headers
 	return m
 }
 

@@ -217,7 +217,7 @@ func (m *Model) assistantBlocks(msg *llm.Message) []block {
 	if msg.StopReason.Failed() && !hasCalls {
 		return nil
 	}
-	same := msg.API == string(llm.APIAnthropicMessages) && msg.Provider == m.provider && msg.Model == m.cfg.Info.ID
+	same := msg.API == string(llm.APIAnthropicMessages) && msg.Provider == m.site.Provider && msg.Model == m.cfg.Info.ID
 	blocks := make([]block, 0, len(msg.Content))
 	for _, c := range msg.Content {
 		switch c.Type {

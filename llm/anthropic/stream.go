@@ -103,24 +103,20 @@ var errorStatus = map[string]int{
 
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		b := wire.NewBuilder(m.cfg.Info, m.provider, llm.APIAnthropicMessages, yield)
+		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIAnthropicMessages, yield)
 		areq := m.buildRequest(req)
 		beta := ""
 		if areq.Thinking != nil && len(areq.Tools) > 0 {
 			// Lets Claude think between tool calls, not only before the first.
 			beta = InterleavedThinkingBeta
 		}
-		x := wire.Open(ctx, b, &wire.Post{
-			Provider: m.provider, Model: m.cfg.Info.ID, Client: m.client, Endpoint: m.endpoint, Idle: m.idle,
-			Headers: map[string]string{
-				"Content-Type":      "application/json",
-				"Accept":            "text/event-stream",
-				"X-Api-Key":         m.cfg.APIKey,
-				"Anthropic-Version": APIVersion,
-				"Anthropic-Beta":    beta,
-			},
-			Extra: m.cfg.Headers,
-		}, areq)
+		x := wire.Open(ctx, b, m.site.Post(map[string]string{
+			"Content-Type":      "application/json",
+			"Accept":            "text/event-stream",
+			"X-Api-Key":         m.cfg.APIKey,
+			"Anthropic-Version": APIVersion,
+			"Anthropic-Beta":    beta,
+		}), areq)
 		if x == nil {
 			return
 		}
@@ -159,7 +155,7 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 	d.ev = streamEvent{}
 	e := &d.ev
 	if err := d.json.Decode(ev.Data, e); err != nil {
-		return false, wire.Malformed(m.provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
+		return false, wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
 	}
 	if e.Type == "" {
 		e.Type = name(ev.Type)
@@ -170,7 +166,7 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 	case "content_block_start":
 		cb := &e.ContentBlock
 		if cb.Type == "" {
-			return false, wire.Malformed(m.provider, m.cfg.Info.ID, "content_block_start without a content block", ev.Data)
+			return false, wire.Malformed(m.site.Provider, m.cfg.Info.ID, "content_block_start without a content block", ev.Data)
 		}
 		var c llm.Content
 		switch cb.Type {
@@ -248,7 +244,7 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 	case "error":
 		typ, msg := e.Error.Type, e.Error.Message
 		status := errorStatus[typ]
-		pe := llm.NewHTTPError(m.provider, m.cfg.Info.ID, status, nil, ev.Data)
+		pe := llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, status, nil, ev.Data)
 		if msg != "" && pe.Message == string(bytes.TrimSpace(ev.Data)) {
 			pe.Message = typ + ": " + msg
 		}
@@ -268,12 +264,12 @@ func (d *decoder) mapStop() (llm.StopReason, error) {
 	case "max_tokens":
 		return llm.StopReasonLength, nil
 	case "model_context_window_exceeded":
-		pe := llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil,
+		pe := llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil,
 			[]byte("model_context_window_exceeded: the prompt and the output exceed the model's context window"))
 		pe.Reason = llm.ReasonContextOverflow
 		return "", pe
 	case "refusal", "sensitive":
-		pe := llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte(d.stopReason+": the model declined to answer this request"))
+		pe := llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, []byte(d.stopReason+": the model declined to answer this request"))
 		return "", pe
 	default:
 		// A stop reason newer than this code: the message is complete.

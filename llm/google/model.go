@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wire"
 )
 
 // DefaultBaseURL is where requests go when Config.BaseURL is empty.
@@ -44,11 +45,8 @@ type Config struct {
 // Model streams replies from the Gemini API. It implements llm.Model and
 // is safe for concurrent use.
 type Model struct {
-	cfg      Config
-	endpoint string
-	client   *http.Client
-	idle     time.Duration
-	provider string
+	cfg  Config // Headers copied
+	site wire.Site
 	// ids numbers synthesised tool-call ids; shared by concurrent streams.
 	ids idCounter
 }
@@ -58,30 +56,17 @@ var _ llm.Model = (*Model)(nil)
 // New returns a Model for cfg. The config is copied; later changes to it do
 // not affect the model.
 func New(cfg Config) *Model {
-	m := &Model{cfg: cfg, client: cfg.HTTPClient, idle: cfg.IdleTimeout, provider: cfg.Info.Provider}
-	if cfg.Headers != nil {
-		m.cfg.Headers = make(map[string]string, len(cfg.Headers))
-		for k, v := range cfg.Headers {
-			m.cfg.Headers[k] = v
-		}
-	}
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	// Accept a base URL that already names the models collection.
-	base = strings.TrimSuffix(base, "/models")
-	id := strings.TrimPrefix(cfg.Info.ID, "models/")
-	m.endpoint = base + "/models/" + url.PathEscape(id) + ":streamGenerateContent?alt=sse"
-	if m.client == nil {
-		m.client = &http.Client{}
-	}
-	if m.idle <= 0 {
-		m.idle = DefaultIdleTimeout
-	}
-	if m.provider == "" {
-		m.provider = "google"
-	}
+	m := &Model{cfg: cfg, site: wire.NewSite(wire.SiteConfig{
+		Info: cfg.Info, BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, IdleTimeout: cfg.IdleTimeout, Headers: cfg.Headers,
+		DefaultProvider: "google", DefaultBaseURL: DefaultBaseURL, DefaultIdle: DefaultIdleTimeout,
+		Endpoint: func(base string) string {
+			// Accept a base URL that already names the models collection.
+			base = strings.TrimSuffix(base, "/models")
+			id := strings.TrimPrefix(cfg.Info.ID, "models/")
+			return base + "/models/" + url.PathEscape(id) + ":streamGenerateContent?alt=sse"
+		},
+	})}
+	m.cfg.Headers = m.site.Headers
 	return m
 }
 

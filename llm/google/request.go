@@ -297,7 +297,7 @@ func (m *Model) modelParts(msg *llm.Message) []part {
 	if msg.StopReason.Failed() && !hasCalls {
 		return nil
 	}
-	same := msg.API == string(llm.APIGoogleGenerativeAI) && msg.Provider == m.provider && msg.Model == m.cfg.Info.ID
+	same := msg.API == string(llm.APIGoogleGenerativeAI) && msg.Provider == m.site.Provider && msg.Model == m.cfg.Info.ID
 	gemini3 := isGemini3(strings.ToLower(m.cfg.Info.ID))
 	parts := make([]part, 0, len(msg.Content))
 	for _, c := range msg.Content {

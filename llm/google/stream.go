@@ -82,18 +82,15 @@ func (c *idCounter) next(name string) string {
 
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		b := wire.NewBuilder(m.cfg.Info, m.provider, llm.APIGoogleGenerativeAI, yield)
-		x := wire.Open(ctx, b, &wire.Post{
-			Provider: m.provider, Model: m.cfg.Info.ID, Client: m.client, Endpoint: m.endpoint, Idle: m.idle,
-			Headers: map[string]string{
-				"Content-Type":   "application/json",
-				"Accept":         "text/event-stream",
-				"X-Goog-Api-Key": m.cfg.APIKey,
-			},
-			Extra: m.cfg.Headers,
-			// A proxy that drops ?alt=sse gets Gemini's JSON array of chunks.
-			AcceptJSON: true,
-		}, m.buildRequest(req))
+		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIGoogleGenerativeAI, yield)
+		p := m.site.Post(map[string]string{
+			"Content-Type":   "application/json",
+			"Accept":         "text/event-stream",
+			"X-Goog-Api-Key": m.cfg.APIKey,
+		})
+		// A proxy that drops ?alt=sse gets Gemini's JSON array of chunks.
+		p.AcceptJSON = true
+		x := wire.Open(ctx, b, p, m.buildRequest(req))
 		if x == nil {
 			return
 		}
@@ -136,7 +133,7 @@ func (d *decoder) whole(body []byte) {
 	var chunks []json.RawMessage
 	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
 		if err := json.Unmarshal(t, &chunks); err != nil {
-			b.Fail(wire.Malformed(m.provider, m.cfg.Info.ID, "the provider sent a reply that is not valid JSON", body))
+			b.Fail(wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent a reply that is not valid JSON", body))
 			return
 		}
 	} else {
@@ -152,7 +149,7 @@ func (d *decoder) whole(body []byte) {
 		}
 	}
 	if d.finish == "" {
-		b.Fail(wire.Truncated(m.provider, m.cfg.Info.ID))
+		b.Fail(wire.Truncated(m.site.Provider, m.cfg.Info.ID))
 		return
 	}
 	d.end()
@@ -183,10 +180,10 @@ func (d *decoder) handle(data []byte) error {
 	d.c.Candidates[0].Content.Parts = parts[:0]
 	c := &d.c
 	if err := d.json.Decode(data, c); err != nil {
-		return wire.Malformed(m.provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", data)
+		return wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", data)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
-		return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, data)
+		return llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, data)
 	}
 	if c.UsageMetadata != (usageMetadata{}) {
 		c.UsageMetadata.apply(b.Msg.Usage)
@@ -343,13 +340,13 @@ func (d *decoder) end() {
 		if d.finishMessage != "" {
 			text += ": " + d.finishMessage
 		}
-		b.Fail(llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte(text+". Rephrase the request or leave out the flagged content.")))
+		b.Fail(llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, []byte(text+". Rephrase the request or leave out the flagged content.")))
 	case toolTrouble[r] != "":
 		text := fmt.Sprintf("%s: %s", r, toolTrouble[r])
 		if d.finishMessage != "" {
 			text += ": " + d.finishMessage
 		}
-		b.Fail(llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte(text)))
+		b.Fail(llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, []byte(text)))
 	default:
 		// A finish reason newer than this code: the message is complete.
 		if hasCalls {
@@ -369,7 +366,7 @@ func (d *decoder) blockedPrompt(reason, message string, ratings []safetyRating) 
 	if message != "" {
 		text += ": " + message
 	}
-	return llm.NewHTTPError(d.m.provider, d.m.cfg.Info.ID, 0, nil, []byte(text+". Rephrase the request or leave out the flagged content."))
+	return llm.NewHTTPError(d.m.site.Provider, d.m.cfg.Info.ID, 0, nil, []byte(text+". Rephrase the request or leave out the flagged content."))
 }
 
 // flagged names the safety categories that blocked or rated high.

@@ -3,7 +3,6 @@ package openai
 import (
 	"context"
 	"iter"
-	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -47,7 +46,7 @@ type Config struct {
 // Model streams replies from a Chat Completions endpoint. It implements
 // llm.Model and is safe for concurrent use.
 type Model struct {
-	site
+	settings
 	compat Compat
 }
 
@@ -56,7 +55,7 @@ var _ llm.Model = (*Model)(nil)
 // New returns a Model for cfg. The config (and its Compat) is copied; later
 // changes to it do not affect the model.
 func New(cfg Config) *Model {
-	m := &Model{site: newSite(cfg, "/chat/completions")}
+	m := &Model{settings: newSettings(cfg, "/chat/completions")}
 	if cfg.Compat != nil {
 		m.compat = cfg.Compat.clone()
 	} else {
@@ -65,55 +64,38 @@ func New(cfg Config) *Model {
 	return m
 }
 
-// site is what both OpenAI models keep of their Config: where and how
-// requests go.
-type site struct {
-	cfg      Config // Headers copied, Compat nil
-	endpoint string
-	client   *http.Client
-	idle     time.Duration
-	provider string
+// settings is what both OpenAI models keep of their Config: the config
+// itself (Headers copied, Compat nil) and where and how requests go.
+type settings struct {
+	cfg  Config
+	site wire.Site
 }
 
-// newSite applies the defaults of cfg; path is the API's path under the
-// base URL, which may already end in it.
-func newSite(cfg Config, path string) site {
-	s := site{cfg: cfg, client: cfg.HTTPClient, idle: cfg.IdleTimeout, provider: cfg.Info.Provider}
-	s.cfg.Headers = maps.Clone(cfg.Headers)
+// newSettings applies the defaults of cfg; path is the API's path under
+// the base URL, which may already end in it.
+func newSettings(cfg Config, path string) settings {
+	s := settings{cfg: cfg, site: wire.NewSite(wire.SiteConfig{
+		Info: cfg.Info, BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, IdleTimeout: cfg.IdleTimeout, Headers: cfg.Headers,
+		DefaultProvider: "openai", DefaultBaseURL: DefaultBaseURL, DefaultIdle: DefaultIdleTimeout,
+		Endpoint: func(base string) string { return strings.TrimSuffix(base, path) + path },
+	})}
+	s.cfg.Headers = s.site.Headers
 	s.cfg.Compat = nil
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	s.endpoint = strings.TrimSuffix(base, path) + path
-	if s.client == nil {
-		s.client = &http.Client{}
-	}
-	if s.idle <= 0 {
-		s.idle = DefaultIdleTimeout
-	}
-	if s.provider == "" {
-		s.provider = "openai"
-	}
 	return s
 }
 
 // post describes a streamed request to the site, with the key as a bearer
 // token.
-func (s *site) post() *wire.Post {
+func (s *settings) post() *wire.Post {
 	auth := ""
 	if s.cfg.APIKey != "" {
 		auth = "Bearer " + s.cfg.APIKey
 	}
-	return &wire.Post{
-		Provider: s.provider, Model: s.cfg.Info.ID, Client: s.client, Endpoint: s.endpoint, Idle: s.idle,
-		Headers: map[string]string{
-			"Content-Type":  "application/json",
-			"Accept":        "text/event-stream",
-			"Authorization": auth,
-		},
-		Extra: s.cfg.Headers,
-	}
+	return s.site.Post(map[string]string{
+		"Content-Type":  "application/json",
+		"Accept":        "text/event-stream",
+		"Authorization": auth,
+	})
 }
 
 // Info returns the model's description.

@@ -280,7 +280,7 @@ func (m *Model) assistantMessage(msg *llm.Message) (message, bool) {
 	if msg.StopReason.Failed() && len(calls) == 0 {
 		return message{}, false
 	}
-	same := msg.API == string(llm.APIOpenAICompletions) && msg.Provider == m.provider
+	same := msg.API == string(llm.APIOpenAICompletions) && msg.Provider == m.site.Provider
 	var text, thinking []string
 	field := ""
 	for _, b := range msg.Content {

@@ -17,7 +17,7 @@ import (
 // time, with earlier reasoning items replayed verbatim (their encrypted
 // content included) so reasoning carries across turns.
 type ResponsesModel struct {
-	site
+	settings
 }
 
 var _ llm.Model = (*ResponsesModel)(nil)
@@ -25,7 +25,7 @@ var _ llm.Model = (*ResponsesModel)(nil)
 // NewResponses returns a Responses API model for cfg: BaseURL "" means
 // DefaultBaseURL, and /responses is appended. Compat is not used.
 func NewResponses(cfg Config) *ResponsesModel {
-	return &ResponsesModel{site: newSite(cfg, "/responses")}
+	return &ResponsesModel{settings: newSettings(cfg, "/responses")}
 }
 
 // Info returns the model's description.
@@ -175,7 +175,7 @@ func (m *ResponsesModel) appendAssistant(msg *llm.Message, add func(any)) {
 	if msg.StopReason.Failed() && len(calls) == 0 {
 		return
 	}
-	same := msg.API == string(llm.APIOpenAIResponses) && msg.Provider == m.provider && msg.Model == m.cfg.Info.ID
+	same := msg.API == string(llm.APIOpenAIResponses) && msg.Provider == m.site.Provider && msg.Model == m.cfg.Info.ID
 	for _, c := range msg.Content {
 		switch c.Type {
 		case llm.ContentThinking:

@@ -73,7 +73,7 @@ type outputItem struct {
 
 func (m *ResponsesModel) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		b := wire.NewBuilder(m.cfg.Info, m.provider, llm.APIOpenAIResponses, yield)
+		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIOpenAIResponses, yield)
 		x := wire.Open(ctx, b, m.post(), m.buildRequest(req))
 		if x == nil {
 			return
@@ -115,7 +115,7 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 	d.ev = responsesEvent{}
 	e := &d.ev
 	if err := d.json.Decode(ev.Data, e); err != nil {
-		return false, wire.Malformed(m.provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
+		return false, wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
 	}
 	if e.Type == "" {
 		e.Type = eventName(ev.Type)
@@ -124,7 +124,7 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 	case "response.output_item.added":
 		var it outputItem
 		if err := json.Unmarshal(e.Item, &it); err != nil {
-			return false, wire.Malformed(m.provider, m.cfg.Info.ID, "an output item that is not valid JSON", ev.Data)
+			return false, wire.Malformed(m.site.Provider, m.cfg.Info.ID, "an output item that is not valid JSON", ev.Data)
 		}
 		var c llm.Content
 		switch it.Type {
@@ -195,7 +195,7 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 	case "response.completed", "response.incomplete", "response.failed", "response.cancelled":
 		return true, d.finish(e, ev.Data)
 	case "error":
-		return true, llm.NewHTTPError(m.provider, m.cfg.Info.ID, codeStatus(e.Code), nil, ev.Data)
+		return true, llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, codeStatus(e.Code), nil, ev.Data)
 	}
 	return false, nil
 }
@@ -252,7 +252,7 @@ func (d *responsesDecoder) finish(e *responsesEvent, data []byte) error {
 		return nil
 	case "incomplete":
 		if resp.IncompleteDetails != nil && resp.IncompleteDetails.Reason == "content_filter" {
-			return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte("content_filter: the provider's content filter stopped the reply"))
+			return llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, []byte("content_filter: the provider's content filter stopped the reply"))
 		}
 		b.Done(llm.StopReasonLength)
 		return nil
@@ -261,6 +261,6 @@ func (d *responsesDecoder) finish(e *responsesEvent, data []byte) error {
 		if len(body) == 0 || string(body) == "null" {
 			body = data
 		}
-		return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, body)
+		return llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, body)
 	}
 }

@@ -89,7 +89,7 @@ func (u *usage) apply(to *llm.Usage) {
 
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		b := wire.NewBuilder(m.cfg.Info, m.provider, llm.APIOpenAICompletions, yield)
+		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIOpenAICompletions, yield)
 		p := m.post()
 		p.AcceptJSON = true
 		x := wire.Open(ctx, b, p, m.buildRequest(req))
@@ -113,7 +113,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 func (d *decoder) Event(ev *sse.Event) (bool, error) {
 	if ev.Done() {
 		if d.finish == "" && len(d.b.Msg.Content) == 0 {
-			return true, wire.Truncated(d.m.provider, d.m.cfg.Info.ID)
+			return true, wire.Truncated(d.m.site.Provider, d.m.cfg.Info.ID)
 		}
 		d.done()
 		return true, nil
@@ -175,7 +175,7 @@ func (d *decoder) handle(ev *sse.Event) error {
 	d.ch = chunk{Choices: choices[:0]}
 	c := &d.ch
 	if err := d.json.Decode(ev.Data, c); err != nil {
-		return wire.Malformed(m.provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", ev.Data)
+		return wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", ev.Data)
 	}
 	return d.apply(c, ev.Data)
 }
@@ -204,7 +204,7 @@ func (d *decoder) whole(data []byte) {
 		Error json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(data, &full); err != nil || (len(full.Choices) == 0 && len(full.Error) == 0) {
-		b.Fail(wire.Malformed(m.provider, m.cfg.Info.ID, "the provider answered with JSON that is not a chat completion", data))
+		b.Fail(wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider answered with JSON that is not a chat completion", data))
 		return
 	}
 	c := &d.ch
@@ -301,7 +301,7 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 			if a := tc.Function.Arguments; isBlank(a) || strings.TrimSpace(a) == string(b.Msg.Content[ci].Arguments) {
 				continue // a repeat of the id, the name or the whole arguments, or whitespace
 			}
-			return wire.Malformed(m.provider, m.cfg.Info.ID, fmt.Sprintf("more arguments arrived for tool call %q after its block had ended", b.Msg.Content[ci].ID), data)
+			return wire.Malformed(m.site.Provider, m.cfg.Info.ID, fmt.Sprintf("more arguments arrived for tool call %q after its block had ended", b.Msg.Content[ci].ID), data)
 		}
 		if tc.Function.Name != "" && b.Msg.Content[ci].Name == "" {
 			b.Msg.Content[ci].Name = tc.Function.Name
@@ -316,7 +316,7 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 	if ch.FinishReason != "" {
 		d.finish = ch.FinishReason
 		if d.finish == "error" {
-			return llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, data)
+			return llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, data)
 		}
 		// The reply is complete: end the blocks now so tool calls can
 		// start before the usage chunk and [DONE] arrive.
@@ -385,7 +385,7 @@ func (d *decoder) done() {
 	case "tool_calls", "function_call":
 		reason = llm.StopReasonToolUse
 	case "content_filter":
-		b.Fail(llm.NewHTTPError(m.provider, m.cfg.Info.ID, 0, nil, []byte("content_filter: the provider's content filter stopped the reply")))
+		b.Fail(llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, []byte("content_filter: the provider's content filter stopped the reply")))
 		return
 	}
 	b.Done(reason)
@@ -403,5 +403,5 @@ func (d *decoder) streamError(data, obj json.RawMessage) error {
 			status = n
 		}
 	}
-	return llm.NewHTTPError(d.m.provider, d.m.cfg.Info.ID, status, nil, data)
+	return llm.NewHTTPError(d.m.site.Provider, d.m.cfg.Info.ID, status, nil, data)
 }

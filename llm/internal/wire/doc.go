@@ -12,6 +12,9 @@
 //
 // Open and Read run a call: Open posts the request and checks the
 // response, Read feeds the events of the stream to the wire's Decoder.
+// NewSite applies a wire's Config defaults (base URL, client, idle timeout,
+// provider; headers copied) the same way for every wire, and Site.Post
+// describes a request to it.
 //
 // This room imports llm, llm/sse and llm/jsonpartial, and the standard
 // library.
