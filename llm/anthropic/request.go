@@ -207,17 +207,10 @@ func userBlocks(content []llm.Content) []block {
 }
 
 func (m *Model) assistantBlocks(msg *llm.Message) []block {
-	hasCalls := false
-	for _, c := range msg.Content {
-		if c.Type == llm.ContentToolCall {
-			hasCalls = true
-			break
-		}
-	}
-	if msg.StopReason.Failed() && !hasCalls {
+	if wire.Dropped(msg) {
 		return nil
 	}
-	same := msg.API == string(llm.APIAnthropicMessages) && msg.Provider == m.site.Provider && msg.Model == m.cfg.Info.ID
+	same := m.site.Made(msg, llm.APIAnthropicMessages)
 	blocks := make([]block, 0, len(msg.Content))
 	for _, c := range msg.Content {
 		switch c.Type {
@@ -236,11 +229,7 @@ func (m *Model) assistantBlocks(msg *llm.Message) []block {
 				blocks = append(blocks, block{Type: "text", Text: c.Thinking})
 			}
 		case llm.ContentToolCall:
-			input := c.Arguments
-			if t := bytes.TrimSpace(input); len(t) == 0 || t[0] != '{' {
-				input = json.RawMessage("{}")
-			}
-			blocks = append(blocks, block{Type: "tool_use", ID: wire.SanitizeID(c.ID, 64), Name: c.Name, Input: input})
+			blocks = append(blocks, block{Type: "tool_use", ID: wire.SanitizeID(c.ID, 64), Name: c.Name, Input: wire.ObjectArgs(c.Arguments)})
 		}
 	}
 	return blocks

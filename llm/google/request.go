@@ -1,11 +1,11 @@
 package google
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wire"
 )
 
 // The request body of streamGenerateContent.
@@ -287,17 +287,10 @@ func toolResultParts(msg *llm.Message, callName string) []part {
 // back only to the model that made them; another model's thinking becomes
 // plain text. A failed message without calls is left out.
 func (m *Model) modelParts(msg *llm.Message) []part {
-	hasCalls := false
-	for _, c := range msg.Content {
-		if c.Type == llm.ContentToolCall {
-			hasCalls = true
-			break
-		}
-	}
-	if msg.StopReason.Failed() && !hasCalls {
+	if wire.Dropped(msg) {
 		return nil
 	}
-	same := msg.API == string(llm.APIGoogleGenerativeAI) && msg.Provider == m.site.Provider && msg.Model == m.cfg.Info.ID
+	same := m.site.Made(msg, llm.APIGoogleGenerativeAI)
 	gemini3 := isGemini3(strings.ToLower(m.cfg.Info.ID))
 	parts := make([]part, 0, len(msg.Content))
 	for _, c := range msg.Content {
@@ -325,10 +318,7 @@ func (m *Model) modelParts(msg *llm.Message) []part {
 				parts = append(parts, part{Text: &t})
 			}
 		case llm.ContentToolCall:
-			args := c.Arguments
-			if t := bytes.TrimSpace(args); len(t) == 0 || t[0] != '{' {
-				args = json.RawMessage("{}")
-			}
+			args := wire.ObjectArgs(c.Arguments)
 			sig := ""
 			if same {
 				sig = c.ThoughtSignature

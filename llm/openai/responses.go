@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wire"
 )
 
 // ResponsesModel streams replies from the OpenAI Responses API (POST
@@ -171,11 +172,10 @@ func (m *ResponsesModel) buildRequest(req *llm.Request) *responsesRequest {
 // items verbatim (same model only), text as a message, calls as
 // function_call items.
 func (m *ResponsesModel) appendAssistant(msg *llm.Message, add func(any)) {
-	calls := msg.ToolCalls()
-	if msg.StopReason.Failed() && len(calls) == 0 {
+	if wire.Dropped(msg) {
 		return
 	}
-	same := msg.API == string(llm.APIOpenAIResponses) && msg.Provider == m.site.Provider && msg.Model == m.cfg.Info.ID
+	same := m.site.Made(msg, llm.APIOpenAIResponses)
 	for _, c := range msg.Content {
 		switch c.Type {
 		case llm.ContentThinking:
