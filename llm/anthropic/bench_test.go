@@ -1,7 +1,6 @@
 package anthropic_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -35,19 +34,7 @@ func BenchmarkStreamText(b *testing.B) {
 	const deltas = 1000
 	body := longTextStream(deltas)
 	m := anthropic.New(anthropic.Config{Info: llm.ModelInfo{ID: "claude-test"}, HTTPClient: &http.Client{Transport: replay(body)}})
-	req := simpleRequest()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	events := 0
-	for b.Loop() {
-		for ev, err := range m.Stream(context.Background(), req) {
-			if err != nil || ev.Type == llm.EventError {
-				b.Fatal(err, ev.Err)
-			}
-			events++
-		}
-	}
-	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+	wiretest.BenchStream(b, m, simpleRequest(), body)
 }
 
 // BenchmarkStreamToolArgs streams one 64 KiB tool argument (a file being
@@ -68,16 +55,5 @@ func BenchmarkStreamToolArgs(b *testing.B) {
 	sb.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 	body := sb.String()
 	m := anthropic.New(anthropic.Config{Info: llm.ModelInfo{ID: "claude-test"}, HTTPClient: &http.Client{Transport: replay(body)}})
-	req := simpleRequest()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		var last llm.Event
-		for ev := range m.Stream(context.Background(), req) {
-			last = ev
-		}
-		if last.Type != llm.EventDone || len(last.Message.ToolCalls()[0].Arguments) != len(args) {
-			b.Fatalf("last event %s", last.Type)
-		}
-	}
+	wiretest.BenchToolArgs(b, m, simpleRequest(), body, len(args))
 }

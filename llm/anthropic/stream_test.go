@@ -18,17 +18,11 @@ import (
 )
 
 func TestStreamFixtures(t *testing.T) {
-	tests := []struct {
-		name      string
-		fixture   string
-		transform func(string) string
-		types     string
-		check     func(t *testing.T, m *llm.Message)
-	}{
+	tests := []wiretest.Case{
 		{
-			name: "plain text", fixture: "text.sse",
-			types: "start text_start text_delta text_delta text_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Name: "plain text", Fixture: "text.sse",
+			Types: "start text_start text_delta text_delta text_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				if m.Text() != "Hello, world." || m.StopReason != llm.StopReasonStop {
 					t.Errorf("text %q stop %q", m.Text(), m.StopReason)
 				}
@@ -46,21 +40,21 @@ func TestStreamFixtures(t *testing.T) {
 			},
 		},
 		{
-			name: "CRLF and comments", fixture: "text.sse",
-			transform: func(s string) string {
+			Name: "CRLF and comments", Fixture: "text.sse",
+			Transform: func(s string) string {
 				return ": keep-alive\r\n\r\n" + strings.ReplaceAll(s, "\n", "\r\n")
 			},
-			types: "start text_start text_delta text_delta text_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Types: "start text_start text_delta text_delta text_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				if m.Text() != "Hello, world." {
 					t.Errorf("text %q", m.Text())
 				}
 			},
 		},
 		{
-			name: "thinking", fixture: "thinking.sse",
-			types: "start thinking_start thinking_delta thinking_delta thinking_end thinking_start thinking_end text_start text_delta text_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Name: "thinking", Fixture: "thinking.sse",
+			Types: "start thinking_start thinking_delta thinking_delta thinking_end thinking_start thinking_end text_start text_delta text_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				th := m.Content[0]
 				if th.Thinking != "Let me think about 2+2." || th.ThinkingSignature != "EqQBCgIYAhIM1gbcDa9GJwZA2b3h" {
 					t.Errorf("thinking block %+v", th)
@@ -74,9 +68,9 @@ func TestStreamFixtures(t *testing.T) {
 			},
 		},
 		{
-			name: "two tool calls, one with empty input", fixture: "tools.sse",
-			types: "start text_start text_delta text_end toolcall_start toolcall_delta toolcall_delta toolcall_end toolcall_start toolcall_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Name: "two tool calls, one with empty input", Fixture: "tools.sse",
+			Types: "start text_start text_delta text_end toolcall_start toolcall_delta toolcall_delta toolcall_end toolcall_start toolcall_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				calls := m.ToolCalls()
 				if len(calls) != 2 || m.StopReason != llm.StopReasonToolUse {
 					t.Fatalf("calls %+v stop %q", calls, m.StopReason)
@@ -90,50 +84,32 @@ func TestStreamFixtures(t *testing.T) {
 			},
 		},
 		{
-			name: "pause_turn", fixture: "text.sse",
-			transform: func(s string) string { return strings.Replace(s, `"end_turn"`, `"pause_turn"`, 1) },
-			types:     "start text_start text_delta text_delta text_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Name: "pause_turn", Fixture: "text.sse",
+			Transform: func(s string) string { return strings.Replace(s, `"end_turn"`, `"pause_turn"`, 1) },
+			Types:     "start text_start text_delta text_delta text_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				if m.StopReason != llm.StopReasonStop {
 					t.Errorf("stop %q", m.StopReason)
 				}
 			},
 		},
 		{
-			name: "max_tokens", fixture: "text.sse",
-			transform: func(s string) string { return strings.Replace(s, `"end_turn"`, `"max_tokens"`, 1) },
-			types:     "start text_start text_delta text_delta text_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Name: "max_tokens", Fixture: "text.sse",
+			Transform: func(s string) string { return strings.Replace(s, `"end_turn"`, `"max_tokens"`, 1) },
+			Types:     "start text_start text_delta text_delta text_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				if m.StopReason != llm.StopReasonLength {
 					t.Errorf("stop %q", m.StopReason)
 				}
 			},
 		},
 		{
-			name: "OpenRouter-style [DONE] after message_stop", fixture: "text.sse",
-			transform: func(s string) string { return s + "event: data\ndata: [DONE]\n\n" },
-			types:     "start text_start text_delta text_delta text_end done",
+			Name: "OpenRouter-style [DONE] after message_stop", Fixture: "text.sse",
+			Transform: func(s string) string { return s + "event: data\ndata: [DONE]\n\n" },
+			Types:     "start text_start text_delta text_delta text_end done",
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body := fixture(t, tt.fixture)
-			if tt.transform != nil {
-				body = tt.transform(body)
-			}
-			srv := serve(t, 200, nil, body, nil)
-			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if r.Err != nil {
-				t.Fatalf("error: %v", r.Err)
-			}
-			if got := typesString(r.Types); got != tt.types {
-				t.Errorf("events\n got %s\nwant %s", got, tt.types)
-			}
-			if tt.check != nil {
-				tt.check(t, r.Msg)
-			}
-		})
-	}
+	wiretest.RunCases(t, tests, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) }, simpleRequest(), nil)
 }
 
 // The arguments of a call arrive split at every possible byte boundary,
@@ -335,13 +311,7 @@ func TestAbortKeepsPartial(t *testing.T) {
 
 // A cancelled context before the call gives one bare error and no request.
 func TestPreCancelled(t *testing.T) {
-	srv := serve(t, 200, nil, fixture(t, "text.sse"), nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	r := collect(t, newModel(srv, 0), ctx, simpleRequest())
-	if !r.Bare || !errors.Is(r.Err, context.Canceled) {
-		t.Fatalf("bare %v err %v", r.Bare, r.Err)
-	}
+	wiretest.Cancelled(t, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) }, fixture(t, "text.sse"), nil)
 }
 
 func TestConsumerBreak(t *testing.T) {
@@ -371,11 +341,5 @@ func TestToolUseWithoutID(t *testing.T) {
 
 // A cancellation cause is kept beside context.Canceled.
 func TestCancelCause(t *testing.T) {
-	srv := serve(t, 200, nil, fixture(t, "text.sse"), nil)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(errors.New("user pressed ctrl-c"))
-	r := collect(t, newModel(srv, 0), ctx, simpleRequest())
-	if !r.Bare || !errors.Is(r.Err, context.Canceled) || !strings.Contains(r.Err.Error(), "ctrl-c") {
-		t.Fatalf("bare %v err %v", r.Bare, r.Err)
-	}
+	wiretest.Cancelled(t, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) }, fixture(t, "text.sse"), errors.New("user pressed ctrl-c"))
 }

@@ -1,7 +1,6 @@
 package google_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -32,17 +31,5 @@ func BenchmarkStreamText(b *testing.B) {
 	const chunks = 1000
 	body := longTextStream(chunks)
 	m := google.New(google.Config{Info: llm.ModelInfo{ID: "gemini-test"}, HTTPClient: &http.Client{Transport: replay(body)}})
-	req := simpleRequest()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	events := 0
-	for b.Loop() {
-		for ev, err := range m.Stream(context.Background(), req) {
-			if err != nil || ev.Type == llm.EventError {
-				b.Fatal(err, ev.Err)
-			}
-			events++
-		}
-	}
-	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+	wiretest.BenchStream(b, m, simpleRequest(), body)
 }

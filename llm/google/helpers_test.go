@@ -1,9 +1,7 @@
 package google_test
 
 import (
-	"context"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
@@ -19,31 +17,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const testKey = "AIzaSyTEST-SECRET-0123456789"
 
 // The shared helpers, under the names these tests use.
-type (
-	result  = wiretest.Result
-	capture = wiretest.Capture
+type capture = wiretest.Capture
+
+var (
+	collect     = wiretest.Collect
+	serve       = wiretest.Serve
+	typesString = wiretest.Types
+	fixture     = wiretest.Fixture
 )
-
-func collect(t testing.TB, m llm.Model, ctx context.Context, req *llm.Request) result {
-	t.Helper()
-	return wiretest.Collect(t, m, ctx, req)
-}
-
-func serve(t testing.TB, status int, header map[string]string, body string, c *capture) *httptest.Server {
-	t.Helper()
-	return wiretest.Serve(t, status, header, body, c)
-}
-
-func typesString(ts []llm.EventType) string { return wiretest.Types(ts) }
-
-func fixture(t testing.TB, name string) string {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 func newModel(srv *httptest.Server, idle time.Duration) *google.Model {
 	return newModelID(srv, idle, "gemini-test")

@@ -16,17 +16,11 @@ import (
 )
 
 func TestStreamFixtures(t *testing.T) {
-	tests := []struct {
-		name      string
-		fixture   string
-		transform func(string) string
-		types     string
-		check     func(t *testing.T, m *llm.Message)
-	}{
+	tests := []wiretest.Case{
 		{
-			name: "plain text", fixture: "text.sse",
-			types: "start text_start text_delta text_delta text_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Name: "plain text", Fixture: "text.sse",
+			Types: "start text_start text_delta text_delta text_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				if m.Text() != "Hello, world." || m.StopReason != llm.StopReasonStop {
 					t.Errorf("text %q stop %q", m.Text(), m.StopReason)
 				}
@@ -44,26 +38,26 @@ func TestStreamFixtures(t *testing.T) {
 			},
 		},
 		{
-			name: "CRLF and comments", fixture: "text.sse",
-			transform: func(s string) string {
+			Name: "CRLF and comments", Fixture: "text.sse",
+			Transform: func(s string) string {
 				return ": keep-alive\r\n\r\n" + strings.ReplaceAll(s, "\n", "\r\n")
 			},
-			types: "start text_start text_delta text_delta text_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Types: "start text_start text_delta text_delta text_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				if m.Text() != "Hello, world." {
 					t.Errorf("text %q", m.Text())
 				}
 			},
 		},
 		{
-			name: "proxy [DONE] after the last chunk", fixture: "text.sse",
-			transform: func(s string) string { return s + "data: [DONE]\n\n" },
-			types:     "start text_start text_delta text_delta text_end done",
+			Name: "proxy [DONE] after the last chunk", Fixture: "text.sse",
+			Transform: func(s string) string { return s + "data: [DONE]\n\n" },
+			Types:     "start text_start text_delta text_delta text_end done",
 		},
 		{
-			name: "thinking with a signed answer", fixture: "thinking.sse",
-			types: "start thinking_start thinking_delta thinking_delta thinking_end text_start text_delta text_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Name: "thinking with a signed answer", Fixture: "thinking.sse",
+			Types: "start thinking_start thinking_delta thinking_delta thinking_end text_start text_delta text_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				th := m.Content[0]
 				if th.Type != llm.ContentThinking || th.Thinking != "**Adding numbers**\n\nThe user asks for 2+2. That is 4." {
 					t.Errorf("thinking block %+v", th)
@@ -77,11 +71,11 @@ func TestStreamFixtures(t *testing.T) {
 			},
 		},
 		{
-			name: "several tool calls, ids missing and repeated", fixture: "tools.sse",
-			types: "start thinking_start thinking_delta thinking_end text_start text_delta text_end " +
+			Name: "several tool calls, ids missing and repeated", Fixture: "tools.sse",
+			Types: "start thinking_start thinking_delta thinking_end text_start text_delta text_end " +
 				"toolcall_start toolcall_delta toolcall_end toolcall_start toolcall_delta toolcall_end " +
 				"toolcall_start toolcall_delta toolcall_end toolcall_start toolcall_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Check: func(t *testing.T, m *llm.Message) {
 				calls := m.ToolCalls()
 				if len(calls) != 4 || m.StopReason != llm.StopReasonToolUse {
 					t.Fatalf("calls %+v stop %q", calls, m.StopReason)
@@ -111,59 +105,41 @@ func TestStreamFixtures(t *testing.T) {
 			},
 		},
 		{
-			name: "MAX_TOKENS is length", fixture: "text.sse",
-			transform: func(s string) string { return strings.Replace(s, `"STOP"`, `"MAX_TOKENS"`, 1) },
-			types:     "start text_start text_delta text_delta text_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Name: "MAX_TOKENS is length", Fixture: "text.sse",
+			Transform: func(s string) string { return strings.Replace(s, `"STOP"`, `"MAX_TOKENS"`, 1) },
+			Types:     "start text_start text_delta text_delta text_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				if m.StopReason != llm.StopReasonLength {
 					t.Errorf("stop %q", m.StopReason)
 				}
 			},
 		},
 		{
-			name: "MAX_TOKENS after whole calls is toolUse", fixture: "tools.sse",
-			transform: func(s string) string { return strings.Replace(s, `"STOP"`, `"MAX_TOKENS"`, 1) },
-			types: "start thinking_start thinking_delta thinking_end text_start text_delta text_end " +
+			Name: "MAX_TOKENS after whole calls is toolUse", Fixture: "tools.sse",
+			Transform: func(s string) string { return strings.Replace(s, `"STOP"`, `"MAX_TOKENS"`, 1) },
+			Types: "start thinking_start thinking_delta thinking_end text_start text_delta text_end " +
 				"toolcall_start toolcall_delta toolcall_end toolcall_start toolcall_delta toolcall_end " +
 				"toolcall_start toolcall_delta toolcall_end toolcall_start toolcall_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Check: func(t *testing.T, m *llm.Message) {
 				if m.StopReason != llm.StopReasonToolUse {
 					t.Errorf("stop %q", m.StopReason)
 				}
 			},
 		},
 		{
-			name: "finish reason newer than this code", fixture: "text.sse",
-			transform: func(s string) string { return strings.Replace(s, `"STOP"`, `"SOMETHING_NEW"`, 1) },
-			types:     "start text_start text_delta text_delta text_end done",
+			Name: "finish reason newer than this code", Fixture: "text.sse",
+			Transform: func(s string) string { return strings.Replace(s, `"STOP"`, `"SOMETHING_NEW"`, 1) },
+			Types:     "start text_start text_delta text_delta text_end done",
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body := fixture(t, tt.fixture)
-			if tt.transform != nil {
-				body = tt.transform(body)
-			}
-			var c capture
-			srv := serve(t, 200, nil, body, &c)
-			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if r.Err != nil {
-				t.Fatalf("error: %v", r.Err)
-			}
-			if got := typesString(r.Types); got != tt.types {
-				t.Errorf("events\n got %s\nwant %s", got, tt.types)
-			}
-			if tt.check != nil {
-				tt.check(t, r.Msg)
-			}
-			if c.Path != "/v1beta/models/gemini-test:streamGenerateContent" || c.Query != "alt=sse" {
-				t.Errorf("path %q query %q", c.Path, c.Query)
-			}
-			if got := c.Header.Get("X-Goog-Api-Key"); got != testKey {
-				t.Errorf("x-goog-api-key %q", got)
-			}
-		})
-	}
+	wiretest.RunCases(t, tests, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) }, simpleRequest(), func(t *testing.T, c *capture) {
+		if c.Path != "/v1beta/models/gemini-test:streamGenerateContent" || c.Query != "alt=sse" {
+			t.Errorf("path %q query %q", c.Path, c.Query)
+		}
+		if got := c.Header.Get("X-Goog-Api-Key"); got != testKey {
+			t.Errorf("x-goog-api-key %q", got)
+		}
+	})
 }
 
 func TestHTTPErrors(t *testing.T) {
@@ -314,13 +290,7 @@ func TestAbortKeepsPartial(t *testing.T) {
 
 // A cancelled context before the call gives one bare error and no request.
 func TestPreCancelled(t *testing.T) {
-	srv := serve(t, 200, nil, fixture(t, "text.sse"), nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	r := collect(t, newModel(srv, 0), ctx, simpleRequest())
-	if !r.Bare || !errors.Is(r.Err, context.Canceled) {
-		t.Fatalf("bare %v err %v", r.Bare, r.Err)
-	}
+	wiretest.Cancelled(t, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) }, fixture(t, "text.sse"), nil)
 }
 
 // Breaking out of the loop releases the connection.
@@ -348,13 +318,7 @@ func TestCallArgumentsAreJSON(t *testing.T) {
 
 // A cancellation cause is kept on the error.
 func TestCancelCause(t *testing.T) {
-	srv := serve(t, 200, nil, fixture(t, "text.sse"), nil)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(errors.New("user pressed ctrl-c"))
-	r := collect(t, newModel(srv, 0), ctx, simpleRequest())
-	if !r.Bare || !errors.Is(r.Err, context.Canceled) || !strings.Contains(r.Err.Error(), "ctrl-c") {
-		t.Fatalf("bare %v err %v", r.Bare, r.Err)
-	}
+	wiretest.Cancelled(t, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) }, fixture(t, "text.sse"), errors.New("user pressed ctrl-c"))
 }
 
 // Without alt=sse Gemini answers with a JSON array of the same chunks.

@@ -1,7 +1,6 @@
 package openai_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -34,19 +33,7 @@ func BenchmarkStreamText(b *testing.B) {
 	const deltas = 1000
 	body := longTextStream(deltas)
 	m := openai.New(openai.Config{Info: llm.ModelInfo{ID: "gpt-test", Provider: "openai"}, HTTPClient: &http.Client{Transport: replay(body)}})
-	req := simpleRequest()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	events := 0
-	for b.Loop() {
-		for ev, err := range m.Stream(context.Background(), req) {
-			if err != nil || ev.Type == llm.EventError {
-				b.Fatal(err, ev.Err)
-			}
-			events++
-		}
-	}
-	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+	wiretest.BenchStream(b, m, simpleRequest(), body)
 }
 
 func longResponsesStream(n int) string {
@@ -67,19 +54,7 @@ func BenchmarkResponsesStreamText(b *testing.B) {
 	const deltas = 1000
 	body := longResponsesStream(deltas)
 	m := openai.NewResponses(openai.Config{Info: llm.ModelInfo{ID: "gpt-test", Provider: "openai"}, HTTPClient: &http.Client{Transport: replay(body)}})
-	req := simpleRequest()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	events := 0
-	for b.Loop() {
-		for ev, err := range m.Stream(context.Background(), req) {
-			if err != nil || ev.Type == llm.EventError {
-				b.Fatal(err, ev.Err)
-			}
-			events++
-		}
-	}
-	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+	wiretest.BenchStream(b, m, simpleRequest(), body)
 }
 
 // BenchmarkStreamToolArgs streams one 64 KiB tool argument (a file being
@@ -97,16 +72,5 @@ func BenchmarkStreamToolArgs(b *testing.B) {
 	sb.WriteString(chunkJSON(map[string]any{}, "tool_calls") + "data: [DONE]\n\n")
 	body := sb.String()
 	m := openai.New(openai.Config{Info: llm.ModelInfo{ID: "gpt-test", Provider: "openai"}, HTTPClient: &http.Client{Transport: replay(body)}})
-	req := simpleRequest()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		var last llm.Event
-		for ev := range m.Stream(context.Background(), req) {
-			last = ev
-		}
-		if last.Type != llm.EventDone || len(last.Message.ToolCalls()[0].Arguments) != len(args) {
-			b.Fatalf("last event %s", last.Type)
-		}
-	}
+	wiretest.BenchToolArgs(b, m, simpleRequest(), body, len(args))
 }

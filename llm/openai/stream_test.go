@@ -18,17 +18,11 @@ import (
 )
 
 func TestStreamFixtures(t *testing.T) {
-	tests := []struct {
-		name      string
-		fixture   string
-		transform func(string) string
-		types     string
-		check     func(t *testing.T, m *llm.Message)
-	}{
+	tests := []wiretest.Case{
 		{
-			name: "plain text with usage-only chunk", fixture: "text.sse",
-			types: "start text_start text_delta text_delta text_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Name: "plain text with usage-only chunk", Fixture: "text.sse",
+			Types: "start text_start text_delta text_delta text_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				if m.Text() != "Hello, world." || m.StopReason != llm.StopReasonStop {
 					t.Errorf("text %q stop %q", m.Text(), m.StopReason)
 				}
@@ -46,21 +40,21 @@ func TestStreamFixtures(t *testing.T) {
 			},
 		},
 		{
-			name: "CRLF and comments", fixture: "text.sse",
-			transform: func(s string) string {
+			Name: "CRLF and comments", Fixture: "text.sse",
+			Transform: func(s string) string {
 				return ": OPENROUTER PROCESSING\r\n\r\n" + strings.ReplaceAll(s, "\n", "\r\n")
 			},
-			types: "start text_start text_delta text_delta text_end done",
+			Types: "start text_start text_delta text_delta text_end done",
 		},
 		{
-			name: "no [DONE] after finish_reason", fixture: "text.sse",
-			transform: func(s string) string { return strings.Replace(s, "data: [DONE]\n\n", "", 1) },
-			types:     "start text_start text_delta text_delta text_end done",
+			Name: "no [DONE] after finish_reason", Fixture: "text.sse",
+			Transform: func(s string) string { return strings.Replace(s, "data: [DONE]\n\n", "", 1) },
+			Types:     "start text_start text_delta text_delta text_end done",
 		},
 		{
-			name: "reasoning_content", fixture: "reasoning.sse",
-			types: "start thinking_start thinking_delta thinking_delta thinking_end text_start text_delta text_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Name: "reasoning_content", Fixture: "reasoning.sse",
+			Types: "start thinking_start thinking_delta thinking_delta thinking_end text_start text_delta text_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				th := m.Content[0]
 				if th.Thinking != "The user asks 2+2. That is 4." || th.ThinkingSignature != "reasoning_content" {
 					t.Errorf("thinking %+v", th)
@@ -71,9 +65,9 @@ func TestStreamFixtures(t *testing.T) {
 			},
 		},
 		{
-			name: "two tool calls, one with empty arguments", fixture: "tools.sse",
-			types: "start text_start text_delta text_end toolcall_start toolcall_delta toolcall_delta toolcall_end toolcall_start toolcall_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Name: "two tool calls, one with empty arguments", Fixture: "tools.sse",
+			Types: "start text_start text_delta text_end toolcall_start toolcall_delta toolcall_delta toolcall_end toolcall_start toolcall_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				calls := m.ToolCalls()
 				if len(calls) != 2 || m.StopReason != llm.StopReasonToolUse {
 					t.Fatalf("calls %+v stop %q", calls, m.StopReason)
@@ -90,61 +84,43 @@ func TestStreamFixtures(t *testing.T) {
 			},
 		},
 		{
-			name: "finish_reason stop after tool calls", fixture: "tools.sse",
-			transform: func(s string) string {
+			Name: "finish_reason stop after tool calls", Fixture: "tools.sse",
+			Transform: func(s string) string {
 				return strings.Replace(s, `"finish_reason":"tool_calls"`, `"finish_reason":"stop"`, 1)
 			},
-			types: "start text_start text_delta text_end toolcall_start toolcall_delta toolcall_delta toolcall_end toolcall_start toolcall_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Types: "start text_start text_delta text_end toolcall_start toolcall_delta toolcall_delta toolcall_end toolcall_start toolcall_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				if m.StopReason != llm.StopReasonToolUse {
 					t.Errorf("stop %q", m.StopReason)
 				}
 			},
 		},
 		{
-			name: "max_tokens from a proxy", fixture: "text.sse",
-			transform: func(s string) string {
+			Name: "max_tokens from a proxy", Fixture: "text.sse",
+			Transform: func(s string) string {
 				return strings.Replace(s, `"finish_reason":"stop"`, `"finish_reason":"max_tokens"`, 1)
 			},
-			types: "start text_start text_delta text_delta text_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Types: "start text_start text_delta text_delta text_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				if m.StopReason != llm.StopReasonLength {
 					t.Errorf("stop %q", m.StopReason)
 				}
 			},
 		},
 		{
-			name: "length", fixture: "text.sse",
-			transform: func(s string) string {
+			Name: "length", Fixture: "text.sse",
+			Transform: func(s string) string {
 				return strings.Replace(s, `"finish_reason":"stop"`, `"finish_reason":"length"`, 1)
 			},
-			types: "start text_start text_delta text_delta text_end done",
-			check: func(t *testing.T, m *llm.Message) {
+			Types: "start text_start text_delta text_delta text_end done",
+			Check: func(t *testing.T, m *llm.Message) {
 				if m.StopReason != llm.StopReasonLength {
 					t.Errorf("stop %q", m.StopReason)
 				}
 			},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body := fixture(t, tt.fixture)
-			if tt.transform != nil {
-				body = tt.transform(body)
-			}
-			srv := serve(t, 200, nil, body, nil)
-			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if r.Err != nil {
-				t.Fatalf("error: %v", r.Err)
-			}
-			if got := typesString(r.Types); got != tt.types {
-				t.Errorf("events\n got %s\nwant %s", got, tt.types)
-			}
-			if tt.check != nil {
-				tt.check(t, r.Msg)
-			}
-		})
-	}
+	wiretest.RunCases(t, tests, func(srv *httptest.Server) llm.Model { return newModel(srv, 0) }, simpleRequest(), nil)
 }
 
 func chunkJSON(delta map[string]any, finish any) string {

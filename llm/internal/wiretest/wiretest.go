@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -402,4 +404,103 @@ func ConsumerBreak(t *testing.T, newModel func(*httptest.Server) llm.Model, head
 		break
 	}
 	<-handlerDone
+}
+
+// Fixture returns the file testdata/name of the package under test.
+func Fixture(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Case is one recorded stream and what a wire must make of it.
+type Case struct {
+	Name    string
+	Fixture string // the file under testdata
+	// Transform, when set, rewrites the fixture before it is served.
+	Transform func(string) string
+	Types     string // the event types, space-separated
+	// Check, when set, looks at the final message.
+	Check func(t *testing.T, m *llm.Message)
+}
+
+// RunCases serves each case's stream to a model newModel makes for the
+// server and checks the stream ends without error with the case's event
+// types, then runs its Check. request, when set, checks the request the
+// server received.
+func RunCases(t *testing.T, cases []Case, newModel func(*httptest.Server) llm.Model, req *llm.Request, request func(t *testing.T, c *Capture)) {
+	for _, tt := range cases {
+		t.Run(tt.Name, func(t *testing.T) {
+			body := Fixture(t, tt.Fixture)
+			if tt.Transform != nil {
+				body = tt.Transform(body)
+			}
+			var c Capture
+			srv := Serve(t, 200, nil, body, &c)
+			r := Collect(t, newModel(srv), context.Background(), req)
+			if r.Err != nil {
+				t.Fatalf("error: %v", r.Err)
+			}
+			if got := Types(r.Types); got != tt.Types {
+				t.Errorf("events\n got %s\nwant %s", got, tt.Types)
+			}
+			if tt.Check != nil {
+				tt.Check(t, r.Msg)
+			}
+			if request != nil {
+				request(t, &c)
+			}
+		})
+	}
+}
+
+// Cancelled checks that a call whose context was cancelled before it
+// began gives one bare error that is context.Canceled and, when cause is
+// not nil, quotes the cause. The server answers body if it is asked.
+func Cancelled(t *testing.T, newModel func(*httptest.Server) llm.Model, body string, cause error) {
+	t.Helper()
+	srv := Serve(t, 200, nil, body, nil)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	r := Collect(t, newModel(srv), ctx, &llm.Request{SystemPrompt: "Be brief.", Messages: []llm.Message{llm.UserText("hi")}})
+	if !r.Bare || !errors.Is(r.Err, context.Canceled) || (cause != nil && !strings.Contains(r.Err.Error(), cause.Error())) {
+		t.Fatalf("bare %v err %v", r.Bare, r.Err)
+	}
+}
+
+// BenchStream measures m streaming body, which it must do without error:
+// bytes/s of the body and events/s. m should answer with body in memory
+// (Replay).
+func BenchStream(b *testing.B, m llm.Model, req *llm.Request, body string) {
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	events := 0
+	for b.Loop() {
+		for ev, err := range m.Stream(context.Background(), req) {
+			if err != nil || ev.Type == llm.EventError {
+				b.Fatal(err, ev.Err)
+			}
+			events++
+		}
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchToolArgs measures m streaming body, a reply with one tool call
+// whose final arguments are argsLen bytes long, which each run checks.
+func BenchToolArgs(b *testing.B, m llm.Model, req *llm.Request, body string, argsLen int) {
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var last llm.Event
+		for ev := range m.Stream(context.Background(), req) {
+			last = ev
+		}
+		if last.Type != llm.EventDone || len(last.Message.ToolCalls()[0].Arguments) != argsLen {
+			b.Fatalf("last event %s", last.Type)
+		}
+	}
 }
