@@ -52,6 +52,9 @@ type run struct {
 	added    []llm.Message
 	cancel   context.CancelCauseFunc
 	warnings []string
+	// overBudget is the budget a final reply crossed; the run is stopped
+	// only if the model is called again.
+	overBudget *BudgetError
 }
 
 func (s *run) emit(ev agent.Event) {
@@ -415,6 +418,9 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	}
 	repair := session.Transform(session.RepairOptions{API: p.Info.API, AllowedTools: allowed, Now: p.Now})
 	transform := func(ctx context.Context, msgs []llm.Message) ([]llm.Message, error) {
+		if err := s.beforeModelCall(); err != nil {
+			return nil, err
+		}
 		if comp != nil {
 			out, err := comp.TransformContext(ctx, msgs)
 			if err != nil {
@@ -706,7 +712,7 @@ func (s *run) onAgentEvent(ctx context.Context, ev agent.Event) {
 			s.store(ctx, m)
 			if m.Role == llm.RoleAssistant && m.Usage != nil {
 				s.usage.Add(*m.Usage)
-				s.checkBudget()
+				s.checkBudget(finalReply(m))
 			}
 		}
 	case agent.EventRetryReset:
@@ -714,7 +720,7 @@ func (s *run) onAgentEvent(ctx context.Context, ev agent.Event) {
 		// it never reaches message_end, but it was paid for.
 		if ev.Usage != nil {
 			s.usage.Add(*ev.Usage)
-			s.checkBudget()
+			s.checkBudget(false)
 		}
 	case agent.EventTurnStart:
 		s.precheckCounted, s.turn = false, ev.Turn
@@ -749,17 +755,47 @@ func (s *run) sessionError(err error) {
 	s.warn(fmt.Sprintf("the transcript could not be written: %v", err))
 }
 
-func (s *run) checkBudget() {
+// checkBudget stops the run once it has crossed a budget. A final reply
+// (the answer, with no tool call) that crosses it is kept and the run ends
+// normally, with a warning: the money is spent and the answer is there.
+// Only if something would call the model again (a Stop hook, a follow-up)
+// is the run stopped, before that call (see beforeModelCall).
+func (s *run) checkBudget(final bool) {
+	var be *BudgetError
 	if s.p.MaxCost > 0 && s.usage.Cost.Total > s.p.MaxCost {
-		s.cancel(&BudgetError{Kind: ReasonBudgetCost, Limit: s.p.MaxCost, Used: s.usage.Cost.Total})
-	}
-	if s.p.MaxTokens > 0 {
+		be = &BudgetError{Kind: ReasonBudgetCost, Limit: s.p.MaxCost, Used: s.usage.Cost.Total}
+	} else if s.p.MaxTokens > 0 {
 		u := s.usage
-		used := u.Input + u.Output + u.CacheRead + u.CacheWrite
-		if used > s.p.MaxTokens {
-			s.cancel(&BudgetError{Kind: ReasonBudgetTokens, Limit: float64(s.p.MaxTokens), Used: float64(used)})
+		if used := u.Input + u.Output + u.CacheRead + u.CacheWrite; used > s.p.MaxTokens {
+			be = &BudgetError{Kind: ReasonBudgetTokens, Limit: float64(s.p.MaxTokens), Used: float64(used)}
 		}
 	}
+	switch {
+	case be == nil:
+	case final:
+		if s.overBudget == nil {
+			s.overBudget = be
+			s.warn(be.Error() + " with its final reply; the reply is kept")
+		}
+	default:
+		s.cancel(be)
+	}
+}
+
+// beforeModelCall stops a run that crossed a budget with what looked like
+// its final reply, when something asks the model for more anyway.
+func (s *run) beforeModelCall() error {
+	if s.overBudget != nil {
+		s.cancel(s.overBudget)
+		return s.overBudget
+	}
+	return nil
+}
+
+// finalReply reports whether m ends the run as far as the model is
+// concerned: a complete answer that calls no tool.
+func finalReply(m llm.Message) bool {
+	return m.StopReason == llm.StopReasonStop && len(m.ToolCalls()) == 0
 }
 
 // jitter is the default source of backoff jitter.

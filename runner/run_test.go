@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"github.com/agentloop/agentloop/hook"
 	"strings"
 	"sync"
 	"testing"
@@ -263,6 +265,41 @@ func TestRunBudgets(t *testing.T) {
 			}
 			if err := session.CheckPairing(res.Messages); err != nil {
 				t.Errorf("pairing: %v", err)
+			}
+		})
+	}
+	// A final answer that crosses the budget is kept: the run succeeds with
+	// a warning. Were the model called again (a Stop hook insisting), the
+	// run stops before that call.
+	for _, insist := range []bool{false, true} {
+		t.Run(fmt.Sprintf("final reply, stop hook insists=%v", insist), func(t *testing.T) {
+			s := faux.Say("the answer")
+			s.Usage = usage
+			m := faux.New(s)
+			m.Repeat = true
+			p := Params{Prompt: "go", Model: m, MaxCost: 0.01, RegisterHooks: func(b *hook.Bus) {
+				b.OnStop(hook.Spec{Name: "insist"}, func(context.Context, hook.StopInput) (hook.StopOutput, error) {
+					return hook.StopOutput{Continue: insist, Reason: "say more"}, nil
+				})
+			}}
+			res, err := New(nil).Run(t.Context(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Calls() != 1 {
+				t.Errorf("%d model calls after the budget was crossed, want 1", m.Calls())
+			}
+			warned := false
+			for _, w := range res.Warnings {
+				warned = warned || strings.Contains(w, "final reply")
+			}
+			switch {
+			case !warned:
+				t.Errorf("no warning about the crossed budget: %q", res.Warnings)
+			case !insist && !res.OK():
+				t.Errorf("a final answer over budget failed the run: %s (%v)", res.Reason, res.Err)
+			case insist && (res.Reason != ReasonBudgetCost || !errors.Is(res.Err, ErrBudget)):
+				t.Errorf("reason %s (%v), want the cost budget before the second call", res.Reason, res.Err)
 			}
 		})
 	}
