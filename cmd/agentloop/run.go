@@ -60,6 +60,7 @@ type runFlags struct {
 	maxTokens   int
 	timeout     time.Duration
 	idleTimeout time.Duration
+	idleGiven   bool // --idle-timeout was on the command line
 	retryBase   time.Duration
 	noLoopGuard bool
 	fallbacks   []string
@@ -82,6 +83,7 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
   git diff | agentloop run --model anthropic/claude-sonnet-4-5 "review this diff"
   agentloop run "summarise @README.md"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.idleGiven = cmd.Flags().Changed("idle-timeout")
 			return runAgent(cmd.Context(), env, f, args)
 		},
 	}
@@ -114,7 +116,7 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.Float64Var(&f.maxCost, "max-cost", 0, "stop the run once it has cost more than this many USD")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "stop the run once it has used more than this many tokens")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (default 10m, extended once while compacting)")
-	fl.DurationVar(&f.idleTimeout, "idle-timeout", -1, "fail a model call that sends nothing for this long (0: never; default 120s)")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", 0, "fail a model call that sends nothing for this long (0: never; when not given, 120s)")
 	fl.StringSliceVar(&f.fallbacks, "fallback", nil, "models (provider/id, comma-separated) to switch to, in order, when the model cannot serve the run; default: \"fallbacks\" of $AGENTLOOP_HOME/settings.json")
 	fl.StringSliceVar(&f.fallbacks, "fallback-model", nil, "same as --fallback")
 	_ = fl.MarkHidden("fallback-model")
@@ -152,7 +154,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	}
 
 	idle := time.Duration(-1)
-	if f.idleTimeout >= 0 {
+	if f.idleGiven {
 		idle = f.idleTimeout
 	}
 	resolved, err := resolveModel(ctx, env, f, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain))
@@ -163,7 +165,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		fmt.Fprintln(env.stderr, "agentloop: warning:", w)
 	}
 
-	reg, err := buildTools(f, cwd, home)
+	reg, err := buildTools(ctx, f, cwd, home)
 	if err != nil {
 		return err
 	}
@@ -368,7 +370,7 @@ func workspaceDir(flag string) (string, error) {
 
 // buildTools assembles the tool set of a run: the file tools and bash,
 // filtered by the profile, --tools, --no-tools and --read-only.
-func buildTools(f *runFlags, cwd, home string) (*tool.Registry, error) {
+func buildTools(ctx context.Context, f *runFlags, cwd, home string) (*tool.Registry, error) {
 	spill := filepath.Join(home, "spill")
 	ws, err := builtin.NewWorkspace(cwd, &builtin.WorkspaceOptions{ReadOnly: f.readOnly, Readable: []string{spill}})
 	if err != nil {
@@ -381,6 +383,11 @@ func buildTools(f *runFlags, cwd, home string) (*tool.Registry, error) {
 			sb, err := builtin.NewSandbox()
 			if err != nil {
 				return nil, err
+			}
+			// Find out now, not at the model's first command, whether
+			// bwrap can make its namespaces on this machine.
+			if err := sb.Check(ctx); err != nil {
+				return nil, fmt.Errorf("--sandbox: %w", err)
 			}
 			bo.Sandbox = sb
 		}
