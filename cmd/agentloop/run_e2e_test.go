@@ -676,3 +676,19 @@ func TestE2EFallbackToSecondProvider(t *testing.T) {
 		t.Errorf("the dead provider got %d requests, want 1 (a refused key is not retried)", n)
 	}
 }
+
+// --idle-timeout bounds a model call that sends nothing: the run fails with
+// a timeout (after its retries) instead of hanging.
+func TestE2EIdleTimeout(t *testing.T) {
+	base := mockLLM(t, "-rounds", "0", "-delay", "3s")
+	env, _, errb := cliEnvWith(t.TempDir(), map[string]string{"OPENAI_API_KEY": "sk-mock"})
+	start := time.Now()
+	code := execute(context.Background(), env, []string{"run", "--no-session", "--model", "openai/mock-model", "--base-url", base + "/v1",
+		"--idle-timeout", "150ms", "--retry-base", "1ms", "--cwd", t.TempDir(), "hi"})
+	if code != 1 || !strings.Contains(strings.ToLower(errb.String()), "timed out") && !strings.Contains(strings.ToLower(errb.String()), "timeout") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errb.String())
+	}
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Errorf("the run took %v: the idle timeout did not cut the silent calls short", d)
+	}
+}
