@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -224,4 +225,29 @@ func TestRunFinalizeAskedOnceAtEveryEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A command hook that fails is reported with what it printed, not with a
+// bare "exit status 1".
+func TestCommandHookErrorCarriesItsOutput(t *testing.T) {
+	home := t.TempDir()
+	settings := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"echo 'lint server unreachable' >&2; exit 1"}]}]}}`
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ev := &events{}
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "hello", Model: faux.New(faux.Say("hi")),
+		Hooks: &hook.LoadOptions{Home: home, Workspace: t.TempDir()}, OnEvent: ev.add})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	for _, e := range ev.evs {
+		if e.Type == agent.EventHookError && e.Err != nil {
+			if !strings.Contains(e.Err.Error(), "lint server unreachable") {
+				t.Errorf("hook_error says %q, without the hook's own words", e.Err)
+			}
+			return
+		}
+	}
+	t.Errorf("no hook_error event: %v", ev.types())
 }

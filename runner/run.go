@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -538,14 +539,31 @@ func (s *run) reportHook(ctx context.Context, n hook.Notice) {
 		s.notice(EventHookMessage, Notice{Message: n.Text, Reason: string(n.Point)})
 		return
 	}
+	// Text says which hook and what it printed ("exit status 1" alone
+	// would not); Err stays in the chain for errors.Is.
 	err := n.Err
-	if err == nil {
+	switch {
+	case err == nil:
 		err = errors.New(n.Text)
+	case n.Text != "" && !strings.Contains(n.Text, err.Error()):
+		err = fmt.Errorf("%s: %w", n.Text, err)
+	case n.Text != "":
+		err = textError{text: n.Text, err: err}
 	}
 	if !agent.ReportHookError(ctx, string(n.Point), err) {
 		s.emit(agent.Event{Type: agent.EventHookError, Hook: string(n.Point), Err: err})
 	}
 }
+
+// textError shows a notice's full text while keeping its error for
+// errors.Is and errors.As.
+type textError struct {
+	text string
+	err  error
+}
+
+func (e textError) Error() string { return e.text }
+func (e textError) Unwrap() error { return e.err }
 
 // bindLoopGuard puts loop detection first among the tool hooks: a call it
 // refuses never reaches the user's hooks or the approval question, and its
