@@ -251,3 +251,27 @@ func TestCommandHookErrorCarriesItsOutput(t *testing.T) {
 	}
 	t.Errorf("no hook_error event: %v", ev.types())
 }
+
+// run_end is the last event of a run, after what the end of the run still
+// reports (a session_end hook's failure here), so a client may stop at it.
+func TestRunEndIsLast(t *testing.T) {
+	ev := &events{}
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "hello", Model: faux.New(faux.Say("hi")), OnEvent: ev.add,
+		Session: SessionSpec{Store: session.NewJSONLStore(t.TempDir()), Cwd: t.TempDir()},
+		RegisterHooks: func(b *hook.Bus) {
+			b.OnSessionEnd(hook.Spec{Name: "late"}, func(context.Context, hook.SessionEndEvent) error {
+				return errors.New("late failure")
+			})
+		}})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	types := ev.types()
+	sawLate := false
+	for _, e := range ev.evs {
+		sawLate = sawLate || e.Type == agent.EventHookError && e.Err != nil && strings.Contains(e.Err.Error(), "late failure")
+	}
+	if !sawLate || len(types) == 0 || types[len(types)-1] != string(EventRunEnd) {
+		t.Errorf("events end with %v (late hook error seen: %v); want run_end last", types[max(0, len(types)-3):], sawLate)
+	}
+}

@@ -56,6 +56,8 @@ type run struct {
 	// overBudget is the budget a final reply crossed; the run is stopped
 	// only if the model is called again.
 	overBudget *BudgetError
+	// end is the run_end notice, sent last.
+	end *Notice
 }
 
 func (s *run) emit(ev agent.Event) {
@@ -85,6 +87,17 @@ func (r *Runner) Run(ctx context.Context, p Params) (res Result, err error) {
 		return Result{}, errors.New("runner: Params.Model is nil; resolve a model first (llm/provider)")
 	}
 	s := &run{r: r, p: p, clock: r.cfg.Clock}
+	// run_end is the last event of a run: it is sent after everything the
+	// run's end does (session_end hooks, closing the session), so a client
+	// may stop reading at it.
+	defer func() {
+		if s.end != nil {
+			if s.sess != nil && s.end.SessionID == "" {
+				s.end.SessionID = s.sess.ID()
+			}
+			s.notice(EventRunEnd, *s.end)
+		}
+	}()
 
 	// The session id is resolved before the lanes (they are keyed by it);
 	// the lock is taken after them, so runs of one process queue instead
@@ -508,7 +521,7 @@ func (s *run) finish(res Result) Result {
 	if res.Err != nil {
 		n.Error = res.Err.Error()
 	}
-	s.notice(EventRunEnd, n)
+	s.end = &n // sent by Run once everything else is done
 	return res
 }
 
