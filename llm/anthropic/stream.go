@@ -110,21 +110,13 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			// Lets Claude think between tool calls, not only before the first.
 			beta = InterleavedThinkingBeta
 		}
-		x := wire.Open(ctx, b, m.site.Post(map[string]string{
+		wire.Call(ctx, b, m.site.Post(map[string]string{
 			"Content-Type":      "application/json",
 			"Accept":            "text/event-stream",
 			"X-Api-Key":         m.cfg.APIKey,
 			"Anthropic-Version": APIVersion,
 			"Anthropic-Beta":    beta,
-		}), areq)
-		if x == nil {
-			return
-		}
-		defer func() { x.Close(b.Finished()) }()
-		if !b.Start() {
-			return
-		}
-		wire.Read(x, b, &decoder{m: m, b: b})
+		}), areq, &decoder{m: m, b: b})
 	}
 }
 

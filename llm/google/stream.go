@@ -83,27 +83,11 @@ func (c *idCounter) next(name string) string {
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIGoogleGenerativeAI, yield)
-		p := m.site.Post(map[string]string{
+		wire.Call(ctx, b, m.site.Post(map[string]string{
 			"Content-Type":   "application/json",
 			"Accept":         "text/event-stream",
 			"X-Goog-Api-Key": m.cfg.APIKey,
-		})
-		// A proxy that drops ?alt=sse gets Gemini's JSON array of chunks.
-		p.AcceptJSON = true
-		x := wire.Open(ctx, b, p, m.buildRequest(req))
-		if x == nil {
-			return
-		}
-		defer func() { x.Close(b.Finished()) }()
-		if !b.Start() {
-			return
-		}
-		d := decoder{m: m, b: b, cur: -1}
-		if x.JSONBody != nil {
-			d.whole(x.JSONBody)
-			return
-		}
-		wire.Read(x, b, &d)
+		}), m.buildRequest(req), &decoder{m: m, b: b, cur: -1})
 	}
 }
 
@@ -126,9 +110,10 @@ func (d *decoder) Ended() bool {
 	return true
 }
 
-// whole decodes a reply that came as one JSON document: the array of
-// chunks streamGenerateContent sends without alt=sse, or one chunk.
-func (d *decoder) whole(body []byte) {
+// Whole implements wire.WholeDecoder: a reply that came as one JSON
+// document, the array of chunks streamGenerateContent sends when a proxy
+// drops alt=sse, or one chunk.
+func (d *decoder) Whole(body []byte) {
 	m, b := d.m, d.b
 	var chunks []json.RawMessage
 	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
@@ -154,6 +139,8 @@ func (d *decoder) whole(body []byte) {
 	}
 	d.end()
 }
+
+var _ wire.WholeDecoder = (*decoder)(nil)
 
 // decoder maps the chunks onto the builder.
 type decoder struct {

@@ -74,15 +74,7 @@ type outputItem struct {
 func (m *ResponsesModel) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIOpenAIResponses, yield)
-		x := wire.Open(ctx, b, m.post(), m.buildRequest(req))
-		if x == nil {
-			return
-		}
-		defer func() { x.Close(b.Finished()) }()
-		if !b.Start() {
-			return
-		}
-		wire.Read(x, b, &responsesDecoder{m: m, b: b, items: map[int]int{}})
+		wire.Call(ctx, b, m.post(), m.buildRequest(req), &responsesDecoder{m: m, b: b, items: map[int]int{}})
 	}
 }
 

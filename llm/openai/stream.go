@@ -90,22 +90,7 @@ func (u *usage) apply(to *llm.Usage) {
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIOpenAICompletions, yield)
-		p := m.post()
-		p.AcceptJSON = true
-		x := wire.Open(ctx, b, p, m.buildRequest(req))
-		if x == nil {
-			return
-		}
-		defer func() { x.Close(b.Finished()) }()
-		if !b.Start() {
-			return
-		}
-		d := decoder{m: m, b: b, calls: map[int]int{}, ends: map[int]*jsonpartial.ObjectEnd{}, ids: map[string]bool{}, sent: map[int]string{}, cur: -1}
-		if x.JSONBody != nil {
-			d.whole(x.JSONBody)
-			return
-		}
-		wire.Read(x, b, &d)
+		wire.Call(ctx, b, m.post(), m.buildRequest(req), &decoder{m: m, b: b, calls: map[int]int{}, ends: map[int]*jsonpartial.ObjectEnd{}, ids: map[string]bool{}, sent: map[int]string{}, cur: -1})
 	}
 }
 
@@ -130,6 +115,8 @@ func (d *decoder) Ended() bool {
 	d.done()
 	return true
 }
+
+var _ wire.WholeDecoder = (*decoder)(nil)
 
 // decoder maps chunks onto the builder. Blocks are sequential: a new kind
 // of content closes the block before it, and a new tool call closes the
@@ -180,9 +167,10 @@ func (d *decoder) handle(ev *sse.Event) error {
 	return d.apply(c, ev.Data)
 }
 
-// whole handles a reply that came as one chat.completion object, from a
-// server that does not stream: it is replayed as one chunk.
-func (d *decoder) whole(data []byte) {
+// Whole implements wire.WholeDecoder: a reply that came as one
+// chat.completion object, from a server that does not stream, is replayed
+// as one chunk.
+func (d *decoder) Whole(data []byte) {
 	m, b := d.m, d.b
 	var full struct {
 		Choices []struct {

@@ -10,8 +10,8 @@
 // stream and strict when their block ends; exactly one terminal event
 // (done, or error with the partial message) unless the consumer stops.
 //
-// Open and Read run a call: Open posts the request and checks the
-// response, Read feeds the events of the stream to the wire's Decoder.
+// Call runs a call with Open and Read: Open posts the request and checks
+// the response, Read feeds the events of the stream to the wire's Decoder.
 // NewSite applies a wire's Config defaults (base URL, client, idle timeout,
 // provider; headers copied) the same way for every wire, and Site.Post
 // describes a request to it.

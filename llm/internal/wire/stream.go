@@ -24,7 +24,8 @@ type Post struct {
 	// Extra, the configured ones, are set after them and win.
 	Headers, Extra map[string]string
 	// AcceptJSON takes a whole JSON reply from a server that does not
-	// stream (see Exchange.AcceptJSON).
+	// stream (see Exchange.AcceptJSON). Call sets it when its decoder can
+	// read one.
 	AcceptJSON bool
 }
 
@@ -56,6 +57,38 @@ func Open(ctx context.Context, b *Builder, p *Post, body any) *Exchange {
 		return nil
 	}
 	return x
+}
+
+// Call runs one streamed call: it opens it, and once the server has
+// accepted it emits the start event and decodes the reply with d, then
+// closes the exchange, handing the connection back when the reply was
+// complete. A d that is also a WholeDecoder gets a reply sent as one JSON
+// document (Post.AcceptJSON is set for it); any other d, only streams.
+func Call(ctx context.Context, b *Builder, p *Post, body any, d Decoder) {
+	w, whole := d.(WholeDecoder)
+	p.AcceptJSON = whole
+	x := Open(ctx, b, p, body)
+	if x == nil {
+		return
+	}
+	defer func() { x.Close(b.Finished()) }()
+	if !b.Start() {
+		return
+	}
+	if x.JSONBody != nil {
+		w.Whole(x.JSONBody)
+		return
+	}
+	Read(x, b, d)
+}
+
+// WholeDecoder is a Decoder that can also read a reply that came as one
+// JSON document from a server that did not stream.
+type WholeDecoder interface {
+	Decoder
+	// Whole decodes the document, finishing or failing the reply through
+	// the Builder.
+	Whole(body []byte)
 }
 
 // Decoder is a wire's reading of the events of its stream.
