@@ -2,8 +2,6 @@ package openai_test
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentloop/agentloop/llm"
@@ -15,14 +13,7 @@ import (
 // Responses): they must never panic or hang, and must keep the event
 // contract (wiretest.CheckStream).
 func FuzzStream(f *testing.F) {
-	files, _ := filepath.Glob("testdata/*.sse")
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(string(b))
-	}
+	wiretest.Seeds(f)
 	f.Fuzz(func(t *testing.T, body string) {
 		cfg := openai.Config{Info: llm.ModelInfo{ID: "fuzz", Provider: "openai"}, HTTPClient: &http.Client{Transport: replay(body)}}
 		wiretest.CheckStream(t, openai.New(cfg))

@@ -504,3 +504,17 @@ func BenchToolArgs(b *testing.B, m llm.Model, req *llm.Request, body string, arg
 		}
 	}
 }
+
+// Seeds adds every recorded stream under testdata (*.sse) to a fuzz
+// target's corpus.
+func Seeds(f *testing.F) {
+	f.Helper()
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.sse"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+}
