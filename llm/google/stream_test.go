@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net/http/httptest"
 	"strings"
@@ -181,31 +180,7 @@ func TestHTTPErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, tt.status, tt.header, tt.body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if !r.Bare {
-				t.Fatalf("want one bare error, got events %s", typesString(r.Types))
-			}
-			var pe *llm.ProviderError
-			if !errors.As(r.Err, &pe) {
-				t.Fatalf("error %T %v is not a *llm.ProviderError", r.Err, r.Err)
-			}
-			if pe.Status != tt.status {
-				t.Errorf("status %d", pe.Status)
-			}
-			if tt.reasons != nil && !hasReason(tt.reasons, pe.Reason) {
-				t.Errorf("reason %q, want one of %v", pe.Reason, tt.reasons)
-			}
-			if pe.Reason == llm.ReasonUnknown {
-				t.Errorf("reason unknown")
-			}
-			if !strings.Contains(pe.Error(), tt.words) {
-				t.Errorf("error %q does not quote %q", pe.Error(), tt.words)
-			}
-			if pe.RetryAfter != tt.retry {
-				t.Errorf("retry after %v, want %v", pe.RetryAfter, tt.retry)
-			}
-			if strings.Contains(fmt.Sprintf("%v %+v", pe, *pe), testKey) {
-				t.Errorf("the API key leaked into the error")
-			}
+			wiretest.CheckHTTPError(t, r, wiretest.HTTPError{Status: tt.status, Reasons: tt.reasons, Body: tt.body, Words: tt.words, Retry: tt.retry, Key: testKey})
 		})
 	}
 }
