@@ -275,27 +275,9 @@ func TestStreamFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, 200, nil, tt.body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if r.Bare || len(r.Types) == 0 || r.Types[len(r.Types)-1] != llm.EventError {
-				t.Fatalf("want a final error event, got %s (bare %v: %v)", typesString(r.Types), r.Bare, r.Err)
-			}
-			var pe *llm.ProviderError
-			if !errors.As(r.Err, &pe) {
-				t.Fatalf("error %T %v is not a *llm.ProviderError", r.Err, r.Err)
-			}
-			if tt.reasons != nil && !slices.Contains(tt.reasons, pe.Reason) {
-				t.Errorf("reason %q, want one of %v", pe.Reason, tt.reasons)
-			}
+			pe := wiretest.CheckStreamFailure(t, r, wiretest.StreamFailure{Reasons: tt.reasons, Words: []string{tt.words}, Text: tt.text})
 			if pe.Reason == llm.ReasonUnknown && !slices.Contains(tt.reasons, llm.ReasonUnknown) {
 				t.Errorf("reason unknown")
-			}
-			if !strings.Contains(pe.Error(), tt.words) {
-				t.Errorf("error %q does not quote %q", pe.Error(), tt.words)
-			}
-			if r.Msg.StopReason != llm.StopReasonError || r.Msg.ErrorMessage == "" {
-				t.Errorf("stop %q error message %q", r.Msg.StopReason, r.Msg.ErrorMessage)
-			}
-			if r.Msg.Text() != tt.text {
-				t.Errorf("partial text %q, want %q", r.Msg.Text(), tt.text)
 			}
 		})
 	}

@@ -185,15 +185,6 @@ func TestHTTPErrors(t *testing.T) {
 	}
 }
 
-func hasReason(rs []llm.Reason, r llm.Reason) bool {
-	for _, x := range rs {
-		if x == r {
-			return true
-		}
-	}
-	return false
-}
-
 func TestStreamFailures(t *testing.T) {
 	text := fixture(t, "text.sse")
 	cut := text[:strings.LastIndex(text, "data: ")]
@@ -228,27 +219,7 @@ func TestStreamFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := serve(t, 200, nil, tt.body, nil)
 			r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
-			if r.Bare || len(r.Types) == 0 || r.Types[len(r.Types)-1] != llm.EventError {
-				t.Fatalf("want a final error event, got %s (bare %v: %v)", typesString(r.Types), r.Bare, r.Err)
-			}
-			var pe *llm.ProviderError
-			if !errors.As(r.Err, &pe) {
-				t.Fatalf("error %T %v is not a *llm.ProviderError", r.Err, r.Err)
-			}
-			if tt.reasons != nil && !hasReason(tt.reasons, pe.Reason) {
-				t.Errorf("reason %q, want one of %v", pe.Reason, tt.reasons)
-			}
-			for _, w := range tt.words {
-				if !strings.Contains(pe.Error(), w) {
-					t.Errorf("error %q does not say %q", pe.Error(), w)
-				}
-			}
-			if r.Msg.StopReason != llm.StopReasonError || r.Msg.ErrorMessage == "" {
-				t.Errorf("stop %q error message %q", r.Msg.StopReason, r.Msg.ErrorMessage)
-			}
-			if r.Msg.Text() != tt.text {
-				t.Errorf("partial text %q, want %q", r.Msg.Text(), tt.text)
-			}
+			wiretest.CheckStreamFailure(t, r, wiretest.StreamFailure{Reasons: tt.reasons, Words: tt.words, Text: tt.text})
 			if txt := llm.ErrorText(r.Err); txt == "" || strings.Contains(txt, testKey) {
 				t.Errorf("user text %q", txt)
 			}

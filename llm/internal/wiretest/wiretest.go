@@ -518,3 +518,41 @@ func Seeds(f *testing.F) {
 		f.Add(string(b))
 	}
 }
+
+// StreamFailure is what a stream that failed after it began must report.
+type StreamFailure struct {
+	Reasons []llm.Reason // the acceptable reasons; nil means any
+	Words   []string     // the error quotes each of them
+	Text    string       // the partial text the message keeps
+}
+
+// CheckStreamFailure checks the result of a stream that failed after it
+// began: a final error event with a *llm.ProviderError of an acceptable
+// reason that quotes the words, and the message so far, stopped for the
+// error, with its error message and the partial text. It returns the
+// error for the checks a wire adds.
+func CheckStreamFailure(t testing.TB, r Result, want StreamFailure) *llm.ProviderError {
+	t.Helper()
+	if r.Bare || len(r.Types) == 0 || r.Types[len(r.Types)-1] != llm.EventError {
+		t.Fatalf("want a final error event, got %s (bare %v: %v)", Types(r.Types), r.Bare, r.Err)
+	}
+	var pe *llm.ProviderError
+	if !errors.As(r.Err, &pe) {
+		t.Fatalf("error %T %v is not a *llm.ProviderError", r.Err, r.Err)
+	}
+	if want.Reasons != nil && !slices.Contains(want.Reasons, pe.Reason) {
+		t.Errorf("reason %q, want one of %v", pe.Reason, want.Reasons)
+	}
+	for _, w := range want.Words {
+		if !strings.Contains(pe.Error(), w) {
+			t.Errorf("error %q does not quote %q", pe.Error(), w)
+		}
+	}
+	if r.Msg.StopReason != llm.StopReasonError || r.Msg.ErrorMessage == "" {
+		t.Errorf("stop %q error message %q", r.Msg.StopReason, r.Msg.ErrorMessage)
+	}
+	if r.Msg.Text() != want.Text {
+		t.Errorf("partial text %q, want %q", r.Msg.Text(), want.Text)
+	}
+	return pe
+}
