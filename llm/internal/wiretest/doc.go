@@ -5,7 +5,8 @@
 // wire must pass the same way: RunCases (recorded streams and the events
 // they must give), CheckStream (the event contract, for fuzz targets),
 // CheckHTTPError (a refused call's classified error), CheckStreamFailure
-// (a stream that failed after it began), IdleTimeout (on fake time), ConnectionReuse, AbortKeepsPartial, ConsumerBreak and Cancelled;
+// (a stream that failed after it began), IdleTimeout (on fake time),
+// ConnectionReuse, AbortKeepsPartial, ConsumerBreak and Cancelled;
 // BenchStream and BenchToolArgs are the decoding benchmarks' loops.
 //
 // It is imported by tests only, and imports llm and the standard library.
