@@ -284,6 +284,9 @@ func (s *run) record(ctx context.Context, e session.Entry) {
 	}
 }
 
+// errNothingRemoved says compaction could not make a refused prompt smaller.
+var errNothingRemoved = errors.New("nothing could be removed from the prompt")
+
 // recover compacts after an overflow or a big timed-out prompt.
 func (s *run) recover(ctx context.Context, a *agent.Agent, comp Compactor) error {
 	if comp == nil {
@@ -292,8 +295,15 @@ func (s *run) recover(ctx context.Context, a *agent.Agent, comp Compactor) error
 	s.compacting.Store(true)
 	defer s.compacting.Store(false)
 	before := s.compactions
-	if _, err := comp.Recover(ctx, a.Messages()); err != nil {
+	out, err := comp.Recover(ctx, a.Messages())
+	if err != nil {
 		return err
+	}
+	// A prompt the provider refused but that compaction left as big as it
+	// was (our window for the model is larger than the provider's) would be
+	// sent again unchanged: say so, and let the cascade move on.
+	if sent := s.lastPrompt; sent > 0 && compact.MessagesTokens(out)*100 >= sent*99 {
+		return errNothingRemoved
 	}
 	if s.compactions == before {
 		// A compactor that reports no events (or only truncated) still

@@ -58,6 +58,9 @@ type run struct {
 	overBudget *BudgetError
 	// end is the run_end notice, sent last.
 	end *Notice
+	// lastPrompt is the estimated size of the messages last sent to the
+	// model, to tell whether a compaction made them smaller.
+	lastPrompt int
 }
 
 func (s *run) emit(ev agent.Event) {
@@ -445,7 +448,11 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		if nameMap != nil {
 			msgs = wireMessages(nameMap, msgs)
 		}
-		return repair(ctx, msgs)
+		out, err := repair(ctx, msgs)
+		if err == nil {
+			s.lastPrompt = compact.MessagesTokens(out)
+		}
+		return out, err
 	}
 
 	hooks := agent.Hooks{}

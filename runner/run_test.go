@@ -64,6 +64,10 @@ type fakeCompactor struct {
 	mu       sync.Mutex
 	recovers int
 	err      error
+	// removesNothing makes Recover hand back the history unchanged, like a
+	// compactor that finds nothing to remove; otherwise it "compacts" the
+	// history away (the runner checks that the prompt got smaller).
+	removesNothing bool
 }
 
 func (f *fakeCompactor) TransformContext(_ context.Context, msgs []llm.Message) ([]llm.Message, error) {
@@ -76,7 +80,10 @@ func (f *fakeCompactor) Recover(_ context.Context, msgs []llm.Message) ([]llm.Me
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.recovers++
-	return msgs, f.err
+	if f.removesNothing {
+		return msgs, f.err
+	}
+	return nil, f.err
 }
 
 func noJitter() *RetryPolicy { return &RetryPolicy{Jitter: func() float64 { return 0 }} }
@@ -383,4 +390,27 @@ func TestRunThinkingFallback(t *testing.T) {
 	if n := ev.notices(EventThinkingFallback); len(n) != 1 || n[0].Reason != "low" {
 		t.Errorf("fallback events %+v", n)
 	}
+}
+
+// A provider that refuses a prompt the compactor cannot make smaller (the
+// model's real window is below what we believe) does not get the same
+// prompt three more times: the cascade moves on to its user error.
+func TestRunOverflowNothingRemoved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := faux.New(refuse(llm.ReasonContextOverflow, 400), refuse(llm.ReasonContextOverflow, 400),
+			refuse(llm.ReasonContextOverflow, 400), refuse(llm.ReasonContextOverflow, 400))
+		fc := &fakeCompactor{removesNothing: true}
+		ev := &events{}
+		res, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m,
+			Compaction: &CompactionSpec{Compactor: fc}, Retry: noJitter(), OnEvent: ev.add})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Reason != string(llm.ReasonContextOverflow) || m.Calls() != 1 || fc.recovers != 1 {
+			t.Errorf("reason %s after %d model calls and %d compactions; want context_overflow after 1 and 1", res.Reason, m.Calls(), fc.recovers)
+		}
+		if res.Compactions != 0 {
+			t.Errorf("a compaction that removed nothing was counted: %d", res.Compactions)
+		}
+	})
 }
