@@ -9,8 +9,10 @@ import (
 )
 
 // Seams are the bus in the shape of the agent loop's function-typed hooks
-// (agent.Hooks): same field names, same function types, in the same order,
-// so a caller may convert one to the other or copy field by field.
+// (agent.Hooks): the same field names and function types, so a caller copies
+// them field by field. agent.Hooks has seams the bus does not fill here
+// (BeforeFinalize: before_agent_finalize is asked inside Stop), so the two
+// types are not convertible.
 type Seams struct {
 	// Approve is nil: approval is folded into BeforeToolCall, after the
 	// before_tool_call hooks, so that a hook can answer or force the
