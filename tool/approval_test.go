@@ -179,10 +179,35 @@ func TestApprovalCustomPolicyReason(t *testing.T) {
 	}
 }
 
+// promptWriter is a terminal's screen: it keeps what is shown and signals
+// each question, so the test answers only once a question is asked, as a
+// person would (a line typed before the question is dropped as stale).
+type promptWriter struct {
+	mu    sync.Mutex
+	b     strings.Builder
+	asked chan struct{}
+}
+
+func (p *promptWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	p.b.Write(b)
+	p.mu.Unlock()
+	if strings.Contains(string(b), "Allow?") {
+		p.asked <- struct{}{}
+	}
+	return len(b), nil
+}
+
+func (p *promptWriter) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.b.String()
+}
+
 func TestLineAsker(t *testing.T) {
 	r, w := io.Pipe()
-	var out strings.Builder
-	ask := LineAsker(r, &out)
+	out := &promptWriter{asked: make(chan struct{}, 16)}
+	ask := LineAsker(r, out)
 	a := &Approval{Policy: ApproveAsk, Ask: ask}
 	ctx := context.Background()
 
@@ -196,7 +221,10 @@ func TestLineAsker(t *testing.T) {
 		{" Always ", "bash", true},
 	}
 	for _, ans := range answers {
-		go func() { _, _ = io.WriteString(w, ans.line+"\n") }()
+		go func() {
+			<-out.asked
+			_, _ = io.WriteString(w, ans.line+"\n")
+		}()
 		ok, reason := a.Approve(ctx, Call{Name: ans.call, Args: json.RawMessage(`{"command":"make"}`)})
 		if ok != ans.allow {
 			t.Errorf("answer %q: allow %v (%s)", ans.line, ok, reason)
