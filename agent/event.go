@@ -178,5 +178,5 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		w.Error = e.Err.Error()
 		w.Failure = llm.ReasonOf(e.Err)
 	}
-	return json.Marshal(w)
+	return llm.MarshalJSON(w)
 }

@@ -2,7 +2,6 @@ package compact
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/agentloop/agentloop/llm"
 )
@@ -190,5 +189,5 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	for _, t := range e.Records {
 		w.Records = append(w.Records, trunc{t.Index, t.ToolCallID, t.ToolName, t.OriginalChars, t.KeptChars, t.Reason})
 	}
-	return json.Marshal(w)
+	return llm.MarshalJSON(w)
 }

@@ -1,9 +1,5 @@
 package llm
 
-import (
-	"encoding/json"
-)
-
 // EventType names a streaming event.
 type EventType string
 
@@ -70,7 +66,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	if e.Err != nil {
 		w.Error = e.Err.Error()
 	}
-	return json.Marshal(w)
+	return MarshalJSON(w)
 }
 
 // ProtocolVersion is the "v" of every JSON line agentloop writes.

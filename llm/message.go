@@ -132,7 +132,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	if m.Content == nil {
 		m.Content = []Content{}
 	}
-	b, err := json.Marshal(messageJSON(m))
+	b, err := MarshalJSON(messageJSON(m))
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +246,7 @@ var contentFields = fieldSet(
 // MarshalJSON writes the block with its unknown fields. A text block always
 // has its text field and a tool call its arguments, even when empty.
 func (c Content) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(contentJSON(c))
+	b, err := MarshalJSON(contentJSON(c))
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +336,7 @@ func appendExtra(b []byte, extra map[string]json.RawMessage) ([]byte, error) {
 	if len(extra) == 0 {
 		return b, nil
 	}
-	e, err := json.Marshal(extra) // map keys are sorted
+	e, err := MarshalJSON(extra) // map keys are sorted
 	if err != nil {
 		return nil, fmt.Errorf("encode extra fields: %w", err)
 	}

@@ -1,9 +1,8 @@
 package runner
 
 import (
-	"encoding/json"
-
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/llm"
 )
 
 // The runner's event types. They travel in agent.Event with the payload
@@ -84,6 +83,6 @@ type Notice struct {
 func noticeEvent(t agent.EventType, n Notice) agent.Event {
 	n.V = 1
 	n.Type = string(t)
-	data, _ := json.Marshal(n)
+	data, _ := llm.MarshalJSON(n)
 	return agent.Event{Type: t, Data: data}
 }

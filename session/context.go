@@ -98,7 +98,7 @@ type SnipData struct {
 
 // SnipEntry returns a custom entry recording a snip.
 func SnipEntry(d SnipData) Entry {
-	data, _ := json.Marshal(d) // a struct of strings and ints always encodes
+	data, _ := llm.MarshalJSON(d) // a struct of strings and ints always encodes
 	return CustomEntry(SnipCustomType, data)
 }
 

@@ -152,13 +152,13 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		v.ParentID = &p
 	}
 	if e.Content != nil {
-		c, err := json.Marshal(e.Content)
+		c, err := llm.MarshalJSON(e.Content)
 		if err != nil {
 			return nil, err
 		}
 		v.Content = c
 	}
-	return json.Marshal(v)
+	return llm.MarshalJSON(v)
 }
 
 // UnmarshalJSON reads an entry. Content given as a plain string becomes one

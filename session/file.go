@@ -257,7 +257,7 @@ func (s *FileSession) Append(ctx context.Context, e Entry) (string, error) {
 	if e.Timestamp == "" {
 		e.Timestamp = formatTime(time.Now())
 	}
-	line, err := json.Marshal(e)
+	line, err := llm.MarshalJSON(e)
 	if err != nil {
 		return "", fmt.Errorf("append to session %s: encode %s entry: %w", s.t.Header.ID, e.Type, err)
 	}
@@ -327,7 +327,7 @@ func (s *FileSession) create() error {
 		}
 		s.f = f
 	}
-	hdr, err := json.Marshal(s.t.Header)
+	hdr, err := llm.MarshalJSON(s.t.Header)
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/agentloop/agentloop/llm"
 )
 
 // FileRepair reports what RepairFile did.
@@ -69,7 +71,7 @@ func RepairFile(path string) (*FileRepair, error) {
 		if e.ParentID != "" && !ids[e.ParentID] {
 			e.ParentID = prev
 			rep.Reparented++
-			if trimmed, err = json.Marshal(e); err != nil {
+			if trimmed, err = llm.MarshalJSON(e); err != nil {
 				return nil, fmt.Errorf("repair session %s: line %d: %w", path, lineNo, err)
 			}
 		}
