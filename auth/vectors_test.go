@@ -2,10 +2,7 @@ package auth
 
 import (
 	"encoding/json"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"github.com/agentloop/agentloop/internal/vectortest"
 	"testing"
 	"time"
 )
@@ -14,17 +11,7 @@ import (
 // (calculateAuthProfileCooldownMs), through a small adapter, read from
 // shared/ beside the checkout; AGENTLOOP_VECTORS names another directory.
 func TestCooldownVectors(t *testing.T) {
-	dir := os.Getenv("AGENTLOOP_VECTORS")
-	if dir == "" {
-		dir = "../../shared/reference/vectors" // shared/ beside the checkout
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "run_policy.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("reference vectors not available (%v): they live in shared/reference/vectors beside the checkout; set AGENTLOOP_VECTORS to their directory", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := vectortest.Read(t, "run_policy.json")
 	var vs []struct {
 		Name     string `json:"name"`
 		Function string `json:"function"`

@@ -3,9 +3,7 @@ package compact
 import (
 	"encoding/json"
 	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"github.com/agentloop/agentloop/internal/vectortest"
 	"slices"
 	"strings"
 	"testing"
@@ -36,17 +34,7 @@ var skipped = map[string]string{
 
 func loadVectors(t *testing.T, file string) []vector {
 	t.Helper()
-	dir := os.Getenv("AGENTLOOP_VECTORS")
-	if dir == "" {
-		dir = "../../shared/reference/vectors" // shared/ beside the checkout
-	}
-	data, err := os.ReadFile(filepath.Join(dir, file))
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("reference vectors not available (%v): they live in shared/reference/vectors beside the checkout; set AGENTLOOP_VECTORS to their directory", err)
-	}
-	if err != nil {
-		t.Fatalf("read vectors: %v", err)
-	}
+	data := vectortest.Read(t, file)
 	var raw any
 	if err := json.Unmarshal(data, &raw); err != nil {
 		t.Fatalf("parse %s: %v", file, err)

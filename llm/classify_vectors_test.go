@@ -4,8 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"github.com/agentloop/agentloop/internal/vectortest"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,8 +17,6 @@ import (
 // a failover reason") is our unknown, or context_overflow for overflow
 // texts. Deliberate deviations are skipped by name, with the reason.
 
-const vectorDir = "../../shared/reference/vectors"
-
 type vectorCase struct {
 	Name     string                     `json:"name"`
 	Function string                     `json:"function"`
@@ -29,10 +26,7 @@ type vectorCase struct {
 
 func loadVectors(t *testing.T, file string) []vectorCase {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(vectorDir, file))
-	if err != nil {
-		t.Skipf("reference vectors not available: %v", err)
-	}
+	data := vectortest.Read(t, file)
 	var cases []vectorCase
 	if err := json.Unmarshal(data, &cases); err != nil {
 		t.Fatalf("parse %s: %v", file, err)

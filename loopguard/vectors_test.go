@@ -3,11 +3,8 @@ package loopguard_test
 import (
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"github.com/agentloop/agentloop/internal/vectortest"
 	"strings"
 	"testing"
 
@@ -158,17 +155,7 @@ type loopExpected struct {
 }
 
 func TestVectors(t *testing.T) {
-	dir := os.Getenv("AGENTLOOP_VECTORS")
-	if dir == "" {
-		dir = "../../shared/reference/vectors" // shared/ beside the checkout
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "tool_loop_detection.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("reference vectors not available (%v): they live in shared/reference/vectors beside the checkout; set AGENTLOOP_VECTORS to their directory", err)
-	}
-	if err != nil {
-		t.Fatalf("read vectors: %v", err)
-	}
+	data := vectortest.Read(t, "tool_loop_detection.json")
 	var cases []loopCase
 	if err := json.Unmarshal(data, &cases); err != nil {
 		t.Fatalf("parse vectors: %v", err)

@@ -2,10 +2,7 @@ package reply_test
 
 import (
 	"encoding/json"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"github.com/agentloop/agentloop/internal/vectortest"
 	"strings"
 	"testing"
 )
@@ -23,17 +20,7 @@ type vectorCase struct {
 
 func loadVectors(t *testing.T, file string) []vectorCase {
 	t.Helper()
-	dir := os.Getenv("AGENTLOOP_VECTORS")
-	if dir == "" {
-		dir = "../../shared/reference/vectors" // shared/ beside the checkout
-	}
-	data, err := os.ReadFile(filepath.Join(dir, file))
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("reference vectors not available (%v): they live in shared/reference/vectors beside the checkout; set AGENTLOOP_VECTORS to their directory", err)
-	}
-	if err != nil {
-		t.Fatalf("read vectors: %v", err)
-	}
+	data := vectortest.Read(t, file)
 	var raw any
 	if err := json.Unmarshal(data, &raw); err != nil {
 		t.Fatalf("parse vectors: %v", err)

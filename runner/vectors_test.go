@@ -2,11 +2,8 @@ package runner
 
 import (
 	"encoding/json"
-	"errors"
-	"io/fs"
+	"github.com/agentloop/agentloop/internal/vectortest"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -27,17 +24,7 @@ type vector struct {
 
 func loadVectors(t *testing.T, file string) []vector {
 	t.Helper()
-	dir := os.Getenv("AGENTLOOP_VECTORS")
-	if dir == "" {
-		dir = "../../shared/reference/vectors" // shared/ beside the checkout
-	}
-	data, err := os.ReadFile(filepath.Join(dir, file))
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("reference vectors not available (%v): they live in shared/reference/vectors beside the checkout; set AGENTLOOP_VECTORS to their directory", err)
-	}
-	if err != nil {
-		t.Fatalf("read vectors: %v", err)
-	}
+	data := vectortest.Read(t, file)
 	var vs []vector
 	if err := json.Unmarshal(data, &vs); err != nil {
 		t.Fatalf("parse %s: %v", file, err)

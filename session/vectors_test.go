@@ -2,8 +2,7 @@ package session
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
+	"github.com/agentloop/agentloop/internal/vectortest"
 	"strings"
 	"testing"
 
@@ -14,7 +13,6 @@ import (
 
 // The shared reference vectors (OpenClaw's own test cases as data), run
 // through a small adapter from their message shape to llm.Message.
-const vectorsDir = "../../shared/reference/vectors"
 
 type vectorCase struct {
 	Name     string                     `json:"name"`
@@ -40,10 +38,7 @@ var skippedVectors = map[string]string{
 
 func loadVectors(t *testing.T, file string) []vectorCase {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(vectorsDir, file))
-	if err != nil {
-		t.Skipf("reference vectors not available: %v", err)
-	}
+	data := vectortest.Read(t, file)
 	var cases []vectorCase
 	if err := json.Unmarshal(data, &cases); err != nil {
 		t.Fatalf("decode %s: %v", file, err)
