@@ -11,7 +11,6 @@ import (
 // starts at the first entry whose parent is known to be missing).
 func (t *Transcript) Path(leafID string) []*Entry {
 	var rev []*Entry
-	seen := 0
 	for id := leafID; id != ""; {
 		i, ok := t.indexOf(id)
 		if !ok {
@@ -20,7 +19,10 @@ func (t *Transcript) Path(leafID string) []*Entry {
 		e := &t.Entries[i]
 		rev = append(rev, e)
 		id = e.ParentID
-		if seen++; seen > len(t.Entries) { // a cycle: only a hand-edited file has one
+		if len(rev) > len(t.Entries) {
+			// A cycle (only a hand-edited file has one; loading warns):
+			// the path is the walk up to its first repeated entry.
+			rev = firstLoop(rev)
 			break
 		}
 	}
@@ -28,6 +30,18 @@ func (t *Transcript) Path(leafID string) []*Entry {
 		rev[i], rev[j] = rev[j], rev[i]
 	}
 	return rev
+}
+
+// firstLoop cuts a walk at its first repeated entry.
+func firstLoop(walk []*Entry) []*Entry {
+	seen := make(map[*Entry]bool, len(walk))
+	for n, e := range walk {
+		if seen[e] {
+			return walk[:n]
+		}
+		seen[e] = true
+	}
+	return walk
 }
 
 // Children returns the ids of the entries whose parent is id ("" for the
