@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentloop/agentloop/tool"
 )
@@ -31,16 +30,5 @@ func TestDoubleForkedDaemonOfHookIsKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := strings.TrimSpace(string(raw))
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		stat, err := os.ReadFile("/proc/" + pid + "/stat")
-		if err != nil {
-			return // gone, and reaped
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon %s of a finished hook is still there: %s", pid, stat)
-		}
-		time.Sleep(20 * time.Millisecond) // waiting on a child process
-	}
+	waitGone(t, strings.TrimSpace(string(raw)), "the daemon")
 }

@@ -210,29 +210,12 @@ func TestE2ERepeatedToolCallIDs(t *testing.T) {
 // bash call, and no result was written.
 func abortedSession(t *testing.T, home, ws string) string {
 	t.Helper()
-	st := session.NewJSONLStore(filepath.Join(home, "sessions"))
-	s, err := st.Create(t.Context(), session.CreateOptions{Cwd: ws})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs := []llm.Message{
+	_, path := storeMessages(t, home, ws, []llm.Message{
 		llm.UserText("run the tests"),
 		{Role: llm.RoleAssistant, Provider: "openai", Model: "test-model", API: string(llm.APIOpenAICompletions),
 			Content:    []llm.Content{llm.Text("Running them."), llm.ToolCall("call_abc", "bash", json.RawMessage(`{"command":"sleep 30"}`))},
 			StopReason: llm.StopReasonAborted, ErrorMessage: "Request was aborted"},
-	}
-	for _, m := range msgs {
-		if _, err := s.Append(t.Context(), session.MessageEntry(m)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	path, err := st.Resolve(s.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	return path
 }
 
