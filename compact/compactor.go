@@ -82,8 +82,10 @@ type state struct {
 	// usageFrom is the first full-history index whose reported usage
 	// describes the context as it now is.
 	usageFrom int
-	// truncs maps a tool call id to the content the model sees instead.
-	truncs map[string][]llm.Content
+	// truncs maps the full-history index of a tool result to the content
+	// the model sees instead. Not its call id: providers that number ids
+	// per response reuse one id in every turn.
+	truncs map[int][]llm.Content
 	// A snip leaves out the full-history messages [snipFrom, snipTo) and
 	// shows snipMsg, msgs[snipTo] with the note, in place of
 	// msgs[snipTo]; snipTo is 0 when there is none. The hole always lies
@@ -130,7 +132,7 @@ func New(cfg Config) (*Compactor, error) {
 	if cfg.KeepRecentTokens > 0 {
 		c.budget.KeepRecent = cfg.KeepRecentTokens
 	}
-	c.st.truncs = map[string][]llm.Content{}
+	c.st.truncs = map[int][]llm.Content{}
 	return c, nil
 }
 
@@ -214,7 +216,7 @@ func (c *Compactor) view(msgs []llm.Message) view {
 		(st.snipTo > 0 && (st.snipTo >= len(msgs) || keyOf(&msgs[st.snipTo]) != st.snipKey)) {
 		// The history was replaced (a new run from a stored session whose
 		// context already holds the summary or the snip): start afresh.
-		c.st = state{truncs: map[string][]llm.Content{}}
+		c.st = state{truncs: map[int][]llm.Content{}}
 	}
 	v := view{msgs: msgs}
 	if st.summary != "" || st.snipTo > 0 {
@@ -249,7 +251,7 @@ func (c *Compactor) view(msgs []llm.Message) view {
 		if m.Role != llm.RoleToolResult {
 			continue
 		}
-		if content, ok := st.truncs[m.ToolCallID]; ok {
+		if content, ok := st.truncs[v.full(i)]; ok {
 			if !copied {
 				v.msgs = append([]llm.Message(nil), v.msgs...)
 				m = &v.msgs[i]
@@ -277,8 +279,8 @@ func (c *Compactor) keepTruncations(ctx context.Context, v view, recs []Truncati
 		return
 	}
 	for i := range recs {
-		c.st.truncs[recs[i].ToolCallID] = recs[i].Content
 		recs[i].Index = v.full(recs[i].Index)
+		c.st.truncs[recs[i].Index] = recs[i].Content
 	}
 	if reset {
 		c.st.usageFrom = fullLen
@@ -316,7 +318,11 @@ func (c *Compactor) Restore(msgs []llm.Message, rec *CompactionRecord, truncs []
 		c.st.keptKey = keyOf(&msgs[rec.FirstKeptIndex])
 	}
 	for _, t := range truncs {
-		c.st.truncs[t.ToolCallID] = t.Content
+		if t.Index < 0 || t.Index >= len(msgs) || msgs[t.Index].Role != llm.RoleToolResult || msgs[t.Index].ToolCallID != t.ToolCallID {
+			return fmt.Errorf("compact: restore: truncation of result %q at message %d does not match the history of %d messages; pass the history the records were made on",
+				t.ToolCallID, t.Index, len(msgs))
+		}
+		c.st.truncs[t.Index] = t.Content
 	}
 	if rec != nil || len(truncs) > 0 {
 		c.st.usageFrom = len(msgs)
@@ -592,15 +598,9 @@ func (c *Compactor) commit(msgs []llm.Message, v view, cut int, summary string, 
 		c.st.snipFrom, c.st.snipTo, c.st.snipMsg = 0, 0, llm.Message{}
 	}
 	// Truncations of results now behind the summary are no longer needed.
-	kept := map[string]bool{}
-	for i := first; i < len(msgs); i++ {
-		if msgs[i].Role == llm.RoleToolResult {
-			kept[msgs[i].ToolCallID] = true
-		}
-	}
-	for id := range c.st.truncs {
-		if !kept[id] {
-			delete(c.st.truncs, id)
+	for i := range c.st.truncs {
+		if i < first {
+			delete(c.st.truncs, i)
 		}
 	}
 	after := Estimate(c.prompt(c.view(msgs))).Tokens

@@ -121,17 +121,23 @@ func (e *shellEnv) run(ctx context.Context, h *ShellHook, stdin []byte) cmdResul
 	var mu sync.Mutex
 	var killed []proc.Proc
 	cmd.Cancel = func() error {
-		k := proc.Kill(proc.Target{Root: cmd.Process.Pid, Group: cmd.Process.Pid, Tag: tag})
+		pid := cmd.Process.Pid
+		k := proc.Kill(proc.Target{Root: pid, Group: pid, Tag: tag, AdoptedSince: proc.Stamp(pid).Start})
 		mu.Lock()
 		killed = append(killed, k...)
 		mu.Unlock()
 		return nil
 	}
-	err := cmd.Run()
+	var born uint64
+	err := cmd.Start()
+	if err == nil {
+		born = proc.Stamp(cmd.Process.Pid).Start // what the hook adopts from here on is its own
+		err = cmd.Wait()
+	}
 	if cmd.Process != nil {
 		pid := cmd.Process.Pid
 		mu.Lock()
-		killed = append(killed, proc.Kill(proc.Target{Group: pid, Tag: tag})...)
+		killed = append(killed, proc.Kill(proc.Target{Group: pid, Tag: tag, AdoptedSince: born})...)
 		proc.Reap(killed, pid, killGrace)
 		mu.Unlock()
 	}

@@ -279,7 +279,12 @@ func TestSetsidChildOfFinishedHookIsKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := strings.TrimSpace(string(raw))
+	waitGone(t, strings.TrimSpace(string(raw)), "the setsid child")
+}
+
+// waitGone waits for the process pid to be gone and reaped.
+func waitGone(t *testing.T, pid, what string) {
+	t.Helper()
 	deadline := time.Now().Add(3 * time.Second)
 	for {
 		stat, err := os.ReadFile("/proc/" + pid + "/stat")
@@ -287,7 +292,7 @@ func TestSetsidChildOfFinishedHookIsKilled(t *testing.T) {
 			return // gone, and reaped
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the setsid child %s of a finished hook is still there: %s", pid, stat)
+			t.Fatalf("%s %s of a finished hook is still there: %s", what, pid, stat)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

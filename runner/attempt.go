@@ -336,8 +336,12 @@ func (s *run) truncate(ctx context.Context, a *agent.Agent, window int) int {
 		return 0
 	}
 	if s.sess != nil {
+		var ids []string // the entry of each message, when the mirror is in step
+		if len(s.ids) == len(msgs) {
+			ids = s.ids
+		}
 		for _, t := range recs {
-			if _, err := s.sess.Append(context.WithoutCancel(ctx), session.TruncationEntry(t.ToolCallID, t.Content)); err != nil {
+			if _, err := s.sess.Append(context.WithoutCancel(ctx), session.TruncationEntry(entryAt(ids, t.Index), t.ToolCallID, t.Content)); err != nil {
 				s.sessionError(err)
 				break
 			}

@@ -39,6 +39,14 @@ func (r *SessionRecorder) entry(i, end int) string {
 	return ""
 }
 
+// entryAt returns ids[i], or "" when i is out of range.
+func entryAt(ids []string, i int) string {
+	if i < 0 || i >= len(ids) {
+		return ""
+	}
+	return ids[i]
+}
+
 // RecordCompaction appends a compaction entry.
 func (r *SessionRecorder) RecordCompaction(ctx context.Context, rec compact.CompactionRecord) error {
 	first := r.entry(rec.FirstKeptIndex, len(r.EntryIDs()))
@@ -49,7 +57,7 @@ func (r *SessionRecorder) RecordCompaction(ctx context.Context, rec compact.Comp
 // RecordTruncations appends one tool_result_truncation entry per record.
 func (r *SessionRecorder) RecordTruncations(ctx context.Context, recs []compact.Truncation) error {
 	for _, t := range recs {
-		if _, err := r.Session.Append(ctx, session.TruncationEntry(t.ToolCallID, t.Content)); err != nil {
+		if _, err := r.Session.Append(ctx, session.TruncationEntry(entryAt(r.EntryIDs(), t.Index), t.ToolCallID, t.Content)); err != nil {
 			return err
 		}
 	}

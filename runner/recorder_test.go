@@ -28,9 +28,11 @@ func TestSessionRecorderReload(t *testing.T) {
 		snip       compact.SnipOptions
 		wantTypes  []session.EntryType
 		wantCustom string
+		sameID     bool // every turn calls a tool with one id, as Kimi K2 numbers them per response
 	}{
-		{"snip alone", 100, 50, compact.SnipOptions{TailTokens: 5_000}, []session.EntryType{session.EntryToolResultTruncate, session.EntryCustom}, session.SnipCustomType},
-		{"snip, then a summary past it", 200, 198, compact.SnipOptions{}, []session.EntryType{session.EntryToolResultTruncate, session.EntryCustom, session.EntryCompaction}, session.SnipCustomType},
+		{"snip alone", 100, 50, compact.SnipOptions{TailTokens: 5_000}, []session.EntryType{session.EntryToolResultTruncate, session.EntryCustom}, session.SnipCustomType, false},
+		{"snip, then a summary past it", 200, 198, compact.SnipOptions{}, []session.EntryType{session.EntryToolResultTruncate, session.EntryCustom, session.EntryCompaction}, session.SnipCustomType, false},
+		{"one call id in every turn", 100, 50, compact.SnipOptions{TailTokens: 5_000}, []session.EntryType{session.EntryToolResultTruncate, session.EntryCustom}, session.SnipCustomType, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,13 +50,22 @@ func TestSessionRecorderReload(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			bigID := "big"
+			if tt.sameID {
+				bigID = "functions.read:0"
+			}
 			for i := range tt.turns {
 				add(llm.UserText(strings.Repeat("u", 400)))
 				if i == tt.bigAt {
-					call := llm.ToolCall("big", "read", json.RawMessage(`{}`))
+					call := llm.ToolCall(bigID, "read", json.RawMessage(`{}`))
 					add(llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{call}, StopReason: llm.StopReasonToolUse})
-					add(llm.Message{Role: llm.RoleToolResult, ToolCallID: "big", ToolName: "read",
+					add(llm.Message{Role: llm.RoleToolResult, ToolCallID: bigID, ToolName: "read",
 						Content: []llm.Content{llm.Text(strings.Repeat("line\n", 10_000))}})
+				} else if tt.sameID {
+					call := llm.ToolCall(bigID, "read", json.RawMessage(`{}`))
+					add(llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{call}, StopReason: llm.StopReasonToolUse})
+					add(llm.Message{Role: llm.RoleToolResult, ToolCallID: bigID, ToolName: "read",
+						Content: []llm.Content{llm.Text(fmt.Sprintf("small result %d", i))}})
 				}
 				add(llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text(strings.Repeat("a", 3_600))}, StopReason: llm.StopReasonStop})
 			}

@@ -11,7 +11,6 @@ import (
 // starts at the first entry whose parent is known to be missing).
 func (t *Transcript) Path(leafID string) []*Entry {
 	var rev []*Entry
-	seen := 0
 	for id := leafID; id != ""; {
 		i, ok := t.indexOf(id)
 		if !ok {
@@ -20,7 +19,10 @@ func (t *Transcript) Path(leafID string) []*Entry {
 		e := &t.Entries[i]
 		rev = append(rev, e)
 		id = e.ParentID
-		if seen++; seen > len(t.Entries) { // a cycle: only a hand-edited file has one
+		if len(rev) > len(t.Entries) {
+			// A cycle (only a hand-edited file has one; loading warns):
+			// the path is the walk up to its first repeated entry.
+			rev = firstLoop(rev)
 			break
 		}
 	}
@@ -28,6 +30,18 @@ func (t *Transcript) Path(leafID string) []*Entry {
 		rev[i], rev[j] = rev[j], rev[i]
 	}
 	return rev
+}
+
+// firstLoop cuts a walk at its first repeated entry.
+func firstLoop(walk []*Entry) []*Entry {
+	seen := make(map[*Entry]bool, len(walk))
+	for n, e := range walk {
+		if seen[e] {
+			return walk[:n]
+		}
+		seen[e] = true
+	}
+	return walk
 }
 
 // Children returns the ids of the entries whose parent is id ("" for the
@@ -106,7 +120,8 @@ func SnipEntry(d SnipData) Entry {
 // leaf): the path from the root, through the latest compaction on it (its
 // summary as a user message, then the entries from its FirstKeptEntryID up
 // to it, then the entries after it), with every tool_result_truncation on
-// the path replacing the content of the result it names. Every snip entry
+// the path replacing the content of the result it names (its TargetID, or
+// the latest result of its call id before it). Every snip entry
 // on the path leaves out the entries it names and puts its note before the
 // first kept one (the latest note wins), when they are still in that
 // context: a later compaction whose kept entries start after them has
@@ -120,8 +135,13 @@ func (t *Transcript) Context(leafID string) Context {
 	ctx := Context{LeafID: leafID}
 	compaction := -1
 	var snips []int
-	var truncated map[string][]llm.Content
+	var truncated map[int][]llm.Content // path index of a result → its content now
+	var results map[string]int          // call id → path index of its latest result
+	var pos map[string]int              // entry id → path index, made at the first truncation naming one
 	for i, e := range path {
+		if pos != nil {
+			pos[e.ID] = i
+		}
 		switch e.Type {
 		case EntryCompaction:
 			compaction = i
@@ -130,10 +150,26 @@ func (t *Transcript) Context(leafID string) Context {
 				snips = append(snips, i)
 			}
 		case EntryToolResultTruncate:
-			if truncated == nil {
-				truncated = map[string][]llm.Content{}
+			// The entry names its result, or (older files) the call id,
+			// whose latest result before it is meant.
+			target, ok := results[e.ToolCallID]
+			if e.TargetID != "" {
+				if pos == nil {
+					pos = make(map[string]int, i)
+					for j, p := range path[:i] {
+						pos[p.ID] = j
+					}
+				}
+				if j, found := pos[e.TargetID]; found && j < i {
+					target, ok = j, true
+				}
 			}
-			truncated[e.ToolCallID] = e.Content
+			if ok {
+				if truncated == nil {
+					truncated = map[int][]llm.Content{}
+				}
+				truncated[target] = e.Content
+			}
 		case EntryModelChange:
 			ctx.Provider, ctx.ModelID = e.Provider, e.ModelID
 		case EntryThinkingLevelChange:
@@ -141,6 +177,12 @@ func (t *Transcript) Context(leafID string) Context {
 		case EntryMessage:
 			if m := e.Message; m != nil && m.Role == llm.RoleAssistant && m.Model != "" {
 				ctx.Provider, ctx.ModelID = m.Provider, m.Model
+			}
+			if m := e.Message; m != nil && m.Role == llm.RoleToolResult {
+				if results == nil {
+					results = map[string]int{}
+				}
+				results[m.ToolCallID] = i
 			}
 		}
 	}
@@ -169,7 +211,10 @@ func (t *Transcript) Context(leafID string) Context {
 		if dropped != nil && dropped[i] {
 			return
 		}
-		if m, ok := entryMessage(e, truncated); ok {
+		if m, ok := entryMessage(e); ok {
+			if c, ok := truncated[i]; ok && m.Role == llm.RoleToolResult {
+				m.Content = c
+			}
 			if note, ok := notes[i]; ok {
 				m.Content = append([]llm.Content{llm.Text(note)}, m.Content...)
 			}
@@ -261,7 +306,7 @@ func sameOrigin(a, b *llm.Message) bool {
 }
 
 // entryMessage returns the message an entry contributes to the context.
-func entryMessage(e *Entry, truncated map[string][]llm.Content) (llm.Message, bool) {
+func entryMessage(e *Entry) (llm.Message, bool) {
 	switch e.Type {
 	case EntryMessage:
 		if e.Message == nil {
@@ -269,11 +314,7 @@ func entryMessage(e *Entry, truncated map[string][]llm.Content) (llm.Message, bo
 		}
 		m := *e.Message
 		switch m.Role {
-		case llm.RoleUser, llm.RoleAssistant:
-		case llm.RoleToolResult:
-			if c, ok := truncated[m.ToolCallID]; ok {
-				m.Content = c
-			}
+		case llm.RoleUser, llm.RoleAssistant, llm.RoleToolResult:
 		default:
 			// pi's custom and hook messages reach the model as user text.
 			m = llm.Message{Role: llm.RoleUser, Content: m.Content, Timestamp: m.Timestamp}

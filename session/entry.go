@@ -62,8 +62,11 @@ type Header struct {
 //     such; a "snip" entry (SnipCustomType) makes Context leave out the old
 //     history it names);
 //   - tool_result_truncation: ToolCallID and Content, the replacement content
-//     of that call's result in every context built through this entry, and
-//     optionally Details (sizes, reason) for people;
+//     of that call's result in every context built through this entry;
+//     TargetID, the result's entry (without it, the latest result of the
+//     call id before this entry: ids repeat across turns with some
+//     providers, so an id alone may name several results); and optionally
+//     Details (sizes, reason) for people;
 //   - branch_summary: FromID, Summary; custom_message: CustomType, Content,
 //     Display; session_info: Name (read from pi's files, written by Append
 //     like any other entry).
@@ -241,9 +244,11 @@ func CustomEntry(customType string, data json.RawMessage) Entry {
 }
 
 // TruncationEntry returns an entry replacing the content of the result of
-// tool call toolCallID in every context built through it.
-func TruncationEntry(toolCallID string, content []llm.Content) Entry {
-	return Entry{Type: EntryToolResultTruncate, ToolCallID: toolCallID, Content: content}
+// tool call toolCallID in every context built through it. resultEntryID
+// names the result's entry; "" means the latest result of toolCallID
+// before the truncation.
+func TruncationEntry(resultEntryID, toolCallID string, content []llm.Content) Entry {
+	return Entry{Type: EntryToolResultTruncate, TargetID: resultEntryID, ToolCallID: toolCallID, Content: content}
 }
 
 // Time parses the entry's timestamp; the zero time if it has none.

@@ -94,7 +94,7 @@ func TestRoundTripAndResume(t *testing.T) {
 		LabelEntry("x", "checkpoint"),
 		CustomEntry("ext", json.RawMessage(`{"k":1}`)),
 		CompactionEntry("sum", "", 123),
-		TruncationEntry("c1", []llm.Content{llm.Text("cut")}),
+		TruncationEntry("", "c1", []llm.Content{llm.Text("cut")}),
 	}
 	for _, e := range entries {
 		mustAppend(t, s, e)
@@ -331,7 +331,7 @@ func TestContextCompactionAndTruncation(t *testing.T) {
 	add("e4", "e3", MessageEntry(tc))
 	add("e5", "e4", MessageEntry(result("c1", "read", strings.Repeat("big ", 100))))
 	add("e6", "e5", CompactionEntry("they talked", "e3", 999))
-	add("e7", "e6", TruncationEntry("c1", []llm.Content{llm.Text("big [cut]")}))
+	add("e7", "e6", TruncationEntry("", "c1", []llm.Content{llm.Text("big [cut]")}))
 	add("e8", "e7", ModelChangeEntry("p2", "m2"))
 	add("e9", "e8", ThinkingLevelEntry(llm.ThinkingHigh))
 	add("e10", "e9", MessageEntry(user("new")))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // ErrNotFound is returned for a session that does not exist (or has no
@@ -163,7 +164,72 @@ func Parse(path string, data []byte) (*Transcript, error) {
 	if missing > 0 {
 		t.Warnings = append(t.Warnings, fmt.Sprintf("%d entries name a parent that is not in the file; their branch starts there", missing))
 	}
+	t.Warnings = append(t.Warnings, treeProblems(t)...)
 	return t, nil
+}
+
+// repairHint ends the warnings about a broken tree.
+const repairHint = "; run `agentloop sessions repair` to fix the file (the original is kept as a backup)"
+
+// treeProblems names what a hand edit or a bad tool can do to the tree of
+// a transcript and what no crash leaves: one id on several entries (the
+// last one then stands for all), an entry that is its own parent, and a
+// cycle of parents. Each changes the context a model sees, so none may
+// pass in silence.
+func treeProblems(t *Transcript) []string {
+	var out []string
+	count := make(map[string]int, len(t.Entries))
+	var dups []string
+	for i := range t.Entries {
+		id := t.Entries[i].ID
+		if count[id]++; count[id] == 2 {
+			dups = append(dups, id)
+		}
+	}
+	for _, id := range dups {
+		out = append(out, fmt.Sprintf("entry id %s is used by %d entries; only the last of them can be reached as a parent%s", id, count[id], repairHint))
+	}
+	// Walk each entry's parents; with the index on the last entry of each
+	// id, every chain either ends or comes back to an entry already on it.
+	state := make([]byte, len(t.Entries)) // 0 new, 1 on the current walk, 2 done
+	for i := range t.Entries {
+		if state[i] != 0 {
+			continue
+		}
+		var chain []int
+		j, ok := i, true
+		for ok && state[j] == 0 {
+			state[j] = 1
+			chain = append(chain, j)
+			if p := t.Entries[j].ParentID; p != "" {
+				j, ok = t.indexOf(p)
+			} else {
+				ok = false // a root
+			}
+		}
+		if ok && state[j] == 1 {
+			// j is on this walk: the chain from j on is a cycle.
+			k := 0
+			for chain[k] != j {
+				k++
+			}
+			cycle := chain[k:]
+			if len(cycle) == 1 {
+				out = append(out, fmt.Sprintf("entry %s names itself as its parent%s", t.Entries[j].ID, repairHint))
+			} else {
+				ids := make([]string, len(cycle)+1)
+				for n, c := range cycle {
+					ids[n] = t.Entries[c].ID
+				}
+				ids[len(cycle)] = ids[0]
+				out = append(out, fmt.Sprintf("entries %s form a cycle of parents%s", strings.Join(ids, " → "), repairHint))
+			}
+		}
+		for _, c := range chain {
+			state[c] = 2
+		}
+	}
+	return out
 }
 
 // splitTorn splits data into its complete lines (ending in '\n') and a

@@ -22,8 +22,10 @@ type FailedTurnPolicy int
 
 // The policies for failed turns.
 const (
-	// FailedTurnAuto is FailedTurnPlaceholder for the OpenAI Responses API
-	// in Repair and FailedTurnKeep everywhere else.
+	// FailedTurnAuto is FailedTurnPlaceholder in Repair, which shapes what
+	// is sent (every wire refuses or misreads a call without its result:
+	// Chat Completions answers 400 "must be followed by tool messages"),
+	// and FailedTurnKeep in RepairPairing called on its own.
 	FailedTurnAuto FailedTurnPolicy = iota
 	// FailedTurnKeep keeps the real results in call order and never adds
 	// synthetic ones: the turn failed, its calls may never have run.
@@ -31,8 +33,8 @@ const (
 	// FailedTurnDrop drops the turn's results.
 	FailedTurnDrop
 	// FailedTurnPlaceholder keeps the real results and gives each call
-	// without one an error result saying "aborted", which the OpenAI
-	// Responses API needs to replay the turn.
+	// without one an error result saying "aborted", so the turn can be
+	// replayed on every wire.
 	FailedTurnPlaceholder
 )
 
@@ -64,13 +66,18 @@ type PairingReport struct {
 //     (user, ...) are moved up next to it, in call order;
 //   - a call without a result gets a synthetic error result
 //     (SyntheticResultText), except in a failed turn (see FailedTurnPolicy);
-//   - a result for a call that was already answered is a duplicate, and a
-//     result outside the span of its call's turn is an orphan: both dropped;
-//     a second result for one call within a span is dropped too;
+//   - a result that answers no call of the assistant message before it is
+//     dropped, counted as a duplicate when an earlier turn had a call with
+//     its id and as an orphan otherwise; a second result for one call
+//     within a span is dropped too;
 //   - a result whose tool name differs from its call's (blank, say) gets
-//     the call's name;
-//   - a call whose id was answered in an earlier turn, or repeats within its
-//     turn, is removed, since it cannot be answered twice.
+//     the call's name.
+//
+// Pairing is by position, never by id across the whole history: a result
+// answers a call of the assistant message before it (the first unanswered
+// one with its id), so a provider that numbers ids per response, reusing
+// functions.weather:0 or call_0 in every turn, keeps every pair. The wires
+// make ids unique within a request where the provider needs that.
 //
 // It returns msgs itself when nothing changed.
 func RepairPairing(msgs []llm.Message, opts PairingOptions) ([]llm.Message, PairingReport) {
@@ -108,11 +115,15 @@ func repairPairing(msgs []llm.Message, policy FailedTurnPolicy, now func() int64
 			out = append(out, m)
 			continue
 		}
-		ids := make(map[string]string, len(calls)) // id → name
-		for _, c := range calls {
-			ids[c.ID] = c.Name
+		// Results pair with the calls of this message by position: a
+		// result answers the first unanswered call of the message with its
+		// id, so ids repeated across turns (providers that number them per
+		// response) or within the message still pair.
+		slot := make([]int, len(calls)) // index in found of call k's result, -1 for none
+		for k := range slot {
+			slot[k] = -1
 		}
-		found := map[string]llm.Message{}
+		var found []llm.Message
 		var remainder []llm.Message
 		j := i + 1
 		sawResult, sawOther := false, false
@@ -123,53 +134,55 @@ func repairPairing(msgs []llm.Message, policy FailedTurnPolicy, now func() int64
 				sawOther = true
 				continue
 			}
-			name, ours := ids[r.ToolCallID]
+			k, ours := -1, false
+			for n, c := range calls {
+				if c.ID == r.ToolCallID {
+					ours = true
+					if slot[n] < 0 {
+						k = n
+						break
+					}
+				}
+			}
 			switch {
+			case !ours && answered[r.ToolCallID]:
+				rep.DroppedDuplicates++
+				rep.Changed = true
+				continue
 			case !ours:
 				rep.DroppedOrphans++
 				rep.Changed = true
 				continue
-			case answered[r.ToolCallID]:
-				rep.DroppedDuplicates++
-				rep.Changed = true
-				continue
-			}
-			if _, dup := found[r.ToolCallID]; dup {
+			case k < 0:
+				// A second result for a call of this span.
 				rep.Changed = true
 				continue
 			}
 			sawResult = true
-			if name != "" && r.ToolName != name {
+			if name := calls[k].Name; name != "" && r.ToolName != name {
 				r = r.Clone()
 				r.ToolName = name
 				rep.Changed = true
 			}
-			found[r.ToolCallID] = r
+			slot[k] = len(found)
+			found = append(found, r)
 		}
 		if sawResult && sawOther {
 			rep.Moved = true
-		}
-		if repeatedCalls(calls, answered) {
-			// A call id answered in an earlier turn, or used twice in this
-			// one, cannot be answered again: drop the repeat rather than
-			// send it unpaired.
-			m = withoutRepeats(m, answered)
-			calls = m.ToolCalls()
-			rep.Changed = true
 		}
 		start := len(out)
 		if len(m.Content) > 0 {
 			out = append(out, m)
 		}
 		failed := m.StopReason.Failed()
-		for _, c := range calls {
-			r, ok := found[c.ID]
+		for k, c := range calls {
+			ok := slot[k] >= 0
 			switch {
 			case ok && failed && policy == FailedTurnDrop:
 				rep.Changed = true
 				continue
 			case ok:
-				out = append(out, r)
+				out = append(out, found[slot[k]])
 			case failed && policy != FailedTurnPlaceholder:
 				continue
 			case failed:
@@ -209,45 +222,10 @@ func sameSpan(got, orig []llm.Message) bool {
 	return true
 }
 
-// repeatedCalls reports whether a call id was answered before or appears
-// twice among calls.
-func repeatedCalls(calls []llm.Content, answered map[string]bool) bool {
-	for i, c := range calls {
-		if answered[c.ID] {
-			return true
-		}
-		for _, d := range calls[:i] {
-			if d.ID == c.ID {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// withoutRepeats returns m without the tool calls whose id was answered
-// before or was already used earlier in m.
-func withoutRepeats(m llm.Message, answered map[string]bool) llm.Message {
-	content := make([]llm.Content, 0, len(m.Content))
-	seen := map[string]bool{}
-	for _, c := range m.Content {
-		if c.Type == llm.ContentToolCall {
-			if answered[c.ID] || seen[c.ID] {
-				continue
-			}
-			seen[c.ID] = true
-		}
-		content = append(content, c)
-	}
-	m.Content = content
-	return m
-}
-
 // pairedAlready reports whether RepairPairing would return msgs as they
 // are, and the Moved flag it would report, without allocating a copy: the
 // common case of a history that was repaired or written in order.
 func pairedAlready(msgs []llm.Message, policy FailedTurnPolicy) (ok, moved bool) {
-	var answered map[string]bool
 	for i := 0; i < len(msgs); i++ {
 		m := &msgs[i]
 		if m.Role == llm.RoleToolResult {
@@ -278,22 +256,10 @@ func pairedAlready(msgs []llm.Message, policy FailedTurnPolicy) (ok, moved bool)
 				continue
 			}
 			calls++
-			if answered[c.ID] {
-				return false, false
-			}
-			for _, d := range m.Content[:k] {
-				if d.Type == llm.ContentToolCall && d.ID == c.ID {
-					return false, false
-				}
-			}
 			if next < len(results) && results[next].ToolCallID == c.ID {
 				if results[next].ToolName != c.Name || failed && policy == FailedTurnDrop {
 					return false, false
 				}
-				if answered == nil {
-					answered = map[string]bool{}
-				}
-				answered[c.ID] = true
 				next++
 				continue
 			}
@@ -340,24 +306,30 @@ func CheckPairing(msgs []llm.Message) error {
 			continue
 		}
 		calls := m.ToolCalls()
-		got := map[string]int{}
+		answered := make([]bool, len(calls))
 		j := i + 1
 		for ; j < len(msgs) && msgs[j].Role == llm.RoleToolResult; j++ {
-			got[msgs[j].ToolCallID]++
-		}
-		want := map[string]bool{}
-		for _, c := range calls {
-			want[c.ID] = true
-			switch n := got[c.ID]; {
-			case n == 0 && !m.StopReason.Failed():
-				return fmt.Errorf("%w: call %q (%s) in message %d has no result", ErrUnpaired, c.ID, c.Name, i)
-			case n > 1:
-				return fmt.Errorf("%w: call %q in message %d has %d results", ErrUnpaired, c.ID, i, n)
+			id, k, ours := msgs[j].ToolCallID, -1, false
+			for n, c := range calls {
+				if c.ID == id {
+					ours = true
+					if !answered[n] {
+						k = n
+						break
+					}
+				}
 			}
-		}
-		for id := range got {
-			if !want[id] {
+			switch {
+			case !ours:
 				return fmt.Errorf("%w: a result after message %d answers call %q, which it did not make", ErrUnpaired, i, id)
+			case k < 0:
+				return fmt.Errorf("%w: call %q in message %d has more than one result", ErrUnpaired, id, i)
+			}
+			answered[k] = true
+		}
+		for k, c := range calls {
+			if !answered[k] && !m.StopReason.Failed() {
+				return fmt.Errorf("%w: call %q (%s) in message %d has no result", ErrUnpaired, c.ID, c.Name, i)
 			}
 		}
 		i = j - 1

@@ -19,7 +19,8 @@ type RepairOptions struct {
 	// HistoryTurns keeps only the last n user turns; 0 keeps all.
 	HistoryTurns int
 	// FailedTurns is the policy for the results of failed turns;
-	// FailedTurnAuto uses placeholders for the OpenAI Responses API.
+	// FailedTurnAuto uses placeholders, so that pairing holds for every
+	// stop reason on every wire.
 	FailedTurns FailedTurnPolicy
 	// Now stamps synthetic results; nil means llm.NowMillis.
 	Now func() int64
@@ -34,10 +35,10 @@ type RepairOptions struct {
 func Repair(msgs []llm.Message, opts RepairOptions) []llm.Message {
 	policy := opts.FailedTurns
 	if policy == FailedTurnAuto {
-		policy = FailedTurnKeep
-		if opts.API == llm.APIOpenAIResponses {
-			policy = FailedTurnPlaceholder
-		}
+		// An aborted turn (a double Ctrl-C, say) may hold calls that never
+		// got results; sent unanswered, Chat Completions refuses the
+		// history for good and Anthropic loses the turn's calls.
+		policy = FailedTurnPlaceholder
 	}
 	pairing := PairingOptions{FailedTurns: policy, Now: opts.Now}
 	msgs = SanitizeToolCalls(msgs, SanitizeOptions{

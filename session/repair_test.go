@@ -111,10 +111,31 @@ func TestRepairPairing(t *testing.T) {
 		want: []string{"a:call:1/a", "r:1/a=first"},
 		rep:  PairingReport{Changed: true},
 	}, {
-		name: "call id reused by a later turn keeps one result",
+		// Issue 16.3: Kimi K2 on Groq numbers ids per response, so every
+		// turn's call is functions.weather:0; each turn keeps its pair.
+		name: "call id reused by a later turn keeps both pairs",
+		in: []llm.Message{asst(call("functions.weather:0", "a")), result("functions.weather:0", "a", "first"),
+			asst(call("functions.weather:0", "a")), result("functions.weather:0", "a", "again")},
+		want: []string{"a:call:functions.weather:0/a", "r:functions.weather:0/a=first",
+			"a:call:functions.weather:0/a", "r:functions.weather:0/a=again"},
+		rep: PairingReport{},
+	}, {
+		name: "call id reused by a later turn whose result is lost gets a synthetic one",
+		in: []llm.Message{asst(call("call_0", "a")), result("call_0", "a", "first"),
+			asst(call("call_0", "a")), user("next")},
+		want: []string{"a:call:call_0/a", "r:call_0/a=first", "a:call:call_0/a", "r:call_0/a=SYNTH", "u:next"},
+		rep:  PairingReport{Added: []string{"call_0"}, Changed: true},
+	}, {
+		name: "two calls with one id in one message pair in order",
+		in: []llm.Message{asst(call("call_0", "a"), call("call_0", "b")), result("call_0", "", "one"), result("call_0", "", "two"),
+			result("call_0", "", "three")},
+		want: []string{"a:call:call_0/a|call:call_0/b", "r:call_0/a=one", "r:call_0/b=two"},
+		rep:  PairingReport{Changed: true},
+	}, {
+		name: "a result repeating an answered id after a turn without that call is a duplicate",
 		in: []llm.Message{asst(call("1", "a")), result("1", "a", "first"),
-			asst(call("1", "a")), result("1", "a", "again")},
-		want: []string{"a:call:1/a", "r:1/a=first"},
+			asst(call("2", "a")), result("2", "a", "x"), result("1", "a", "again")},
+		want: []string{"a:call:1/a", "r:1/a=first", "a:call:2/a", "r:2/a=x"},
 		rep:  PairingReport{DroppedDuplicates: 1, Changed: true},
 	}, {
 		name: "aborted turn keeps real results and gets no synthetic ones",
@@ -174,6 +195,9 @@ func TestCheckPairing(t *testing.T) {
 		{"twice", []llm.Message{asst(call("1", "a")), result("1", "a", ""), result("1", "a", "")}, false},
 		{"foreign", []llm.Message{asst(call("1", "a")), result("1", "a", ""), result("2", "a", "")}, false},
 		{"aborted without results", []llm.Message{failed(llm.StopReasonAborted, call("1", "a")), user("x")}, true},
+		{"id reused across turns", []llm.Message{asst(call("1", "a")), result("1", "a", ""), asst(call("1", "a")), result("1", "a", "")}, true},
+		{"id reused across turns, second unanswered", []llm.Message{asst(call("1", "a")), result("1", "a", ""), asst(call("1", "a")), user("x")}, false},
+		{"one id twice in a message", []llm.Message{asst(call("1", "a"), call("1", "b")), result("1", "a", ""), result("1", "b", "")}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -314,19 +338,19 @@ func TestRepairPipeline(t *testing.T) {
 		want []string
 	}{{
 		name: "defaults",
-		want: []string{"u:first", "a:call:1/read", "r:1/read=r1", "u:second", "a:call:3/read", "r:3/read=SYNTH", "u:third", "a:call:4/read"},
+		want: []string{"u:first", "a:call:1/read", "r:1/read=r1", "u:second", "a:call:3/read", "r:3/read=SYNTH", "u:third", "a:call:4/read", "r:4/read=ABORTED"},
 	}, {
 		name: "history limit then second pairing pass",
 		opts: RepairOptions{HistoryTurns: 2},
-		want: []string{"u:second", "a:call:3/read", "r:3/read=SYNTH", "u:third", "a:call:4/read"},
+		want: []string{"u:second", "a:call:3/read", "r:3/read=SYNTH", "u:third", "a:call:4/read", "r:4/read=ABORTED"},
 	}, {
 		name: "responses api fills aborted turns",
 		opts: RepairOptions{API: llm.APIOpenAIResponses, HistoryTurns: 1},
 		want: []string{"u:third", "a:call:4/read", "r:4/read=ABORTED"},
 	}, {
-		name: "anthropic strips the unanswered aborted call",
+		name: "anthropic answers the aborted call too",
 		opts: RepairOptions{API: llm.APIAnthropicMessages, HistoryTurns: 1},
-		want: []string{"u:third", "a:"},
+		want: []string{"u:third", "a:call:4/read", "r:4/read=ABORTED"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -351,15 +375,15 @@ func TestRepairPipeline(t *testing.T) {
 		t.Error("the input history was modified")
 	}
 
-	// An aborted thinking turn where only the first call ran: Anthropic
-	// validation blanks the turn (its signature forbids dropping one call),
-	// and the result of the call that ran must not stay behind unpaired.
+	// An aborted thinking turn where only the first call ran: the call
+	// that did not run gets a placeholder, so the turn stays whole (its
+	// signature forbids dropping one call) and the real result with it.
 	thinking := []llm.Message{
 		user("go"), failed(llm.StopReasonAborted, llm.Thinking("t", "sig"), call("1", "read"), call("2", "bash")),
 		result("1", "read", "r"), user("again"),
 	}
 	got := Repair(thinking, RepairOptions{API: llm.APIAnthropicMessages})
-	if d := cmp.Diff([]string{"u:go", "a:", "u:again"}, shape(got)); d != "" {
+	if d := cmp.Diff([]string{"u:go", "a:think|call:1/read|call:2/bash", "r:1/read=r", "r:2/bash=ABORTED", "u:again"}, shape(got)); d != "" {
 		t.Errorf("aborted thinking turn for Anthropic (-want +got):\n%s", d)
 	}
 	if err := CheckPairing(got); err != nil {
@@ -369,6 +393,31 @@ func TestRepairPipeline(t *testing.T) {
 	cancel()
 	if _, err := Transform(RepairOptions{})(ctx, history); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: err = %v", err)
+	}
+}
+
+// Issue 17.3: whatever the stop reason of a turn and whatever the wire, a
+// call that is sent has a result right after it (an aborted turn left by a
+// double Ctrl-C was sent unpaired to Chat Completions, which refuses it).
+func TestRepairPairsEveryStopReasonOnEveryWire(t *testing.T) {
+	apis := []llm.API{llm.APIOpenAICompletions, llm.APIOpenAIResponses, llm.APIAnthropicMessages, llm.APIGoogleGenerativeAI}
+	reasons := []llm.StopReason{llm.StopReasonAborted, llm.StopReasonError, llm.StopReasonToolUse, llm.StopReasonStop, llm.StopReasonLength}
+	for _, api := range apis {
+		for _, sr := range reasons {
+			in := []llm.Message{user("go"), failed(sr, llm.Text("half"), call("1", "read"), call("2", "bash")), user("again")}
+			got := Repair(in, RepairOptions{API: api})
+			for i, m := range got {
+				calls := m.ToolCalls()
+				if m.Role != llm.RoleAssistant || len(calls) == 0 {
+					continue
+				}
+				for k, c := range calls {
+					if j := i + 1 + k; j >= len(got) || got[j].Role != llm.RoleToolResult || got[j].ToolCallID != c.ID {
+						t.Errorf("%s, stop reason %s: call %s is sent without its result: %v", api, sr, c.ID, shape(got))
+					}
+				}
+			}
+		}
 	}
 }
 

@@ -12,7 +12,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
+
+	"github.com/agentloop/agentloop/internal/proc"
 )
+
+// endAllTimeout bounds the wait for killed children to be collected at exit.
+const endAllTimeout = 2 * time.Second
 
 func main() {
 	os.Exit(mainExit())
@@ -22,7 +28,9 @@ func mainExit() int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The first Ctrl-C (or SIGTERM) aborts the run cleanly: tools are
-	// stopped, the transcript is written. A second one exits at once.
+	// stopped, the transcript is written. A second one exits at once, and
+	// takes every process the run started with it (a hook that ignores
+	// SIGTERM, a tool still running), so nothing outlives agentloop.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	interrupted := make(chan struct{})
@@ -32,6 +40,7 @@ func mainExit() int {
 		cancel()
 		<-sigs
 		fmt.Fprintln(os.Stderr, "agentloop: interrupted twice, exiting now")
+		proc.EndAll(endAllTimeout)
 		os.Exit(exitInterrupted)
 	}()
 	env := &cliEnv{
@@ -39,6 +48,9 @@ func mainExit() int {
 		getenv: os.Getenv, lookupEnv: os.LookupEnv, stdinIsPipe: !isTerminal(os.Stdin), stdinIsTerminal: isTerminal(os.Stdin),
 	}
 	code := execute(ctx, env, os.Args[1:])
+	// Whatever a tool or hook left running (a daemon that escaped its
+	// command's sweep) ends with the process.
+	proc.EndAll(endAllTimeout)
 	select {
 	case <-interrupted:
 		return exitInterrupted

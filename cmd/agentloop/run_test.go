@@ -174,6 +174,9 @@ func TestMain(m *testing.M) {
 	if mockDir != "" {
 		os.RemoveAll(mockDir)
 	}
+	if cliBin != "" {
+		os.RemoveAll(filepath.Dir(cliBin))
+	}
 	if code == 0 {
 		// Runs go in-process: nothing they start may outlive them.
 		if err := goleak.Find(); err != nil {

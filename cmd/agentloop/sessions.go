@@ -195,10 +195,13 @@ func newSessionsRepairCmd(env *cliEnv) *cobra.Command {
 	var sf sessionFlags
 	cmd := &cobra.Command{
 		Use:   "repair ID|PATH",
-		Short: "Drop corrupt lines from a session file, after a backup",
+		Short: "Make a damaged session file whole again, after a backup",
 		Long: `A session file whose middle holds a line that is not a valid entry (disk trouble, a hand edit)
-refuses to load, naming the file and the line. repair copies the file to a backup beside it,
-drops the corrupt lines and re-links the entries that followed them. It takes the session's lock,
+refuses to load, naming the file and the line; one whose entries repeat an id or name themselves
+(or a later entry) as parent loads with a warning. repair copies the file to a backup beside it,
+drops the corrupt lines, re-links the entries that followed them or broke the tree, renames
+repeated ids, and gives every tool call left without a result (a run killed by a second Ctrl-C,
+say) an error result, which providers need to accept the history. It takes the session's lock,
 so it never runs while a run is writing.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -220,12 +223,24 @@ so it never runs while a run is writing.`,
 			if err != nil {
 				return err
 			}
-			if rep.Backup == "" {
-				fmt.Fprintln(env.stdout, "nothing to repair: every line is a valid entry")
+			if !rep.Changed() {
+				fmt.Fprintln(env.stdout, "nothing to repair: every line is a valid entry, the entries form a tree and every tool call has a result")
 				return nil
 			}
-			fmt.Fprintf(env.stdout, "dropped lines %v; %d entries re-linked; the original is at %s\n",
-				rep.DroppedLines, rep.Reparented, rep.Backup)
+			var did []string
+			if len(rep.DroppedLines) > 0 {
+				did = append(did, fmt.Sprintf("dropped lines %v", rep.DroppedLines))
+			}
+			if rep.Reparented > 0 {
+				did = append(did, fmt.Sprintf("%d entries re-linked", rep.Reparented))
+			}
+			if len(rep.Renamed) > 0 {
+				did = append(did, fmt.Sprintf("%d entries with a repeated id renamed (%s)", len(rep.Renamed), strings.Join(rep.Renamed, ", ")))
+			}
+			if len(rep.AddedResults) > 0 {
+				did = append(did, fmt.Sprintf("%d tool calls without a result given an error result (%s)", len(rep.AddedResults), strings.Join(rep.AddedResults, ", ")))
+			}
+			fmt.Fprintf(env.stdout, "%s; the original is at %s\n", strings.Join(did, "; "), rep.Backup)
 			return nil
 		},
 	}

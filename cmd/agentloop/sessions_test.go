@@ -15,18 +15,24 @@ import (
 // id and file path.
 func storedSession(t *testing.T, home, cwd string) (string, string) {
 	t.Helper()
-	st := session.NewJSONLStore(filepath.Join(home, "sessions"))
-	s, err := st.Create(t.Context(), session.CreateOptions{Cwd: cwd})
-	if err != nil {
-		t.Fatal(err)
-	}
 	call := llm.ToolCall("c1", "ls", json.RawMessage(`{"path":"."}`))
-	msgs := []llm.Message{
+	return storeMessages(t, home, cwd, []llm.Message{
 		llm.UserText("what is in the ZEBRA folder?"),
 		{Role: llm.RoleAssistant, Content: []llm.Content{call}, StopReason: llm.StopReasonToolUse,
 			Usage: &llm.Usage{Input: 100, Output: 20, Total: 120, Cost: llm.Cost{Total: 0.5}}},
 		{Role: llm.RoleToolResult, ToolCallID: "c1", ToolName: "ls", Content: []llm.Content{llm.Text("a.txt")}},
 		{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text("There is a.txt.")}, StopReason: llm.StopReasonStop},
+	})
+}
+
+// storeMessages stores a session of msgs for cwd and returns its id and
+// file.
+func storeMessages(t *testing.T, home, cwd string, msgs []llm.Message) (string, string) {
+	t.Helper()
+	st := session.NewJSONLStore(filepath.Join(home, "sessions"))
+	s, err := st.Create(t.Context(), session.CreateOptions{Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, m := range msgs {
 		if _, err := s.Append(t.Context(), session.MessageEntry(m)); err != nil {

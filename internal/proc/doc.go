@@ -6,7 +6,11 @@
 // its process group, processes carrying its tag), stopped, killed and
 // reaped. On Linux the agentloop process makes itself a child subreaper, so
 // descendants that escape with setsid or a double fork are reparented to it
-// instead of to init and can still be found and reaped.
+// instead of to init and can still be found and reaped. A daemon that also
+// cleared its environment (env -i) carries no tag: the sweep takes the
+// untagged processes this process adopted since the command started
+// (Target.AdoptedSince). EndAll kills every descendant, for a process
+// about to exit (the CLI's second Ctrl-C, and its end).
 //
 // It imports only the standard library and golang.org/x/sys.
 package proc

@@ -45,6 +45,15 @@ type Target struct {
 	Group int
 	// Tag selects this process's descendants whose TagEnv equals it.
 	Tag string
+	// AdoptedSince, when not zero, also selects the processes this process
+	// adopted as a subreaper that carry no tag at all and started at or
+	// after this time (a Proc.Start, as Stamp gives for the command's
+	// root), with all their descendants. A daemon that cleared its
+	// environment (env -i) and left the group (setsid) with a double fork
+	// is found only this way. A process without a tag cannot be told to
+	// belong to one of several commands running at once, so the first of
+	// them to end takes it. Linux only.
+	AdoptedSince uint64
 }
 
 // Proc identifies one process across pid reuse.

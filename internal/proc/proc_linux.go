@@ -131,6 +131,25 @@ func find(t Target) map[int]info {
 			walk(t.Root, children, func(pid int) { out[pid] = all[pid] })
 		}
 	}
+	if t.AdoptedSince > 0 {
+		own := unix.Getpgrp()
+		exe, _ := os.Stat("/proc/self/exe")
+		for _, pid := range children[self] {
+			in := all[pid]
+			if in.state == 'Z' || in.pgrp == own || in.start < t.AdoptedSince || nestedPidNS(pid) {
+				continue
+			}
+			if _, tagged := tagOf(pid); tagged {
+				continue // a command's own child, or its tagged escapee
+			}
+			// A child being started has our environment, untagged, until
+			// it execs: it still runs our executable.
+			if e, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/exe"); err != nil || exe == nil || os.SameFile(e, exe) {
+				continue
+			}
+			walk(pid, children, func(p int) { out[p] = all[p] })
+		}
+	}
 	if t.Group > 0 || t.Tag != "" {
 		walk(self, children, func(pid int) {
 			if pid == self {
@@ -274,13 +293,45 @@ func Find(t Target) []Proc {
 	return out
 }
 
+// Stamp returns pid with its start time, for Target.AdoptedSince; Start
+// is zero when pid is gone.
+func Stamp(pid int) Proc {
+	in, _ := readStat(pid)
+	return Proc{Pid: pid, Start: in.start}
+}
+
 // Kill ends every process t names: it stops them all with SIGSTOP, looking
 // again until no new one appears (so none can fork behind the sweep), then
 // kills them with SIGKILL. It returns what it killed, for Reap.
 func Kill(t Target) []Proc {
+	return kill(func() map[int]info { return find(t) })
+}
+
+// EndAll kills every descendant of this process (its children, theirs, and
+// what it adopted as a subreaper), whatever their group, tag or signal
+// handlers, and collects those reparented to it, waiting at most timeout.
+// It is for a process about to exit, which must leave nothing running
+// behind it: it may take the exit status an exec.Cmd is waiting for. It
+// returns the processes still not collected.
+func EndAll(timeout time.Duration) []Proc {
+	self := os.Getpid()
+	killed := kill(func() map[int]info {
+		all := subtree(self)
+		delete(all, self)
+		for pid, in := range all {
+			if in.state == 'Z' {
+				delete(all, pid)
+			}
+		}
+		return all
+	})
+	return Reap(killed, 0, timeout)
+}
+
+func kill(find func() map[int]info) []Proc {
 	killed := make(map[int]info)
 	for round := 0; round < 64; round++ {
-		found := find(t)
+		found := find()
 		fresh := 0
 		for pid, in := range found {
 			if old, ok := killed[pid]; ok && old.start == in.start {

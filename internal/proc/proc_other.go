@@ -35,3 +35,9 @@ func Find(t Target) []Proc { return nil }
 
 // ReapOrphans does nothing on this system.
 func ReapOrphans() int { return 0 }
+
+// Stamp returns pid; start times are known on Linux only.
+func Stamp(pid int) Proc { return Proc{Pid: pid} }
+
+// EndAll does nothing on this system.
+func EndAll(timeout time.Duration) []Proc { return nil }

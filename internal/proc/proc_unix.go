@@ -43,3 +43,10 @@ func Find(t Target) []Proc { return nil }
 
 // ReapOrphans does nothing outside Linux: there is no subreaper.
 func ReapOrphans() int { return 0 }
+
+// Stamp returns pid; start times are known on Linux only.
+func Stamp(pid int) Proc { return Proc{Pid: pid} }
+
+// EndAll does nothing outside Linux: the descendants of this process
+// cannot be listed.
+func EndAll(timeout time.Duration) []Proc { return nil }

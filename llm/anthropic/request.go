@@ -165,6 +165,7 @@ func (m *Model) buildRequest(req *llm.Request) *request {
 // replayed as thinking only to the model that produced it.
 func (m *Model) convertMessages(msgs []llm.Message) []message {
 	out := make([]message, 0, len(msgs))
+	ids := wire.NewCallIDs(64) // Anthropic refuses an id used twice in a request
 	for i := range msgs {
 		msg := &msgs[i]
 		switch msg.Role {
@@ -174,12 +175,12 @@ func (m *Model) convertMessages(msgs []llm.Message) []message {
 				out = append(out, message{Role: "user", Content: blocks})
 			}
 		case llm.RoleAssistant:
-			blocks := m.assistantBlocks(msg)
+			blocks := m.assistantBlocks(msg, ids)
 			if len(blocks) > 0 {
 				out = append(out, message{Role: "assistant", Content: blocks})
 			}
 		case llm.RoleToolResult:
-			b := block{Type: "tool_result", ToolUseID: wire.SanitizeID(msg.ToolCallID, 64), IsError: msg.IsError}
+			b := block{Type: "tool_result", ToolUseID: ids.Result(msg.ToolCallID), IsError: msg.IsError}
 			b.Content = userBlocks(msg.Content)
 			if n := len(out); n > 0 && out[n-1].Role == "user" && len(out[n-1].Content) > 0 && out[n-1].Content[0].Type == "tool_result" {
 				out[n-1].Content = append(out[n-1].Content, b)
@@ -206,7 +207,8 @@ func userBlocks(content []llm.Content) []block {
 	return blocks
 }
 
-func (m *Model) assistantBlocks(msg *llm.Message) []block {
+func (m *Model) assistantBlocks(msg *llm.Message, ids *wire.CallIDs) []block {
+	ids.Turn()
 	if wire.Dropped(msg) {
 		return nil
 	}
@@ -229,7 +231,7 @@ func (m *Model) assistantBlocks(msg *llm.Message) []block {
 				blocks = append(blocks, block{Type: "text", Text: c.Thinking})
 			}
 		case llm.ContentToolCall:
-			blocks = append(blocks, block{Type: "tool_use", ID: wire.SanitizeID(c.ID, 64), Name: c.Name, Input: wire.ObjectArgs(c.Arguments)})
+			blocks = append(blocks, block{Type: "tool_use", ID: ids.Call(c.ID), Name: c.Name, Input: wire.ObjectArgs(c.Arguments)})
 		}
 	}
 	return blocks

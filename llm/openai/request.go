@@ -186,6 +186,7 @@ func (m *Model) appendMessages(out []message, msgs []llm.Message) []message {
 	c := &m.compat
 	images := m.cfg.Info.AcceptsImages() || len(m.cfg.Info.Input) == 0
 	var pendingImages []part // images of tool results, re-sent as a user turn
+	ids := wire.NewCallIDs(40)
 	flushImages := func() {
 		if len(pendingImages) > 0 {
 			parts := append([]part{{Type: "text", Text: "Images from the tool results above:"}}, pendingImages...)
@@ -207,7 +208,7 @@ func (m *Model) appendMessages(out []message, msgs []llm.Message) []message {
 				out = append(out, message{Role: "user", Content: content})
 			}
 		case llm.RoleAssistant:
-			if am, ok := m.assistantMessage(msg); ok {
+			if am, ok := m.assistantMessage(msg, ids); ok {
 				out = append(out, am)
 			}
 		case llm.RoleToolResult:
@@ -229,7 +230,7 @@ func (m *Model) appendMessages(out []message, msgs []llm.Message) []message {
 					content = "(see the attached image)"
 				}
 			}
-			tm := message{Role: "tool", Content: content, ToolCallID: wire.SanitizeID(msg.ToolCallID, 40)}
+			tm := message{Role: "tool", Content: content, ToolCallID: ids.Result(msg.ToolCallID)}
 			if c.RequiresToolResultName {
 				tm.Name = msg.ToolName
 			}
@@ -274,8 +275,9 @@ func userContent(blocks []llm.Content, images bool) any {
 	return parts
 }
 
-func (m *Model) assistantMessage(msg *llm.Message) (message, bool) {
+func (m *Model) assistantMessage(msg *llm.Message, ids *wire.CallIDs) (message, bool) {
 	c := &m.compat
+	ids.Turn()
 	calls := msg.ToolCalls()
 	if msg.StopReason.Failed() && len(calls) == 0 {
 		return message{}, false
@@ -323,7 +325,7 @@ func (m *Model) assistantMessage(msg *llm.Message) (message, bool) {
 		}
 	}
 	for _, call := range calls {
-		am.ToolCalls = append(am.ToolCalls, toolCall{ID: wire.SanitizeID(call.ID, 40), Type: "function",
+		am.ToolCalls = append(am.ToolCalls, toolCall{ID: ids.Call(call.ID), Type: "function",
 			Function: functionCall{Name: call.Name, Arguments: argumentText(call.Arguments)}})
 	}
 	if am.Content == nil && len(am.ToolCalls) == 0 {

@@ -123,6 +123,7 @@ func (m *ResponsesModel) buildRequest(req *llm.Request) *responsesRequest {
 		}
 	}
 	images := info.AcceptsImages() || len(info.Input) == 0
+	ids := wire.NewCallIDs(0) // a call_id used twice in one input is refused
 	for i := range req.Messages {
 		msg := &req.Messages[i]
 		switch msg.Role {
@@ -140,7 +141,7 @@ func (m *ResponsesModel) buildRequest(req *llm.Request) *responsesRequest {
 				add(map[string]any{"role": "user", "content": parts})
 			}
 		case llm.RoleAssistant:
-			m.appendAssistant(msg, add)
+			m.appendAssistant(msg, ids, add)
 		case llm.RoleToolResult:
 			var text []string
 			var imgs []inputPart
@@ -159,7 +160,7 @@ func (m *ResponsesModel) buildRequest(req *llm.Request) *responsesRequest {
 				out = "(no output)"
 			}
 			callID, _, _ := strings.Cut(msg.ToolCallID, "|")
-			add(map[string]any{"type": "function_call_output", "call_id": callID, "output": out})
+			add(map[string]any{"type": "function_call_output", "call_id": ids.Result(callID), "output": out})
 			if len(imgs) > 0 {
 				add(map[string]any{"role": "user", "content": append([]inputPart{{Type: "input_text", Text: "Images from the tool result above:"}}, imgs...)})
 			}
@@ -171,7 +172,8 @@ func (m *ResponsesModel) buildRequest(req *llm.Request) *responsesRequest {
 // appendAssistant replays an assistant message as output items: reasoning
 // items verbatim (same model only), text as a message, calls as
 // function_call items.
-func (m *ResponsesModel) appendAssistant(msg *llm.Message, add func(any)) {
+func (m *ResponsesModel) appendAssistant(msg *llm.Message, ids *wire.CallIDs, add func(any)) {
+	ids.Turn()
 	if wire.Dropped(msg) {
 		return
 	}
@@ -196,8 +198,11 @@ func (m *ResponsesModel) appendAssistant(msg *llm.Message, add func(any)) {
 			add(item)
 		case llm.ContentToolCall:
 			callID, itemID, _ := strings.Cut(c.ID, "|")
-			item := map[string]any{"type": "function_call", "call_id": callID, "name": c.Name, "arguments": argumentText(c.Arguments)}
-			if same && strings.HasPrefix(itemID, "fc") {
+			sent := ids.Call(callID)
+			item := map[string]any{"type": "function_call", "call_id": sent, "name": c.Name, "arguments": argumentText(c.Arguments)}
+			// A renamed call repeats an earlier one's id, and its item id
+			// would repeat too: the item goes without it.
+			if same && sent == callID && strings.HasPrefix(itemID, "fc") {
 				item["id"] = itemID
 			}
 			add(item)

@@ -249,7 +249,8 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 		killed []proc.Proc
 	)
 	cmd.Cancel = func() error {
-		k := proc.Kill(proc.Target{Root: cmd.Process.Pid, Group: cmd.Process.Pid, Tag: tag})
+		pid := cmd.Process.Pid
+		k := proc.Kill(proc.Target{Root: pid, Group: pid, Tag: tag, AdoptedSince: proc.Stamp(pid).Start})
 		killMu.Lock()
 		killed = append(killed, k...)
 		killMu.Unlock()
@@ -268,6 +269,7 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	}
 	pw.Close()
 	pid := cmd.Process.Pid
+	born := proc.Stamp(pid).Start // what the command adopts from here on is its own
 
 	out := &bashOutput{spillDir: b.opts.SpillDir, spillName: "bash-" + bashFileSafe(call.ID)}
 	upd := &bashUpdater{out: out, update: update}
@@ -280,7 +282,7 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	// The shell is gone: end whatever it left behind (unless it may stay
 	// until Close), then collect it.
 	var leftovers []proc.Proc
-	rest := proc.Target{Group: pid, Tag: tag}
+	rest := proc.Target{Group: pid, Tag: tag, AdoptedSince: born}
 	if b.opts.KeepBackground && ctx.Err() == nil && runCtx.Err() == nil {
 		if len(proc.Find(rest)) > 0 {
 			b.mu.Lock()
