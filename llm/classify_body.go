@@ -75,6 +75,17 @@ func parseBody(body []byte) errorBody {
 	if s == "" {
 		return b
 	}
+	if prefix, rest, ok := prefixedJSON(s); ok {
+		// "Codex error: {json}": the body behind a wrapper's prefix.
+		inner := parseBody([]byte(rest))
+		if inner.message != "" || inner.typ != "" || inner.code != "" {
+			if b.status != 0 && inner.status == 0 {
+				inner.status = b.status
+			}
+			inner.hay = strings.ToLower(prefix) + " " + inner.hay
+			return inner
+		}
+	}
 	if (s[0] == '{' || s[0] == '[') && json.Valid([]byte(s)) {
 		var v any
 		if json.Unmarshal([]byte(s), &v) == nil {
@@ -100,6 +111,20 @@ func parseBody(body []byte) errorBody {
 	b.message = s
 	b.hay = strings.ToLower(s)
 	return b
+}
+
+// prefixedJSON splits "Codex error: {json}" (a short label, a colon, then
+// a JSON object) into the label and the JSON.
+func prefixedJSON(s string) (prefix, rest string, ok bool) {
+	i := strings.Index(s, ": {")
+	if i <= 0 || i > 80 || strings.ContainsAny(s[:i], "{}[]\"\n") {
+		return "", "", false
+	}
+	rest = s[i+2:]
+	if !json.Valid([]byte(rest)) {
+		return "", "", false
+	}
+	return s[:i], rest, true
 }
 
 // startsLikeErrorText tells a status prefix ("429 Too Many Requests",
