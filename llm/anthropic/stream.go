@@ -54,12 +54,20 @@ type streamEvent struct {
 		Signature   string  `json:"signature"`
 		PartialJSON string  `json:"partial_json"`
 		StopReason  *string `json:"stop_reason"`
+		// StopDetails explains a refusal.
+		StopDetails *stopDetails `json:"stop_details"`
 	} `json:"delta"`
 	Usage *usage `json:"usage"`
 	Error struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// stopDetails is what a refusal says of itself.
+type stopDetails struct {
+	Category    string `json:"category"`
+	Explanation string `json:"explanation"`
 }
 
 // usage holds the counters; nil fields were absent or null, and leave the
@@ -137,6 +145,8 @@ type decoder struct {
 	b          *wire.Builder
 	blocks     map[int]int // server index → content index
 	stopReason string
+	details    *stopDetails
+	started    bool // message_start was seen
 	ev         streamEvent
 	json       wire.JSONReader
 }
@@ -154,6 +164,12 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 	}
 	switch e.Type {
 	case "message_start":
+		if d.started {
+			// Two messages in one stream (a proxy that concatenated
+			// them): merging them would make one reply of two.
+			return false, wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent a second message_start inside one stream", ev.Data)
+		}
+		d.started = true
 		e.Message.Usage.apply(b.Msg.Usage)
 	case "content_block_start":
 		cb := &e.ContentBlock
@@ -223,6 +239,9 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 		if e.Delta.StopReason != nil {
 			d.stopReason = *e.Delta.StopReason
 		}
+		if e.Delta.StopDetails != nil {
+			d.details = e.Delta.StopDetails
+		}
 		if e.Usage != nil {
 			e.Usage.apply(b.Msg.Usage)
 		}
@@ -261,7 +280,16 @@ func (d *decoder) mapStop() (llm.StopReason, error) {
 		pe.Reason = llm.ReasonContextOverflow
 		return "", pe
 	case "refusal", "sensitive":
-		pe := llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, []byte(d.stopReason+": the model declined to answer this request"))
+		text := d.stopReason + ": the model declined to answer this request"
+		if sd := d.details; sd != nil {
+			if sd.Category != "" {
+				text += " (category: " + sd.Category + ")"
+			}
+			if sd.Explanation != "" {
+				text += ": " + sd.Explanation
+			}
+		}
+		pe := llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, []byte(text))
 		return "", pe
 	default:
 		// A stop reason newer than this code: the message is complete.
