@@ -18,9 +18,16 @@ type errorBody struct {
 	title   string // the HTML page's title
 	// retryDelay is a wait the body asks for (Gemini's RetryInfo).
 	retryDelay time.Duration
+	// shortQuota is set when the body's QuotaFailure names a quota per
+	// second, minute or hour (Gemini's GenerateRequestsPerMinute...): a
+	// rate limit, whatever the message says of plans and billing.
+	shortQuota bool
 	// hay is the lower-case text the rules match against.
 	hay string
 }
+
+// shortQuotaID matches the id of a quota that resets within the hour.
+var shortQuotaID = regexp.MustCompile(`Per(?:Second|Minute|Hour)`)
 
 // leadingStatus matches a status at the start of a message: "429 Too Many
 // Requests", "HTTP 404: ...", "Error: 521 <!DOCTYPE ...", "status: 402".
@@ -212,6 +219,15 @@ func (b *errorBody) readFields(o map[string]any, depth int) {
 			if rd, ok := dm["retryDelay"].(string); ok {
 				if dur, err := time.ParseDuration(rd); err == nil && dur > 0 {
 					b.retryDelay = dur
+				}
+			}
+			if vs, ok := dm["violations"].([]any); ok {
+				for _, v := range vs {
+					vm, _ := v.(map[string]any)
+					id, _ := vm["quotaId"].(string)
+					if shortQuotaID.MatchString(id) {
+						b.shortQuota = true
+					}
 				}
 			}
 		}

@@ -129,6 +129,9 @@ func classifyMessage(provider string, b errorBody) Reason {
 	if authPermanent.MatchString(hay) {
 		return ReasonAuthPermanent
 	}
+	if b.shortQuota {
+		return ReasonRateLimit
+	}
 	// A rate limit message may point at the billing page ("increase your
 	// rate limit by adding a payment method"): the rate limit is the news.
 	if rateLimitStrong.MatchString(hay) && !strings.Contains(hay, "insufficient_quota") {
