@@ -30,10 +30,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 		maxIter = failover.MaxIterations(max(p.Profiles, len(p.AuthProfiles)))
 	}
 	pr := s.newProfiles(ctx)
-	window := p.Info.ContextWindow
-	if window == 0 {
-		window = llm.DefaultContextWindow
-	}
+	window := s.window
 	st := State{Window: window, Profiles: max(1, p.Profiles, len(p.AuthProfiles)), ProfilesLeft: pr.left()}
 	fallbacks := p.FallbackModels
 	if p.ResolveModel == nil {
@@ -89,6 +86,11 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 			o.PromptTokens = s.promptTokens(a)
 			if end.Err != nil {
 				o.Message = end.Err.Error()
+			}
+			if o.Failure == llm.ReasonContextOverflow {
+				if n := s.learnWindow(comp, o.Message); n > 0 {
+					window, st.Window = n, n
+				}
 			}
 		}
 		for {
@@ -159,6 +161,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 					// The cascade's overflow and timeout decisions read
 					// the window of the model that now runs.
 					window, st.Window = info.ContextWindow, info.ContextWindow
+					s.window = window
 				}
 				st.Retries, st.ProfilesLeft = 0, 0 // a new model; its profiles are not known here
 				pr.names, pr.tried = nil, nil
