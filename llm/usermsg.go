@@ -76,6 +76,8 @@ func ErrorText(err error) string {
 	}
 	lower := strings.ToLower(truncate(msg, maxHay))
 	switch {
+	case errors.Is(err, ErrResponseTooLarge):
+		return "The provider sent a reply larger than agentloop accepts in one piece, so the call was stopped; a retry would get the same. Ask for a shorter output, or report it to the provider."
 	case pe.Reason == ReasonContextOverflow:
 		return ReasonContextOverflow.UserMessage()
 	case strings.Contains(lower, "reasoning is mandatory") || strings.Contains(lower, "requires reasoning"):

@@ -254,6 +254,9 @@ func Decide(o Outcome, s State, p RetryPolicy) Decision {
 		d.Message = fmt.Sprintf("%s%s: switching to the next fallback model", failover.Words(reason), why)
 	default:
 		d.Action, d.Message = ActionFail, reason.UserMessage()
+		if errors.Is(o.Err, llm.ErrResponseTooLarge) {
+			d.Message = llm.ErrorText(o.Err)
+		}
 		switch reason {
 		case llm.ReasonBilling, llm.ReasonAuth, llm.ReasonAuthPermanent:
 			// Whose account, which model, and whether it was a key or a

@@ -113,6 +113,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIAnthropicMessages, yield)
 		areq := m.buildRequest(req)
+		b.LimitOutput(areq.MaxTokens)
 		beta := ""
 		if areq.Thinking != nil && len(areq.Tools) > 0 {
 			// Lets Claude think between tool calls, not only before the first.

@@ -88,11 +88,15 @@ func (c *idCounter) next(name string) string {
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIGoogleGenerativeAI, yield)
+		greq := m.buildRequest(req)
+		if gc := greq.GenerationConfig; gc != nil {
+			b.LimitOutput(gc.MaxOutputTokens)
+		}
 		wire.Call(ctx, b, m.site.Post(map[string]string{
 			"Content-Type":   "application/json",
 			"Accept":         "text/event-stream",
 			"X-Goog-Api-Key": m.cfg.APIKey,
-		}), m.buildRequest(req), &decoder{m: m, b: b, cur: -1})
+		}), greq, &decoder{m: m, b: b, cur: -1})
 	}
 }
 

@@ -92,7 +92,9 @@ type outputItem struct {
 func (m *ResponsesModel) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIOpenAIResponses, yield)
-		wire.Call(ctx, b, m.post(), m.buildRequest(req), &responsesDecoder{m: m, b: b, items: map[int]int{}})
+		rreq := m.buildRequest(req)
+		b.LimitOutput(rreq.MaxOutputTokens)
+		wire.Call(ctx, b, m.post(), rreq, &responsesDecoder{m: m, b: b, items: map[int]int{}})
 	}
 }
 

@@ -2,10 +2,14 @@ package openai_test
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/internal/wire"
 	"github.com/agentloop/agentloop/llm/internal/wiretest"
 )
 
@@ -63,4 +67,49 @@ func TestChatRefusal(t *testing.T) {
 			Text:  "I'm sorry, I can't help with that.",
 		})
 	})
+}
+
+// A server that streams text without end: the reply is cut at its output
+// limit (the request's max tokens, OutputBytesPerToken bytes each, at
+// least MinOutputBytes) and ends as length, and the connection is closed
+// rather than drained.
+func TestEndlessReplyIsCapped(t *testing.T) {
+	gone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(gone)
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := []byte(`data: {"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("x", 1000) + `"}}]}` + "\n\n")
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	req := simpleRequest()
+	req.Options.MaxTokens = 1000 // 8000 bytes, raised to the 256 KiB floor
+	r := collect(t, newModel(srv, 0), context.Background(), req)
+	if r.Err != nil || r.Msg.StopReason != llm.StopReasonLength {
+		t.Fatalf("err %v stop %q", r.Err, r.Msg.StopReason)
+	}
+	if n := len(r.Msg.Text()); n <= wire.MinOutputBytes-1000 || n > wire.MinOutputBytes {
+		t.Errorf("text of %d bytes, want the cap %d", n, wire.MinOutputBytes)
+	}
+	<-gone // the server saw the client go
+}
+
+// One event over the SSE reader's limit fails the stream as a format
+// failure that matches llm.ErrResponseTooLarge: not transient, so not
+// retried, and it says what happened.
+func TestOversizedEvent(t *testing.T) {
+	body := `data: {"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("y", 9<<20) + `"}}]}` + "\n\n"
+	srv := serve(t, 200, nil, body, nil)
+	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+	pe := wiretest.CheckStreamFailure(t, r, wiretest.StreamFailure{Reasons: []llm.Reason{llm.ReasonFormat}, Words: []string{"larger than agentloop accepts"}})
+	if !errors.Is(pe, llm.ErrResponseTooLarge) || pe.Reason.Transient() {
+		t.Errorf("error %v (transient %v)", pe, pe.Reason.Transient())
+	}
+	if got := llm.ErrorText(pe); !strings.Contains(got, "a retry would get the same") {
+		t.Errorf("ErrorText = %q", got)
+	}
 }

@@ -196,6 +196,15 @@ func Malformed(provider, model, what string, data []byte) *llm.ProviderError {
 	return e
 }
 
+// TooLarge reports a stream event over the reader's size limit: a
+// format failure (not transient: the same request would get the same
+// event), matching llm.ErrResponseTooLarge, that says what happened.
+func TooLarge(provider, model string, err error) *llm.ProviderError {
+	return &llm.ProviderError{Provider: provider, Model: model, Reason: llm.ReasonFormat,
+		Message: "the provider sent one streaming event larger than agentloop accepts (" + err.Error() + "); the reply was stopped there",
+		Err:     fmt.Errorf("%w: %w", llm.ErrResponseTooLarge, err)}
+}
+
 // Truncated reports a stream that ended before its terminator, as a
 // network failure (a retry may well succeed).
 func Truncated(provider, model string) *llm.ProviderError {
