@@ -85,3 +85,24 @@ func TestE2ELearnedContextWindow(t *testing.T) {
 		t.Errorf("the window is still listed after reset:\n%s", out)
 	}
 }
+
+// Issue 18, item 5: an apiKey that names a variable that is not set says
+// so, instead of sending the variable's name as the key; an unknown key of
+// the models file is a warning with its line.
+func TestModelsFileKeyVariableUnset(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, "models.json"), `{"providers": {"local": {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
+  "apiKey": "MY_LOCAL_KEY", "models": [{"id": "m", "contextWindw": 32000}]}}}`)
+	env, _, errb := cliEnvWith(home, nil)
+	code := execute(t.Context(), env, []string{"run", "--model", "local/m", "--no-session", "hi"})
+	if code == 0 || !strings.Contains(errb.String(), "MY_LOCAL_KEY is not set") {
+		t.Errorf("exit %d:\n%s", code, errb.String())
+	}
+	writeFile(t, filepath.Join(home, "models.json"), `{"providers": {"local": {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
+  "apiKey": "sk-literal", "models": [{"id": "m", "contextWindw": 32000}]}}}`)
+	env, _, errb = cliEnvWith(home, nil)
+	execute(t.Context(), env, []string{"run", "--model", "local/m", "--no-session", "--retry-base", "1ms", "hi"})
+	if !strings.Contains(errb.String(), `warning: `) || !strings.Contains(errb.String(), `line 2: unknown key "contextWindw"`) {
+		t.Errorf("no warning for the unknown key:\n%s", errb.String())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"strings"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/internal/wire"
@@ -114,11 +115,15 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIAnthropicMessages, yield)
 		areq := m.buildRequest(req)
 		b.LimitOutput(areq.MaxTokens)
-		beta := ""
+		var betas []string
 		if areq.Thinking != nil && len(areq.Tools) > 0 {
 			// Lets Claude think between tool calls, not only before the first.
-			beta = InterleavedThinkingBeta
+			betas = append(betas, InterleavedThinkingBeta)
 		}
+		if e := m.cfg.EagerToolInput; e != nil && !*e && len(areq.Tools) > 0 {
+			betas = append(betas, FineGrainedToolStreamingBeta)
+		}
+		beta := strings.Join(betas, ",")
 		wire.Call(ctx, b, m.site.Post(map[string]string{
 			"Content-Type":      "application/json",
 			"Accept":            "text/event-stream",
