@@ -163,7 +163,8 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 	d.ev = streamEvent{}
 	e := &d.ev
 	if err := d.json.Decode(ev.Data, e); err != nil {
-		return false, wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
+		err := wire.Unreadable(m.site.Provider, m.cfg.Info.ID, ev.Data)
+		return err != nil, err
 	}
 	if e.Type == "" {
 		e.Type = name(ev.Type)

@@ -178,7 +178,7 @@ func (d *decoder) handle(data []byte) error {
 	d.c.Candidates[0].Content.Parts = parts[:0]
 	c := &d.c
 	if err := d.json.Decode(data, c); err != nil {
-		return wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", data)
+		return wire.Unreadable(m.site.Provider, m.cfg.Info.ID, data)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, data)

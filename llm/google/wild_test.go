@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,4 +57,17 @@ func TestPerMinuteQuotaIsRateLimit(t *testing.T) {
 	if got := llm.Classify(429, daily); got != llm.ReasonBilling {
 		t.Errorf("daily quota: %s", got)
 	}
+}
+
+// A chunk of valid JSON in a shape the decoder cannot read (candidates as
+// an object) is skipped; the stream finishes as without it.
+func TestOddChunkSkipped(t *testing.T) {
+	odd := `data: {"candidates": {"0": {"content": {"parts": [{"text": "?"}]}}}}` + "\n\n"
+	body := strings.Replace(fixture(t, "text.sse"), "data: ", odd+"data: ", 1)
+	wiretest.Split(t, body, nil, func(t *testing.T, srv *httptest.Server) {
+		r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+		if r.Err != nil || !strings.HasPrefix(r.Msg.Text(), "Hello") {
+			t.Fatalf("err %v text %q", r.Err, r.Msg.Text())
+		}
+	})
 }

@@ -233,7 +233,7 @@ func (d *decoder) handle(ev *sse.Event) error {
 	d.ch = chunk{Choices: choices[:0]}
 	c := &d.ch
 	if err := d.json.Decode(ev.Data, c); err != nil {
-		return wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", ev.Data)
+		return wire.Unreadable(m.site.Provider, m.cfg.Info.ID, ev.Data)
 	}
 	return d.apply(c, ev.Data)
 }

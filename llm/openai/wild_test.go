@@ -113,3 +113,20 @@ func TestOversizedEvent(t *testing.T) {
 		t.Errorf("ErrorText = %q", got)
 	}
 }
+
+// A chunk of valid JSON in a shape the decoder cannot read (choices as an
+// object, from a proxy) is skipped; the stream finishes as without it.
+func TestChatOddChunkSkipped(t *testing.T) {
+	odd := `data: {"id":"x","object":"chat.completion.chunk","choices":{"0":{"delta":{"content":"?"}}}}` + "\n\n"
+	body := strings.Replace(fixture(t, "text.sse"), "data: ", odd+"data: ", 2)
+	wiretest.Split(t, body, nil, func(t *testing.T, srv *httptest.Server) {
+		r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+		if r.Err != nil || r.Msg.Text() != "Hello, world." {
+			t.Fatalf("err %v text %q", r.Err, r.Msg.Text())
+		}
+	})
+	// An odd chunk that reports an error still fails the stream with it.
+	srv := serve(t, 200, nil, strings.Replace(fixture(t, "text.sse"), "data: ", `data: {"error":{"message":"upstream overloaded","code":529},"choices":{}}`+"\n\ndata: ", 2), nil)
+	r := collect(t, newModel(srv, 0), context.Background(), simpleRequest())
+	wiretest.CheckStreamFailure(t, r, wiretest.StreamFailure{Reasons: []llm.Reason{llm.ReasonOverloaded}, Words: []string{"upstream overloaded"}, Text: ""})
+}

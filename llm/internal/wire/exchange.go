@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -269,4 +270,24 @@ func NewCallID(prefix string) string {
 
 func idByte(c byte) bool {
 	return c == '_' || c == '-' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+}
+
+// Unreadable is what a decoder returns for an event it could not decode.
+// JSON that is not valid fails the stream (Malformed). Valid JSON in a
+// shape the decoder cannot read (a field of another type, a structure of a
+// newer API version) is skipped, nil: one odd event must not end a stream
+// a client could finish. An odd event that reports an error still fails
+// the stream with that error.
+func Unreadable(provider, model string, data []byte) error {
+	if !json.Valid(data) {
+		return Malformed(provider, model, "the provider sent an event that is not valid JSON", data)
+	}
+	var head struct {
+		Type  string          `json:"type"`
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &head) == nil && (head.Type == "error" || len(head.Error) > 0 && string(head.Error) != "null") {
+		return llm.NewStreamError(provider, model, string(data))
+	}
+	return nil
 }
