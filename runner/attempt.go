@@ -159,9 +159,13 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				s.record(ctx, session.ModelChangeEntry(info.Provider, info.ID))
 				if info.ContextWindow > 0 {
 					// The cascade's overflow and timeout decisions read
-					// the window of the model that now runs.
-					window, st.Window = info.ContextWindow, info.ContextWindow
-					s.window = window
+					// the window of the model that now runs (or the one
+					// its server was seen to enforce).
+					s.window = s.startWindow()
+					window, st.Window = s.window, s.window
+					if s.window < info.ContextWindow {
+						s.setWindow(comp, s.window)
+					}
 				}
 				st.Retries, st.ProfilesLeft = 0, 0 // a new model; its profiles are not known here
 				pr.names, pr.tried = nil, nil
