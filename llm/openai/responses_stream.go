@@ -217,6 +217,7 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 	case "response.output_item.done":
 		i, ok := d.items[e.OutputIndex]
 		if !ok {
+			d.keepItem(e.Item)
 			return false, nil
 		}
 		var it outputItem
@@ -244,6 +245,44 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 		return true, llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, codeStatus(e.Code), nil, ev.Data)
 	}
 	return false, nil
+}
+
+// ItemsKey is the Message.Extra key under which an assistant message keeps
+// the output items the decoder does not model (a server-side tool's call,
+// a shell output), each with the number of content blocks before it, so
+// the next request can give them back in place: a reasoning item must be
+// followed by the item it led to.
+const ItemsKey = "openaiResponsesItems"
+
+// keptItem is one entry of ItemsKey.
+type keptItem struct {
+	Before int             `json:"before"`
+	Item   json.RawMessage `json:"item"`
+}
+
+// keepItem records a finished output item of a type the decoder does not
+// model, for replay.
+func (d *responsesDecoder) keepItem(item json.RawMessage) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(item, &head) != nil || head.Type == "" {
+		return
+	}
+	msg := &d.b.Msg
+	var kept []keptItem
+	if raw, ok := msg.Extra[ItemsKey]; ok {
+		json.Unmarshal(raw, &kept)
+	}
+	kept = append(kept, keptItem{Before: len(msg.Content), Item: append(json.RawMessage(nil), item...)})
+	raw, err := json.Marshal(kept)
+	if err != nil {
+		return
+	}
+	if msg.Extra == nil {
+		msg.Extra = map[string]json.RawMessage{}
+	}
+	msg.Extra[ItemsKey] = raw
 }
 
 func joinParts(parts []string) string {

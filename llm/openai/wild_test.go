@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/internal/wire"
 	"github.com/agentloop/agentloop/llm/internal/wiretest"
+	"github.com/agentloop/agentloop/llm/openai"
 )
 
 // Output items and events the decoder does not model (a server-side tool
@@ -34,6 +36,57 @@ func TestResponsesUnknownItems(t *testing.T) {
 			t.Errorf("usage %+v", *m.Usage)
 		}
 	})
+}
+
+// The items the decoder does not model go back to the model that made
+// them, in place (before the message they preceded); another model does
+// not get them.
+func TestResponsesUnknownItemsReplayed(t *testing.T) {
+	srv := serve(t, 200, nil, fixture(t, "responses_unknown_items.sse"), nil)
+	reply := collect(t, newResponses(srv), context.Background(), simpleRequest()).Msg
+	var c capture
+	next := serve(t, 200, nil, fixture(t, "responses_text.sse"), &c)
+	req := &llm.Request{Messages: []llm.Message{llm.UserText("look"), *reply, llm.UserText("and now?")}}
+	if r := collect(t, newResponses(next), context.Background(), req); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	var body struct {
+		Input []struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+		} `json:"input"`
+	}
+	if err := json.Unmarshal(c.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range body.Input {
+		got = append(got, it.Type+":"+it.ID)
+	}
+	// User turns are role items without a type.
+	if want := ": tool_search_call:tsc_1 shell_call_output:sh_1 message:msg_7 :"; strings.Join(got, " ") != want {
+		t.Errorf("input items\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+
+	// Through the transcript's JSON and back, the items stay.
+	data, err := json.Marshal(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back llm.Message
+	if err := json.Unmarshal(data, &back); err != nil || len(back.Extra[openai.ItemsKey]) == 0 {
+		t.Fatalf("items lost in the round trip: %v %s", err, data)
+	}
+
+	other := *reply
+	other.Model = "another-model"
+	req.Messages[1] = other
+	if r := collect(t, newResponses(next), context.Background(), req); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if strings.Contains(string(c.Body), "tool_search_call") {
+		t.Errorf("another model got the items: %s", c.Body)
+	}
 }
 
 // Mistral's reasoning models send delta.content as an array of parts:
