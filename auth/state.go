@@ -23,6 +23,9 @@ type stateFile struct {
 	Profiles map[string]*ProfileState `json:"profiles"`
 	// LastGood remembers, per provider, the last profile that worked.
 	LastGood map[string]string `json:"lastGood,omitempty"`
+	// Windows are the context windows servers were seen to enforce,
+	// keyed by "provider/model".
+	Windows map[string]*LearnedWindow `json:"windows,omitempty"`
 }
 
 // ProfileState is what is remembered of one profile.
@@ -133,6 +136,14 @@ func (s *Store) read() (*stateFile, error) {
 		st.Profiles = got.Profiles
 	}
 	st.LastGood = got.LastGood
+	for k, w := range got.Windows {
+		if w != nil && w.Tokens > 0 {
+			if st.Windows == nil {
+				st.Windows = map[string]*LearnedWindow{}
+			}
+			st.Windows[k] = w
+		}
+	}
 	for k, p := range st.Profiles {
 		if p == nil {
 			delete(st.Profiles, k)

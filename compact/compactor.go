@@ -145,10 +145,52 @@ func (c *Compactor) SetRequest(system string, tools []llm.ToolSpec) {
 }
 
 // Budget returns the budget the Compactor works to.
-func (c *Compactor) Budget() Budget { return c.budget }
+func (c *Compactor) Budget() Budget {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.budget
+}
 
 // Window returns the context window the Compactor works to.
-func (c *Compactor) Window() int { return c.cfg.Window }
+func (c *Compactor) Window() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg.Window
+}
+
+// SetWindow makes window the one the Compactor works to from now on: the
+// window a server was seen to enforce, smaller than the one the model is
+// declared with. The budget, the cap on tool results and the summariser's
+// window follow it. It is not held to MinContextWindow: when the server
+// offers no more, compacting under what it offers is the only way on.
+//
+// reply is the most a reply may take (the max tokens a request asks for),
+// 0 when unknown. A window a server stated is exact, not a declaration
+// with room for error, so the reserve is at most the reply and a tenth of
+// the window: on a small window the usual reserve (half of it) would
+// leave the prompt less room than the server gives.
+func (c *Compactor) SetWindow(window, reply int) {
+	if window <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cfg.Window = window
+	keep := c.budget.KeepRecent
+	c.budget = NewBudget(window, c.cfg.ReserveTokens)
+	if reply > 0 {
+		c.budget.Reserve = min(c.budget.Reserve, reply+window/10)
+	}
+	if c.cfg.KeepRecentTokens > 0 {
+		c.budget.KeepRecent = min(keep, c.cfg.KeepRecentTokens, KeepRecentTokens(window))
+	}
+	if s := c.cfg.Summarizer; s != nil {
+		own := *s
+		own.Window = min(own.Window, window)
+		own.Options.MaxTokens = min(own.Options.MaxTokens, max(1, c.budget.Reserve*4/5))
+		c.cfg.Summarizer = &own
+	}
+}
 
 // Warning returns the small-window warning, or "".
 func (c *Compactor) Warning() string { return c.warning }

@@ -18,9 +18,16 @@ type errorBody struct {
 	title   string // the HTML page's title
 	// retryDelay is a wait the body asks for (Gemini's RetryInfo).
 	retryDelay time.Duration
+	// shortQuota is set when the body's QuotaFailure names a quota per
+	// second, minute or hour (Gemini's GenerateRequestsPerMinute...): a
+	// rate limit, whatever the message says of plans and billing.
+	shortQuota bool
 	// hay is the lower-case text the rules match against.
 	hay string
 }
+
+// shortQuotaID matches the id of a quota that resets within the hour.
+var shortQuotaID = regexp.MustCompile(`Per(?:Second|Minute|Hour)`)
 
 // leadingStatus matches a status at the start of a message: "429 Too Many
 // Requests", "HTTP 404: ...", "Error: 521 <!DOCTYPE ...", "status: 402".
@@ -75,6 +82,17 @@ func parseBody(body []byte) errorBody {
 	if s == "" {
 		return b
 	}
+	if prefix, rest, ok := prefixedJSON(s); ok {
+		// "Codex error: {json}": the body behind a wrapper's prefix.
+		inner := parseBody([]byte(rest))
+		if inner.message != "" || inner.typ != "" || inner.code != "" {
+			if b.status != 0 && inner.status == 0 {
+				inner.status = b.status
+			}
+			inner.hay = strings.ToLower(prefix) + " " + inner.hay
+			return inner
+		}
+	}
 	if (s[0] == '{' || s[0] == '[') && json.Valid([]byte(s)) {
 		var v any
 		if json.Unmarshal([]byte(s), &v) == nil {
@@ -100,6 +118,20 @@ func parseBody(body []byte) errorBody {
 	b.message = s
 	b.hay = strings.ToLower(s)
 	return b
+}
+
+// prefixedJSON splits "Codex error: {json}" (a short label, a colon, then
+// a JSON object) into the label and the JSON.
+func prefixedJSON(s string) (prefix, rest string, ok bool) {
+	i := strings.Index(s, ": {")
+	if i <= 0 || i > 80 || strings.ContainsAny(s[:i], "{}[]\"\n") {
+		return "", "", false
+	}
+	rest = s[i+2:]
+	if !json.Valid([]byte(rest)) {
+		return "", "", false
+	}
+	return s[:i], rest, true
 }
 
 // startsLikeErrorText tells a status prefix ("429 Too Many Requests",
@@ -187,6 +219,15 @@ func (b *errorBody) readFields(o map[string]any, depth int) {
 			if rd, ok := dm["retryDelay"].(string); ok {
 				if dur, err := time.ParseDuration(rd); err == nil && dur > 0 {
 					b.retryDelay = dur
+				}
+			}
+			if vs, ok := dm["violations"].([]any); ok {
+				for _, v := range vs {
+					vm, _ := v.(map[string]any)
+					id, _ := vm["quotaId"].(string)
+					if shortQuotaID.MatchString(id) {
+						b.shortQuota = true
+					}
 				}
 			}
 		}

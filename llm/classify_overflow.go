@@ -24,7 +24,9 @@ var overflowRe = rule(strings.Join([]string{
 	`maximum context length(?: is \d+)?`,                  // OpenAI, OpenRouter, vLLM, DeepSeek
 	`context[_ ]length[_ ]exceeded`,                       // OpenAI code, generic
 	`model_context_window_exceeded`,                       // Anthropic stop reason, z.ai
-	`exceeds the available context size`,                  // llama.cpp server
+	`context_window_exceeded`,                             // proxies' stop reason
+	`exceeds (?:the )?available context size`,             // llama.cpp server
+	`exceed (?:the )?context budget`,                      // "input length would exceed context budget"
 	`greater than the context length`,                     // LM Studio
 	`exceeded model token limit`,                          // Kimi
 	`too large for model with \d+ maximum context length`, // Mistral
@@ -83,4 +85,38 @@ func OverflowTokens(text string) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// overflowLimitRes find the window an overflow message states, most
+// specific first: each has one group, the number of tokens.
+var overflowLimitRes = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)maximum context length is\s+([\d,]+)`),                               // OpenAI, vLLM, OpenRouter, DeepSeek
+	regexp.MustCompile(`(?i)prompt is too long:\s*[\d,]+\s*tokens?\s*>\s*([\d,]+)`),              // Anthropic
+	regexp.MustCompile(`(?i)exceed context limit:\s*[\d,]+\s*\+\s*[\d,]+\s*>\s*([\d,]+)`),        // Anthropic, input + max_tokens
+	regexp.MustCompile(`(?i)available context size\s*\(\s*([\d,]+)\s*tokens?\)`),                 // llama.cpp
+	regexp.MustCompile(`(?i)too large for model with\s+([\d,]+)\s+maximum context length`),       // Mistral
+	regexp.MustCompile(`(?i)maximum prompt length is\s+([\d,]+)`),                                // xAI
+	regexp.MustCompile(`(?i)greater than the context length of\s+([\d,]+)`),                      // LM Studio
+	regexp.MustCompile(`(?i)maximum number of tokens allowed\s*\(\s*([\d,]+)\s*\)`),              // Gemini
+	regexp.MustCompile(`(?i)context (?:window|length|size|limit) (?:is|of)\s+([\d,]+)\s*tokens`), // generic
+}
+
+// OverflowLimit returns the context window an overflow message states
+// ("maximum context length is 15360 tokens", "prompt is too long: 210000
+// tokens > 200000 maximum", "exceeds the available context size (16384
+// tokens)" give 15360, 200000 and 16384), and false when it names none.
+// A server that runs a model with a shorter window than the model is
+// declared with says so this way.
+func OverflowLimit(text string) (int, bool) {
+	if len(text) > maxHay {
+		text = text[:maxHay]
+	}
+	for _, re := range overflowLimitRes {
+		if m := re.FindStringSubmatch(text); m != nil {
+			if n, err := strconv.Atoi(strings.ReplaceAll(m[1], ",", "")); err == nil && n > 0 {
+				return n, true
+			}
+		}
+	}
+	return 0, false
 }

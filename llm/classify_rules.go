@@ -129,6 +129,9 @@ func classifyMessage(provider string, b errorBody) Reason {
 	if authPermanent.MatchString(hay) {
 		return ReasonAuthPermanent
 	}
+	if b.shortQuota {
+		return ReasonRateLimit
+	}
 	// A rate limit message may point at the billing page ("increase your
 	// rate limit by adding a payment method"): the rate limit is the news.
 	if rateLimitStrong.MatchString(hay) && !strings.Contains(hay, "insufficient_quota") {
@@ -161,6 +164,11 @@ func classifyMessage(provider string, b errorBody) Reason {
 	if serverFailure.MatchString(hay) {
 		return ReasonServer
 	}
+	if provider == "anthropic" && strings.Contains(hay, "an unknown error occurred") {
+		// Anthropic's words for a failure on its side; elsewhere the same
+		// words say nothing.
+		return ReasonServer
+	}
 	if provider == "openrouter" && strings.Contains(hay, "provider returned error") {
 		// OpenRouter's wrapper for a failed upstream call.
 		return ReasonServer
@@ -175,23 +183,23 @@ var (
 	// otherwise take a retired model for a disabled account.
 	modelGone = rule(`model_is_deactivated|model (?:has been|was|is) (?:deactivated|decommissioned|deprecated and removed|retired)|has been decommissioned`)
 
-	authPermanent = rule(`api_key_deleted|api[ _-]?key (?:has been |was )?(?:deleted|revoked|disabled|suspended)|key (?:has been|was) (?:revoked|disabled|deleted)|\brevoked\b|account (?:has been |is |was )?(?:deactivated|disabled|suspended|banned|terminated)|organization (?:has been |is |was )?(?:deactivated|disabled|suspended)|oauth authentication is currently not allowed|consumer .* has been suspended|user (?:has been |is )?(?:deactivated|banned)`)
+	authPermanent = rule(`api_key_deleted|api_key_revoked|api[ _-]?key (?:has been |was |is )?(?:deleted|revoked|disabled|suspended|deactivated)|key (?:has been|was) (?:revoked|disabled|deleted)|\brevoked\b|account (?:has been |is |was )?(?:deactivated|disabled|suspended|banned|terminated)|organization (?:has been |is |was )?(?:deactivated|disabled|suspended)|oauth authentication is currently not allowed|consumer .* has been suspended|user (?:has been |is )?(?:deactivated|banned)`)
 
-	billingStrong = rule(`insufficient_quota|insufficient[ _]quota|insufficient(?:\s+\w+){0,3}\s+(?:balance|credits?|funds)|credit balance|out of credits|more credits|add (?:more )?credits|no credits|credits? (?:exhausted|depleted)|payment[ _]required|requires? payment|extra usage|(?:http|status|code|error)\W{0,3}402\b|\b402\s+(?:payment|response|error|status)|spending limit|exceeded your current quota|upgrade your plan|your current plan|billing`)
+	billingStrong = rule(`insufficient_quota|(?:got|returned|received|returns) (?:an? )?(?:http )?402\b|insufficient[ _]quota|insufficient(?:\s+\w+){0,3}\s+(?:balance|credits?|funds)|credit balance|out of credits|more credits|add (?:more )?credits|no credits|credits? (?:exhausted|depleted)|payment[ _]required|requires? payment|extra usage|(?:http|status|code|error)\W{0,3}402\b|\b402\s+(?:payment|response|error|status)|spending limit|exceeded your current quota|upgrade your plan|your current plan|billing`)
 
-	modelNotFound = rule(`model_not_found|model not found|no such model|unknown model|invalid model|model .{0,80} (?:does not exist|not found|is not found|is not supported|not supported)|(?:does not exist|not found)[^.]{0,40}\bmodel\b|no endpoints found|is not a valid model|not_found_error|unsupported model|model is not available`)
+	modelNotFound = rule(`model_not_found|model not found|no such model|unknown model|invalid model|model .{0,80} (?:does not exist|not found|is not found|is not supported|not supported)|(?:does not exist|not found)[^.]{0,40}\bmodel\b|no endpoints found|is not a valid model|not_found_error|unsupported model|model is not available|^404\s*(?:status code)?\s*\(no body\)`)
 
-	rateLimit = rule(`rate[ _-]?limit|too many requests|too many concurrent|resource_exhausted|resource has been exhausted|quota (?:exceeded|has been exhausted|limit|exhausted)|quota_exceeded|throttl|concurrency limit|tokens per (?:minute|day|hour)|requests per (?:minute|day|hour)|\b(?:tpm|rpm|tpd|rpd)\b|usage limit|limit exhausted|(?:daily|weekly|monthly|hourly) (?:usage |token |request )?limit (?:reached|exceeded|exhausted|hit)|slow down`)
+	rateLimit = rule(`rate[ _-]?limit|too many requests|too many concurrent|resource_exhausted|resource has been exhausted|quota (?:exceeded|has been exhausted|limit|exhausted)|quota_exceeded|throttl|concurrency limit|tokens per (?:minute|day|hour)|requests per (?:minute|day|hour)|\b(?:tpm|rpm|tpd|rpd)\b|usage limit|limit exhausted|(?:daily|weekly|monthly|hourly) (?:usage |token |request )?limit (?:reached|exceeded|exhausted|hit)|slow down|model_cooldown`)
 
 	rateLimitStrong = rule(`rate[ _-]?limit|too many requests`)
 
-	overloaded = rule(`overload|high demand|modelnotreadyexception|at capacity|over capacity|no capacity|capacity (?:exceeded|constraints)|server is busy|server busy|temporarily unavailable due to load`)
+	overloaded = rule(`overload|high demand|modelnotreadyexception|at capacity|over capacity|no capacity|capacity (?:exceeded|constraints|limits?)|server is busy|server busy|temporarily unavailable due to load`)
 
 	authFailure = rule(`invalid[ _-]?api[ _-]?key|invalid x-api-key|incorrect api key|api key not valid|api_key_invalid|api key (?:is |has )?(?:invalid|missing|required|not found|expired)|no api key|missing api key|unauthori[sz]ed|unauthenticated|authenticat(?:e|ion)(?:_error| error| failed| failure| required|ion fails)|could not authenticate|could not validate credentials|invalid credentials|no credentials|no auth credentials|credentials? (?:are |is )?(?:invalid|expired|missing)|permission_error|permission[ _]denied|insufficient permissions|forbidden|invalid (?:bearer )?token|token (?:has )?expired|access denied|accountid|missing scopes|invalid_grant|token refresh failed|re-authenticate`)
 
-	formatFailure = rule(`invalid request format|tool_use ids|should match pattern|tool_use\.(?:id|input)|tool_use_id|tool_call_id|field required|roles must alternate|incorrect role|unexpected role|must be followed by|messages with role|tool_calls must|reasoning is mandatory|requires reasoning|invalid_request_error|invalid[ _]argument|validationexception|unprocessable entity|malformed request|invalid json|could not parse the json`)
+	formatFailure = rule(`invalid request format|tool_use ids|should match pattern|tool_use\.(?:id|input)|tool_use_id|tool_call_id|field required|roles must alternate|incorrect role|unexpected role|must be followed by|messages with role|tool_calls must|reasoning is mandatory|requires reasoning|invalid_request_error|invalid[ _]argument|validationexception|unprocessable entity|malformed request|invalid json|could not parse the json|invalid input format|malformed_function_call`)
 
-	networkFailure = rule(`econnrefused|econnreset|econnaborted|ehostunreach|enetunreach|ehostdown|enetdown|\bepipe\b|enotfound|eai_again|socket hang up|fetch failed|network[ _]error|no such host|connection (?:refused|reset|error|closed|aborted)|broken pipe|other side closed|upstream connect error|unexpected eof|reset before headers|tls handshake|dns (?:failure|error|lookup)|und_err_socket|premature close`)
+	networkFailure = rule(`econnrefused|econnreset|econnaborted|ehostunreach|enetunreach|ehostdown|enetdown|\bepipe\b|enotfound|eai_again|socket hang up|fetch failed|network[ _]error|no such host|connection (?:refused|reset|error|closed|aborted)|broken pipe|other side closed|upstream connect error|unexpected eof|reset before headers|tls handshake|dns (?:failure|error|lookup)|und_err_socket|premature close|enetreset|stream (?:was )?(?:closed|aborted)|^reason: error$`)
 
 	timeoutFailure = rule(`timeout|timed out|time out|deadline[ _]exceeded|etimedout|esockettimedout|request ended without sending any chunks|unhandled stop reason|stop reason: (?:abort|error)|operation was aborted|reason: abort`)
 
@@ -210,4 +218,4 @@ func isBillingText(provider, hay string) bool {
 	return billingStrong.MatchString(hay)
 }
 
-var explicit402 = rule(`(?:http|status|code|error)\W{0,3}402\b|\b402\s+(?:payment|response|error|status)`)
+var explicit402 = rule(`(?:got|returned|received|returns) (?:an? )?(?:http )?402\b|(?:http|status|code|error)\W{0,3}402\b|\b402\s+(?:payment|response|error|status)`)

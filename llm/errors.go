@@ -26,6 +26,12 @@ const (
 	ReasonUnknown         Reason = "unknown"
 )
 
+// ErrResponseTooLarge is matched (errors.Is) by the error of a reply
+// that holds more than agentloop accepts in one piece (an event of a
+// stream over its size limit). The same request would get the same
+// reply, so it is not retried.
+var ErrResponseTooLarge = errors.New("the provider's response is larger than agentloop accepts")
+
 // ProviderError is a classified failure of a model call.
 type ProviderError struct {
 	Provider string

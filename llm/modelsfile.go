@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -46,6 +47,11 @@ type ModelsFile struct {
 	// Path is where the file was read from ("" when parsed from bytes).
 	Path      string                     `json:"-"`
 	Providers map[string]*ProviderConfig `json:"providers"`
+	// Warnings name the keys of the file nothing reads, with their line.
+	Warnings []string `json:"-"`
+	// CompatKeys are the keys of its compat records, for the wire
+	// packages to say which ones they do not apply.
+	CompatKeys []CompatKey `json:"-"`
 }
 
 // ProviderConfig is one provider of a models file.
@@ -65,7 +71,9 @@ type ProviderConfig struct {
 	Profiles []AuthProfile `json:"profiles,omitempty"`
 	Models   []ModelConfig `json:"models,omitempty"`
 	// ModelOverrides change fields of this provider's built-in models, by
-	// id, without listing them again. Unknown ids are ignored.
+	// id, without listing them again. An id the registry does not know
+	// (pi's registry is larger than ours) describes a model of a provider
+	// whose api and base URL are known: the override on pi's defaults.
 	ModelOverrides map[string]ModelOverride `json:"modelOverrides,omitempty"`
 }
 
@@ -80,6 +88,9 @@ type ModelOverride struct {
 	MaxTokens     int               `json:"maxTokens,omitempty"`
 	Headers       map[string]string `json:"headers,omitempty"`
 	Compat        json.RawMessage   `json:"compat,omitempty"`
+	// ThinkingLevelMap renames thinking levels to the provider's values;
+	// a null value marks a level the model does not support.
+	ThinkingLevelMap map[string]*string `json:"thinkingLevelMap,omitempty"`
 }
 
 // PartialPrices are prices of which only some may be given.
@@ -122,6 +133,59 @@ func (o ModelOverride) Apply(m ModelInfo) ModelInfo {
 	return m
 }
 
+// OverrideModel describes a model the registry does not know from the
+// file's modelOverrides entry for it, when the provider's api and base URL
+// are known (a built-in provider, or one the file gives them for): the
+// override over pi's defaults for a custom model. f may be nil.
+func (f *ModelsFile) OverrideModel(provider, id string) (ModelInfo, bool) {
+	p := f.Provider(provider)
+	if p == nil {
+		return ModelInfo{}, false
+	}
+	o, ok := p.ModelOverrides[id]
+	if !ok {
+		return ModelInfo{}, false
+	}
+	api, base := p.API, p.BaseURL
+	if api == "" {
+		api = DefaultAPI(provider)
+	}
+	if base == "" {
+		base = DefaultBaseURL(provider)
+	}
+	if api == "" || base == "" {
+		return ModelInfo{}, false
+	}
+	info := ModelInfo{ID: id, Name: id, Provider: provider, API: api, BaseURL: base,
+		ContextWindow: DefaultContextWindow, MaxTokens: DefaultMaxTokens, Input: []string{"text"}}
+	return o.Apply(info), true
+}
+
+// ThinkingLevels returns the thinkingLevelMap of a model of this provider:
+// the modelOverrides entry's, then the model's own (which wins), merged;
+// nil when neither has one.
+func (p *ProviderConfig) ThinkingLevels(modelID string) map[string]*string {
+	var out map[string]*string
+	add := func(m map[string]*string) {
+		for k, v := range m {
+			if out == nil {
+				out = map[string]*string{}
+			}
+			out[k] = v
+		}
+	}
+	if p == nil {
+		return nil
+	}
+	add(p.ModelOverrides[modelID].ThinkingLevelMap)
+	for _, m := range p.Models {
+		if m.ID == modelID {
+			add(m.ThinkingLevelMap)
+		}
+	}
+	return out
+}
+
 // Override applies the file's modelOverrides for m's provider and id, if
 // any, to a built-in model. f may be nil.
 func (f *ModelsFile) Override(m ModelInfo) ModelInfo {
@@ -156,6 +220,10 @@ type ModelConfig struct {
 	Cost          *Prices           `json:"cost,omitempty"`
 	Headers       map[string]string `json:"headers,omitempty"`
 	Compat        json.RawMessage   `json:"compat,omitempty"`
+	// ThinkingLevelMap renames thinking levels to the provider's values
+	// (pi's thinkingLevelMap); a null value marks a level the model does
+	// not support.
+	ThinkingLevelMap map[string]*string `json:"thinkingLevelMap,omitempty"`
 }
 
 // KnownAPIs lists the api values a models file may use.
@@ -201,6 +269,18 @@ func ParseModelsFile(name string, data []byte) (*ModelsFile, error) {
 	}
 	if err := f.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	f.Warnings, f.CompatKeys = checkKeys(data)
+	for i, k := range f.CompatKeys {
+		// A model's record is named by the model's id.
+		if n, ok := strings.CutPrefix(k.Model, "#"); ok {
+			var idx int
+			if _, err := fmt.Sscan(n, &idx); err == nil {
+				if p := f.Providers[k.Provider]; p != nil && idx < len(p.Models) {
+					f.CompatKeys[i].Model = p.Models[idx].ID
+				}
+			}
+		}
 	}
 	return f, nil
 }
@@ -374,8 +454,12 @@ func (f *ModelsFile) AddTo(c *Catalog) {
 // Info describes model m of this provider: the model's own fields, then the
 // provider's, then the built-in defaults.
 func (p *ProviderConfig) Info(provider string, m ModelConfig) ModelInfo {
+	name := m.Name
+	if name == "" {
+		name = m.ID // as pi names it
+	}
 	info := ModelInfo{
-		ID: m.ID, Name: m.Name, Provider: provider,
+		ID: m.ID, Name: name, Provider: provider,
 		API: m.API, BaseURL: m.BaseURL,
 		ContextWindow: m.ContextWindow, MaxTokens: m.MaxTokens,
 		Reasoning: m.Reasoning, Input: append([]string(nil), m.Input...),
@@ -459,7 +543,16 @@ const KeyCommandTimeout = 10 * time.Second
 // environment variable of that name, when it is set and not empty;
 // otherwise the spec itself, taken as the key. lookup nil means
 // os.LookupEnv. Errors never contain the key.
+//
+// A spec that reads as a variable's name (MY_API_KEY) but names no set
+// variable is an error matching ErrKeyVariableUnset, rather than a key.
 func ResolveKey(ctx context.Context, spec string, lookup func(string) (string, bool)) (string, error) {
+	return resolveSpec(ctx, spec, lookup, true)
+}
+
+// resolveSpec is ResolveKey; names says whether a variable's name that is
+// not set is an error (a key) or the value itself (a header).
+func resolveSpec(ctx context.Context, spec string, lookup func(string) (string, bool), names bool) (string, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return "", nil
@@ -473,8 +566,23 @@ func ResolveKey(ctx context.Context, spec string, lookup func(string) (string, b
 	if v, ok := lookup(spec); ok && strings.TrimSpace(v) != "" {
 		return strings.TrimSpace(v), nil
 	}
+	if names && envName.MatchString(spec) {
+		// A name like MY_API_KEY is a variable the user meant to set, not
+		// a key: sending the name as the key only earns a 401 that says
+		// nothing of why.
+		return "", fmt.Errorf("%w: %s is not set (set it, or give the key itself or a !command)", ErrKeyVariableUnset, spec)
+	}
 	return spec, nil
 }
+
+// ErrKeyVariableUnset is matched (errors.Is) by the error of a key spec
+// that names an environment variable that is not set.
+var ErrKeyVariableUnset = errors.New("the apiKey names an environment variable")
+
+// envName matches what reads as an environment variable's name rather
+// than a key: capitals, digits and at least one underscore (keys have
+// lower case letters or dashes, or no underscore).
+var envName = regexp.MustCompile(`^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$`)
 
 // ResolveHeaders resolves every header value of h like a key spec.
 func ResolveHeaders(ctx context.Context, h map[string]string, lookup func(string) (string, bool)) (map[string]string, error) {
@@ -483,7 +591,7 @@ func ResolveHeaders(ctx context.Context, h map[string]string, lookup func(string
 	}
 	out := make(map[string]string, len(h))
 	for k, v := range h {
-		r, err := ResolveKey(ctx, v, lookup)
+		r, err := resolveSpec(ctx, v, lookup, false)
 		if err != nil {
 			return nil, fmt.Errorf("header %s: %w", k, err)
 		}

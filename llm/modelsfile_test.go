@@ -46,7 +46,8 @@ func TestParseModelsFile(t *testing.T) {
 	if !ok {
 		t.Fatal("qwen3 not found")
 	}
-	want := ModelInfo{ID: "qwen3", Provider: "local", API: APIOpenAICompletions, BaseURL: "http://127.0.0.1:8080/v1",
+	// No name: the id, as pi names it.
+	want := ModelInfo{ID: "qwen3", Name: "qwen3", Provider: "local", API: APIOpenAICompletions, BaseURL: "http://127.0.0.1:8080/v1",
 		ContextWindow: 32768, MaxTokens: 4096, Cost: Prices{Input: 0.1, Output: 0.2}, Reasoning: true, Input: []string{"text", "image"}}
 	if fmt.Sprint(qwen) != fmt.Sprint(want) {
 		t.Errorf("qwen3 = %+v\nwant    %+v", qwen, want)

@@ -2,8 +2,11 @@ package llm
 
 import (
 	"errors"
+	"io/fs"
+	"os"
 	"regexp"
 	"strings"
+	"syscall"
 )
 
 // Transient reports whether a failure of this reason may pass by itself, so
@@ -56,12 +59,16 @@ func ErrorText(err error) string {
 		return ""
 	}
 	var pe *ProviderError
+	local := false
 	if !errors.As(err, &pe) {
 		text := err.Error()
 		pe = NewStreamError("", "", text)
 		if r := ClassifyError(err); r != "" {
 			pe.Reason = r
 		}
+		// Not a provider's answer: an error of this machine (a file, the
+		// disk) or of agentloop itself, which no provider said.
+		local = isLocalError(err) || pe.Reason == ReasonUnknown
 	}
 	msg := pe.Message
 	if msg == "" && pe.Err != nil {
@@ -69,6 +76,8 @@ func ErrorText(err error) string {
 	}
 	lower := strings.ToLower(truncate(msg, maxHay))
 	switch {
+	case errors.Is(err, ErrResponseTooLarge):
+		return "The provider sent a reply larger than agentloop accepts in one piece, so the call was stopped; a retry would get the same. Ask for a shorter output, or report it to the provider."
 	case pe.Reason == ReasonContextOverflow:
 		return ReasonContextOverflow.UserMessage()
 	case strings.Contains(lower, "reasoning is mandatory") || strings.Contains(lower, "requires reasoning"):
@@ -79,8 +88,14 @@ func ErrorText(err error) string {
 		return "A proxy between agentloop and the provider refused the request (HTTP 407). Check the proxy settings (HTTPS_PROXY) and its credentials."
 	case strings.Contains(lower, "unexpected event order") || strings.Contains(lower, "malformed_response"):
 		return "The provider sent a malformed streaming response. Try again."
-	case strings.Contains(lower, "enospc") || strings.Contains(lower, "no space left on device"):
+	case strings.Contains(lower, "enospc") || strings.Contains(lower, "no space left on device") || strings.Contains(lower, "disk full") || strings.Contains(lower, "disk quota exceeded"):
 		return "The disk is full: the session could not be written. Free some disk space and try again."
+	case local:
+		return "A local problem stopped the run, not the provider: " + oneLine(msg)
+	case oauthRefresh.MatchString(lower):
+		return "The OAuth sign-in could not be refreshed, so agentloop has no valid token for this provider. Sign in again. (" + oneLine(msg) + ")"
+	case pe.Reason == ReasonBilling:
+		return BillingMessage(pe.Provider, pe.Model)
 	case strings.Contains(lower, "request ended without sending any chunks"):
 		return ReasonTimeout.UserMessage()
 	case pe.Reason == ReasonRateLimit && waitHint.MatchString(lower) && !strings.Contains(lower, "<html"):
@@ -93,9 +108,41 @@ func ErrorText(err error) string {
 	return pe.Reason.UserMessage()
 }
 
+// BillingMessage is the billing failure's line for a person, naming the
+// provider and the model refused (either may be unknown, "").
+func BillingMessage(provider, model string) string {
+	who := "The provider"
+	if provider != "" {
+		who = provider
+	}
+	what := "the request"
+	if model != "" {
+		what = "the request for " + model
+	}
+	return who + " refused " + what + " for billing reasons: the account is out of credits or over its spending limit. Top up or switch to another key."
+}
+
+// isLocalError reports an error of this machine rather than of a provider:
+// a file operation that failed, a full or read-only disk, too many open
+// files.
+func isLocalError(err error) bool {
+	var pathErr *fs.PathError
+	var linkErr *os.LinkError
+	if errors.As(err, &pathErr) || errors.As(err, &linkErr) {
+		return true
+	}
+	for _, no := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EMFILE, syscall.ENFILE} {
+		if errors.Is(err, no) {
+			return true
+		}
+	}
+	return false
+}
+
 var (
-	roleOrder = regexp.MustCompile(`roles must alternate|incorrect role information|unexpected role|must be followed by|messages with role 'tool'|tool_calls must be followed|tool_result block\(s\) (?:provided|without)|tool_use_id`)
-	waitHint  = regexp.MustCompile(`try again|retry|resets?\b|in \d+ (?:seconds?|minutes?|hours?)`)
+	oauthRefresh = regexp.MustCompile(`(?:oauth|refresh)[^.]{0,40}(?:refresh|token)[^.]{0,40}(?:failed|failure|error|invalid|expired|revoked)|invalid_grant|refresh token (?:is )?(?:invalid|expired|revoked|not found)|could not refresh`)
+	roleOrder    = regexp.MustCompile(`roles must alternate|incorrect role information|unexpected role|must be followed by|messages with role 'tool'|tool_calls must be followed|tool_result block\(s\) (?:provided|without)|tool_use_id`)
+	waitHint     = regexp.MustCompile(`try again|retry|resets?\b|in \d+ (?:seconds?|minutes?|hours?)`)
 )
 
 // oneLine keeps the first line of s, cut to a readable length.

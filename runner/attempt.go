@@ -30,10 +30,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 		maxIter = failover.MaxIterations(max(p.Profiles, len(p.AuthProfiles)))
 	}
 	pr := s.newProfiles(ctx)
-	window := p.Info.ContextWindow
-	if window == 0 {
-		window = llm.DefaultContextWindow
-	}
+	window := s.window
 	st := State{Window: window, Profiles: max(1, p.Profiles, len(p.AuthProfiles)), ProfilesLeft: pr.left()}
 	fallbacks := p.FallbackModels
 	if p.ResolveModel == nil {
@@ -89,6 +86,11 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 			o.PromptTokens = s.promptTokens(a)
 			if end.Err != nil {
 				o.Message = end.Err.Error()
+			}
+			if o.Failure == llm.ReasonContextOverflow {
+				if n := s.learnWindow(comp, o.Message); n > 0 {
+					window, st.Window = n, n
+				}
 			}
 		}
 		for {
@@ -157,8 +159,13 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				s.record(ctx, session.ModelChangeEntry(info.Provider, info.ID))
 				if info.ContextWindow > 0 {
 					// The cascade's overflow and timeout decisions read
-					// the window of the model that now runs.
-					window, st.Window = info.ContextWindow, info.ContextWindow
+					// the window of the model that now runs (or the one
+					// its server was seen to enforce).
+					s.window = s.startWindow()
+					window, st.Window = s.window, s.window
+					if s.window < info.ContextWindow {
+						s.setWindow(comp, s.window)
+					}
 				}
 				st.Retries, st.ProfilesLeft = 0, 0 // a new model; its profiles are not known here
 				pr.names, pr.tried = nil, nil

@@ -44,6 +44,10 @@ const (
 	EventTimeoutExtended agent.EventType = "run_timeout_extended"
 	// EventLoopDetected: loop detection warned, blocked or stopped.
 	EventLoopDetected agent.EventType = "loop_detection"
+	// EventWindowLearned: a server's overflow error stated a context
+	// window smaller than the model's; Window is the number, used for
+	// the rest of the run (and remembered, see Params.Windows).
+	EventWindowLearned agent.EventType = "window_learned"
 	// EventWarning: something the user should know (a skipped hook file,
 	// an MCP server that failed, a session repair).
 	EventWarning agent.EventType = "warning"
@@ -73,6 +77,8 @@ type Notice struct {
 	// Streamed is set on a retry whose failed reply had already streamed
 	// text: a display should not show the retried text twice.
 	Streamed bool `json:"streamed,omitempty"`
+	// Window is the context window learned, on window_learned.
+	Window int `json:"window,omitempty"`
 	// Run summary, on run_end.
 	SessionID  string `json:"sessionId,omitempty"`
 	Attempts   int    `json:"attempts,omitempty"`

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -253,6 +254,18 @@ func Decide(o Outcome, s State, p RetryPolicy) Decision {
 		d.Message = fmt.Sprintf("%s%s: switching to the next fallback model", failover.Words(reason), why)
 	default:
 		d.Action, d.Message = ActionFail, reason.UserMessage()
+		if errors.Is(o.Err, llm.ErrResponseTooLarge) {
+			d.Message = llm.ErrorText(o.Err)
+		}
+		switch reason {
+		case llm.ReasonBilling, llm.ReasonAuth, llm.ReasonAuthPermanent:
+			// Whose account, which model, and whether it was a key or a
+			// sign-in that failed: the error knows.
+			var pe *llm.ProviderError
+			if errors.As(o.Err, &pe) {
+				d.Message = llm.ErrorText(pe)
+			}
+		}
 		switch {
 		case o.RetryAfter > p.Max:
 			d.Message = fmt.Sprintf("%s (the provider asked to wait %s, longer than the %s the run waits)", reason.UserMessage(), roundSec(o.RetryAfter), roundSec(p.Max))

@@ -61,6 +61,12 @@ func TestDecide(t *testing.T) {
 			State{AttemptedThinking: []llm.ThinkingLevel{llm.ThinkingHigh}}, ActionThinkingFallback, "format", 0, "thinking low"},
 		{"billing is not retried", fail(llm.ReasonBilling), State{}, ActionFail, "billing", 0, llm.ReasonBilling.UserMessage()},
 		{"format is not retried", fail(llm.ReasonFormat), State{}, ActionFail, "format", 0, ""},
+		{"billing names the provider and the model",
+			Outcome{End: "error", Failure: llm.ReasonBilling, Err: llm.NewHTTPError("openrouter", "anthropic/claude-opus-4", 402, nil, []byte(`{"error":{"message":"Insufficient credits","code":402}}`))},
+			State{}, ActionFail, "billing", 0, "openrouter refused the request for anthropic/claude-opus-4 for billing reasons"},
+		{"a failed OAuth refresh is not a bad key",
+			Outcome{End: "error", Failure: llm.ReasonAuth, Err: llm.NewStreamError("openai-codex", "gpt-5-codex", "OAuth token refresh failed: invalid_grant")},
+			State{}, ActionFail, "auth", 0, "Sign in again"},
 		{"unclassified error fails as unknown", Outcome{End: "error"}, State{}, ActionFail, "unknown", 0, ""},
 	}
 	for _, tc := range tests {

@@ -61,6 +61,9 @@ type run struct {
 	// lastPrompt is the estimated size of the messages last sent to the
 	// model, to tell whether a compaction made them smaller.
 	lastPrompt int
+	// window is the context window the run works to: the model's, or a
+	// smaller one its server was seen to enforce (window.go).
+	window int
 }
 
 func (s *run) emit(ev agent.Event) {
@@ -90,6 +93,7 @@ func (r *Runner) Run(ctx context.Context, p Params) (res Result, err error) {
 		return Result{}, errors.New("runner: Params.Model is nil; resolve a model first (llm/provider)")
 	}
 	s := &run{r: r, p: p, clock: r.cfg.Clock}
+	s.window = s.startWindow()
 	// run_end is the last event of a run: it is sent after everything the
 	// run's end does (session_end hooks, closing the session), so a client
 	// may stop reading at it.
@@ -387,6 +391,7 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 			if window == 0 {
 				window = llm.DefaultContextWindow
 			}
+			// New guards the declared window; a learned one is set after.
 			cc := compact.Config{Window: window, SystemPrompt: p.SystemPrompt, Tools: specs, OnEvent: s.compactEvent, Now: p.Now}
 			if p.Compaction != nil {
 				cc.Summarizer = p.Compaction.Summarizer
@@ -416,6 +421,9 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 				return Result{Err: err, Reason: string(llm.ReasonUnknown), Message: err.Error()}, err
 			}
 			comp = c
+			if s.window < window {
+				s.setWindow(c, s.window)
+			}
 		}
 	}
 

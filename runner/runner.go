@@ -321,6 +321,10 @@ type Params struct {
 	// every process of the user shares (package auth); nil keeps them in
 	// the Runner's memory, by the same rules, for its own runs only.
 	Auth *auth.Store
+	// Windows remembers the context windows servers were seen to enforce
+	// (an *auth.Store keeps them in the state file); nil remembers them
+	// for this run only. See LearnedWindows.
+	Windows LearnedWindows
 	// Profiles is the number of auth profiles when AuthProfiles is not
 	// given (the iteration cap grows with it); 0 means 1. MaxIterations
 	// overrides the cap.

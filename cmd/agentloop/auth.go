@@ -16,12 +16,17 @@ import (
 func newAuthCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "auth",
-		Short: "Show and reset the cooldowns of auth profiles",
+		Short: "Show and reset the cooldowns of auth profiles and the learned context windows",
 		Long: `A provider in the models file may carry several credentials:
   "profiles": [{"id": "work", "apiKey": "KEY_A"}, {"id": "spare", "apiKey": "KEY_B"}]
 Runs try them in that order. A profile that fails (a dead key, an exhausted balance, a rate limit)
 cools down for a while and the run moves to the next; the cooldowns are kept in
-$AGENTLOOP_HOME/auth-state.json, so a restart and a second process respect them.`,
+$AGENTLOOP_HOME/auth-state.json, so a restart and a second process respect them.
+
+The same file keeps the context windows learned from servers: a server that runs a model with a
+smaller window than it is declared with says so in its overflow error ("maximum context length is
+15360 tokens"); runs then work to that window. auth status lists them, auth reset PROVIDER forgets
+them with the provider's cooldowns.`,
 	}
 	var modelsFile string
 	status := &cobra.Command{
@@ -39,9 +44,15 @@ $AGENTLOOP_HOME/auth-state.json, so a restart and a second process respect them.
 			}
 			if len(st) == 0 {
 				fmt.Fprintln(env.stdout, "no auth profiles: add \"profiles\" to a provider of the models file, or set the provider's key variable")
-				return nil
+			} else if err := auth.WriteStatus(env.stdout, st, time.Now()); err != nil {
+				return err
 			}
-			return auth.WriteStatus(env.stdout, st, time.Now())
+			windows, err := store.LearnedWindows()
+			if err != nil || len(windows) == 0 {
+				return err
+			}
+			fmt.Fprintln(env.stdout, "\nContext windows learned from the servers' overflow errors (runs work to these instead of the declared ones; agentloop auth reset PROVIDER forgets them):")
+			return auth.WriteWindows(env.stdout, windows)
 		},
 	}
 	status.Flags().StringVar(&modelsFile, "models", "", "models file (default $AGENTLOOP_HOME/models.json)")
@@ -63,6 +74,15 @@ $AGENTLOOP_HOME/auth-state.json, so a restart and a second process respect them.
 				return err
 			}
 			fmt.Fprintf(env.stdout, "cleared %d profile state(s)\n", n)
+			if len(args) == 1 {
+				w, err := store.ForgetWindows(provider, "")
+				if err != nil {
+					return err
+				}
+				if w > 0 {
+					fmt.Fprintf(env.stdout, "forgot %d learned context window(s)\n", w)
+				}
+			}
 			return nil
 		},
 	}

@@ -206,13 +206,15 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		}
 		return r.Model, r.Info, nil
 	}
+	// Cooldowns and learned context windows live in
+	// $AGENTLOOP_HOME/auth-state.json, shared with every other agentloop
+	// process (and agentloop auth status).
+	store, err := auth.Open(&auth.Config{Path: filepath.Join(home, auth.StateFileName)})
+	if err != nil {
+		return err
+	}
+	p.Windows = store
 	if profiles := authProfiles(f, home, resolved); len(profiles) > 1 {
-		// Cooldowns live in $AGENTLOOP_HOME/auth-state.json, shared with
-		// every other agentloop process (and agentloop auth status).
-		store, err := auth.Open(&auth.Config{Path: filepath.Join(home, auth.StateFileName)})
-		if err != nil {
-			return err
-		}
 		p.Auth = store
 		p.AuthProfiles = profiles
 		p.UseProfile = func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error) {

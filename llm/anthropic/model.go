@@ -46,7 +46,17 @@ type Config struct {
 	// Headers are extra request headers, sent after the defaults (so they
 	// can override anthropic-version or add anthropic-beta).
 	Headers map[string]string
+	// EagerToolInput is pi's supportsEagerToolInputStreaming: true marks
+	// every tool eager_input_streaming, so its input streams as it is
+	// written; false asks for the same with the fine-grained tool
+	// streaming beta, for endpoints that do not take the field; nil sends
+	// neither.
+	EagerToolInput *bool
 }
+
+// FineGrainedToolStreamingBeta is the anthropic-beta value that streams
+// tool input unbuffered, sent when EagerToolInput is false.
+const FineGrainedToolStreamingBeta = "fine-grained-tool-streaming-2025-05-14"
 
 // Model streams replies from the Anthropic Messages API. It implements
 // llm.Model and is safe for concurrent use.

@@ -58,6 +58,8 @@ type tool struct {
 	Description  string          `json:"description,omitempty"`
 	InputSchema  json.RawMessage `json:"input_schema"`
 	CacheControl *cacheControl   `json:"cache_control,omitempty"`
+	// EagerInputStreaming streams the tool's input as it is written.
+	EagerInputStreaming bool `json:"eager_input_streaming,omitempty"`
 }
 
 type toolChoice struct {
@@ -127,7 +129,8 @@ func (m *Model) buildRequest(req *llm.Request) *request {
 		if len(bytes.TrimSpace(schema)) == 0 {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		r.Tools = append(r.Tools, tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		eager := m.cfg.EagerToolInput != nil && *m.cfg.EagerToolInput
+		r.Tools = append(r.Tools, tool{Name: t.Name, Description: t.Description, InputSchema: schema, EagerInputStreaming: eager})
 	}
 	if n := len(r.Tools); n > 0 {
 		r.Tools[n-1].CacheControl = ephemeral

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"strings"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/internal/wire"
@@ -54,12 +55,20 @@ type streamEvent struct {
 		Signature   string  `json:"signature"`
 		PartialJSON string  `json:"partial_json"`
 		StopReason  *string `json:"stop_reason"`
+		// StopDetails explains a refusal.
+		StopDetails *stopDetails `json:"stop_details"`
 	} `json:"delta"`
 	Usage *usage `json:"usage"`
 	Error struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// stopDetails is what a refusal says of itself.
+type stopDetails struct {
+	Category    string `json:"category"`
+	Explanation string `json:"explanation"`
 }
 
 // usage holds the counters; nil fields were absent or null, and leave the
@@ -105,11 +114,16 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIAnthropicMessages, yield)
 		areq := m.buildRequest(req)
-		beta := ""
+		b.LimitOutput(areq.MaxTokens)
+		var betas []string
 		if areq.Thinking != nil && len(areq.Tools) > 0 {
 			// Lets Claude think between tool calls, not only before the first.
-			beta = InterleavedThinkingBeta
+			betas = append(betas, InterleavedThinkingBeta)
 		}
+		if e := m.cfg.EagerToolInput; e != nil && !*e && len(areq.Tools) > 0 {
+			betas = append(betas, FineGrainedToolStreamingBeta)
+		}
+		beta := strings.Join(betas, ",")
 		wire.Call(ctx, b, m.site.Post(map[string]string{
 			"Content-Type":      "application/json",
 			"Accept":            "text/event-stream",
@@ -137,6 +151,8 @@ type decoder struct {
 	b          *wire.Builder
 	blocks     map[int]int // server index → content index
 	stopReason string
+	details    *stopDetails
+	started    bool // message_start was seen
 	ev         streamEvent
 	json       wire.JSONReader
 }
@@ -147,13 +163,20 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 	d.ev = streamEvent{}
 	e := &d.ev
 	if err := d.json.Decode(ev.Data, e); err != nil {
-		return false, wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
+		err := wire.Unreadable(m.site.Provider, m.cfg.Info.ID, ev.Data)
+		return err != nil, err
 	}
 	if e.Type == "" {
 		e.Type = name(ev.Type)
 	}
 	switch e.Type {
 	case "message_start":
+		if d.started {
+			// Two messages in one stream (a proxy that concatenated
+			// them): merging them would make one reply of two.
+			return false, wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent a second message_start inside one stream", ev.Data)
+		}
+		d.started = true
 		e.Message.Usage.apply(b.Msg.Usage)
 	case "content_block_start":
 		cb := &e.ContentBlock
@@ -223,6 +246,9 @@ func (d *decoder) handle(ev *sse.Event) (finished bool, err error) {
 		if e.Delta.StopReason != nil {
 			d.stopReason = *e.Delta.StopReason
 		}
+		if e.Delta.StopDetails != nil {
+			d.details = e.Delta.StopDetails
+		}
 		if e.Usage != nil {
 			e.Usage.apply(b.Msg.Usage)
 		}
@@ -261,7 +287,16 @@ func (d *decoder) mapStop() (llm.StopReason, error) {
 		pe.Reason = llm.ReasonContextOverflow
 		return "", pe
 	case "refusal", "sensitive":
-		pe := llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, []byte(d.stopReason+": the model declined to answer this request"))
+		text := d.stopReason + ": the model declined to answer this request"
+		if sd := d.details; sd != nil {
+			if sd.Category != "" {
+				text += " (category: " + sd.Category + ")"
+			}
+			if sd.Explanation != "" {
+				text += ": " + sd.Explanation
+			}
+		}
+		pe := llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, []byte(text))
 		return "", pe
 	default:
 		// A stop reason newer than this code: the message is complete.

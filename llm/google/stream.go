@@ -46,6 +46,11 @@ type streamPart struct {
 		ID   string          `json:"id"`
 		Name string          `json:"name"`
 		Args json.RawMessage `json:"args"`
+		// With streamed arguments (streamFunctionCallArguments) a call
+		// comes in parts: willContinue says more parts of this call
+		// follow, partialArgs carry its arguments piece by piece.
+		PartialArgs  []partialArg `json:"partialArgs"`
+		WillContinue bool         `json:"willContinue"`
 	} `json:"functionCall"`
 }
 
@@ -83,11 +88,15 @@ func (c *idCounter) next(name string) string {
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIGoogleGenerativeAI, yield)
+		greq := m.buildRequest(req)
+		if gc := greq.GenerationConfig; gc != nil {
+			b.LimitOutput(gc.MaxOutputTokens)
+		}
 		wire.Call(ctx, b, m.site.Post(map[string]string{
 			"Content-Type":   "application/json",
 			"Accept":         "text/event-stream",
 			"X-Goog-Api-Key": m.cfg.APIKey,
-		}), m.buildRequest(req), &decoder{m: m, b: b, cur: -1})
+		}), greq, &decoder{m: m, b: b, cur: -1})
 	}
 }
 
@@ -152,8 +161,10 @@ type decoder struct {
 	finishMessage string
 	blocked       []string
 	seenIDs       map[string]bool
-	c             chunk
-	json          wire.JSONReader
+	// streaming is the call whose arguments are still arriving.
+	streaming *streamedCall
+	c         chunk
+	json      wire.JSONReader
 }
 
 // handle applies one chunk.
@@ -167,7 +178,7 @@ func (d *decoder) handle(data []byte) error {
 	d.c.Candidates[0].Content.Parts = parts[:0]
 	c := &d.c
 	if err := d.json.Decode(data, c); err != nil {
-		return wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", data)
+		return wire.Unreadable(m.site.Provider, m.cfg.Info.ID, data)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, data)
@@ -200,6 +211,21 @@ func (d *decoder) part(p *streamPart) bool {
 			return false
 		}
 		d.cur = -1
+		if sc := d.streaming; sc != nil {
+			if fc.Name == "" || fc.Name == b.Msg.Content[sc.index].Name {
+				// The next part of the call being streamed.
+				sc.add(fc.PartialArgs)
+				if fc.WillContinue {
+					return true
+				}
+				return d.endStreamed()
+			}
+			// Another call began: the streamed one is as complete as
+			// it will get.
+			if !d.endStreamed() {
+				return false
+			}
+		}
 		id := fc.ID
 		if d.seenIDs == nil {
 			d.seenIDs = map[string]bool{}
@@ -212,6 +238,14 @@ func (d *decoder) part(p *streamPart) bool {
 		if !ok {
 			return false
 		}
+		if fc.WillContinue || len(fc.PartialArgs) > 0 {
+			d.streaming = &streamedCall{index: i}
+			d.streaming.add(fc.PartialArgs)
+			if fc.WillContinue {
+				return true
+			}
+			return d.endStreamed()
+		}
 		// Calls arrive whole: one delta with all the arguments.
 		if args := bytes.TrimSpace(fc.Args); len(args) > 0 && string(args) != "null" && !b.ToolArgs(i, string(args)) {
 			return false
@@ -219,6 +253,9 @@ func (d *decoder) part(p *streamPart) bool {
 		return b.End(i)
 	}
 	text, sig := p.Text, p.ThoughtSignature
+	if d.streaming != nil && text != "" && !d.endStreamed() {
+		return false
+	}
 	typ := llm.ContentText
 	if p.Thought {
 		typ = llm.ContentThinking
@@ -300,9 +337,23 @@ var toolTrouble = map[string]string{
 	"TOO_MANY_TOOL_CALLS":     "the model made more tool calls in a row than Gemini allows",
 }
 
+// endStreamed ends the call whose arguments were streamed: its assembled
+// arguments arrive as one delta, and its block ends.
+func (d *decoder) endStreamed() bool {
+	sc := d.streaming
+	d.streaming = nil
+	if args := sc.json(); args != "{}" && !d.b.ToolArgs(sc.index, args) {
+		return false
+	}
+	return d.b.End(sc.index)
+}
+
 // end finishes a stream whose body ended after a finish reason.
 func (d *decoder) end() {
 	m, b := d.m, d.b
+	if d.streaming != nil && !d.endStreamed() {
+		return
+	}
 	hasCalls := len(b.Msg.ToolCalls()) > 0
 	switch r := d.finish; {
 	case r == "STOP" || r == "FINISH_REASON_UNSPECIFIED":

@@ -1,8 +1,11 @@
 package openai
 
 import (
+	"bytes"
+	"encoding/json"
 	"maps"
 	"net/url"
+	"reflect"
 	"strings"
 )
 
@@ -31,7 +34,8 @@ type Compat struct {
 	SupportsReasoningEffort bool `json:"supportsReasoningEffort"`
 	// ThinkingFormat is how a reasoning request is sent: "openai"
 	// (reasoning_effort), "openrouter" (reasoning.effort), "qwen"
-	// (enable_thinking) or "zai" (thinking.type).
+	// (enable_thinking), "zai" (thinking.type) or "deepseek"
+	// (thinking.type, and reasoning_effort when thinking is on).
 	ThinkingFormat string `json:"thinkingFormat,omitempty"`
 	// ReasoningEffortMap renames thinking levels to the server's effort
 	// values (for example "minimal" to "low").
@@ -57,10 +61,31 @@ type Compat struct {
 	// RequiresAssistantAfterToolResult inserts a short assistant message
 	// between tool results and a following user message.
 	RequiresAssistantAfterToolResult bool `json:"requiresAssistantAfterToolResult"`
+	// OpenRouterRouting is OpenRouter's provider routing preference
+	// ({"only": [...], "order": [...]}, and the rest of its fields), sent
+	// as the request's "provider" object.
+	OpenRouterRouting json.RawMessage `json:"openRouterRouting,omitempty"`
+	// VercelGatewayRouting is the Vercel AI Gateway's ({"only", "order"}),
+	// sent as providerOptions.gateway.
+	VercelGatewayRouting json.RawMessage `json:"vercelGatewayRouting,omitempty"`
+}
+
+// Keys lists the JSON names of Compat's fields: the compat keys this wire
+// applies.
+func (Compat) Keys() []string {
+	t := reflect.TypeFor[Compat]()
+	keys := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		keys = append(keys, name)
+	}
+	return keys
 }
 
 func (c Compat) clone() Compat {
 	c.ReasoningEffortMap = maps.Clone(c.ReasoningEffortMap)
+	c.OpenRouterRouting = bytes.Clone(c.OpenRouterRouting)
+	c.VercelGatewayRouting = bytes.Clone(c.VercelGatewayRouting)
 	return c
 }
 

@@ -27,6 +27,10 @@ type request struct {
 	EnableThinking      *bool           `json:"enable_thinking,omitempty"`
 	Thinking            *thinkingSwitch `json:"thinking,omitempty"`
 	PromptCacheKey      string          `json:"prompt_cache_key,omitempty"`
+	// Provider and ProviderOptions carry gateway routing (OpenRouter's
+	// provider preferences, the Vercel AI Gateway's).
+	Provider        json.RawMessage `json:"provider,omitempty"`
+	ProviderOptions map[string]any  `json:"providerOptions,omitempty"`
 }
 
 type streamOptions struct {
@@ -116,6 +120,12 @@ func (m *Model) buildRequest(req *llm.Request) *request {
 	} else {
 		r.MaxTokens = maxTokens
 	}
+	if routing := bytes.TrimSpace(c.OpenRouterRouting); len(routing) > 0 && string(routing) != "{}" && string(routing) != "null" {
+		r.Provider = json.RawMessage(routing)
+	}
+	if routing := bytes.TrimSpace(c.VercelGatewayRouting); len(routing) > 0 && string(routing) != "{}" && string(routing) != "null" {
+		r.ProviderOptions = map[string]any{"gateway": json.RawMessage(routing)}
+	}
 	if info.Reasoning {
 		m.setReasoning(r, req.Options.Thinking)
 	}
@@ -158,12 +168,23 @@ func (m *Model) setReasoning(r *request, level llm.ThinkingLevel) {
 	case "qwen":
 		r.EnableThinking = &on
 		return
-	case "zai":
+	case "zai", "deepseek":
 		t := "disabled"
 		if on {
 			t = "enabled"
 		}
 		r.Thinking = &thinkingSwitch{Type: t}
+		if c.ThinkingFormat == "zai" || !on {
+			return
+		}
+		// DeepSeek takes the effort too, under the model's own names.
+		e := string(level)
+		if mapped, ok := c.ReasoningEffortMap[e]; ok {
+			e = mapped
+		}
+		if e != "" {
+			r.ReasoningEffort = e
+		}
 		return
 	}
 	if !on || !c.SupportsReasoningEffort {
@@ -174,6 +195,9 @@ func (m *Model) setReasoning(r *request, level llm.ThinkingLevel) {
 		e = mapped
 	} else if level == llm.ThinkingXHigh {
 		e = string(llm.ThinkingHigh)
+	}
+	if e == "" {
+		return // a level the model does not support (thinkingLevelMap null)
 	}
 	if c.ThinkingFormat == "openrouter" {
 		r.Reasoning = &effort{Effort: e}

@@ -178,7 +178,23 @@ func (m *ResponsesModel) appendAssistant(msg *llm.Message, ids *wire.CallIDs, ad
 		return
 	}
 	same := m.site.Made(msg, llm.APIOpenAIResponses)
-	for _, c := range msg.Content {
+	// Items we do not model go back in place, to the model that made
+	// them.
+	var kept []keptItem
+	if raw, ok := msg.Extra[ItemsKey]; ok && same {
+		json.Unmarshal(raw, &kept)
+	}
+	addKept := func(before int) {
+		for len(kept) > 0 && kept[0].Before <= before {
+			if json.Valid(kept[0].Item) {
+				add(kept[0].Item)
+			}
+			kept = kept[1:]
+		}
+	}
+	defer addKept(len(msg.Content))
+	for i, c := range msg.Content {
+		addKept(i)
 		switch c.Type {
 		case llm.ContentThinking:
 			if same && json.Valid([]byte(c.ThinkingSignature)) && strings.HasPrefix(strings.TrimSpace(c.ThinkingSignature), "{") {

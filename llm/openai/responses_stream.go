@@ -37,9 +37,9 @@ func (n *eventName) UnmarshalJSON(b []byte) (err error) {
 type responsesEvent struct {
 	Type        eventName       `json:"type"`
 	OutputIndex int             `json:"output_index"`
-	Delta       string          `json:"delta"`
+	Delta       lenientString   `json:"delta"`
 	Item        json.RawMessage `json:"item"`
-	Arguments   string          `json:"arguments"`
+	Arguments   lenientString   `json:"arguments"`
 	Response    struct {
 		Status            string `json:"status"`
 		IncompleteDetails *struct {
@@ -59,13 +59,31 @@ type responsesEvent struct {
 	Message string          `json:"message"`
 }
 
+// lenientString is a string field that other event and item types fill
+// with something else: a built-in tool's "arguments":{} or a shell
+// output's object "delta". Anything but a string reads as "", so an event
+// we do not model never fails the decoding of the stream.
+type lenientString string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (l *lenientString) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*l = lenientString(s)
+	}
+	return nil
+}
+
 // outputItem is the part of an output item the decoder reads.
 type outputItem struct {
-	Type      string `json:"type"`
-	ID        string `json:"id"`
-	CallID    string `json:"call_id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
+	Type      string        `json:"type"`
+	ID        string        `json:"id"`
+	CallID    string        `json:"call_id"`
+	Name      string        `json:"name"`
+	Arguments lenientString `json:"arguments"`
 	Summary   []struct {
 		Text string `json:"text"`
 	} `json:"summary"`
@@ -74,7 +92,9 @@ type outputItem struct {
 func (m *ResponsesModel) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIOpenAIResponses, yield)
-		wire.Call(ctx, b, m.post(), m.buildRequest(req), &responsesDecoder{m: m, b: b, items: map[int]int{}})
+		rreq := m.buildRequest(req)
+		b.LimitOutput(rreq.MaxOutputTokens)
+		wire.Call(ctx, b, m.post(), rreq, &responsesDecoder{m: m, b: b, items: map[int]int{}})
 	}
 }
 
@@ -107,7 +127,21 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 	d.ev = responsesEvent{}
 	e := &d.ev
 	if err := d.json.Decode(ev.Data, e); err != nil {
-		return false, wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
+		if !json.Valid(ev.Data) {
+			return false, wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent an event that is not valid JSON", ev.Data)
+		}
+		// Valid JSON in a shape we do not read: one odd event does not
+		// end a stream a client could finish. Only the events that end
+		// the reply must be read.
+		var head struct {
+			Type string `json:"type"`
+		}
+		json.Unmarshal(ev.Data, &head)
+		switch head.Type {
+		case "response.completed", "response.incomplete", "response.failed", "response.cancelled", "error":
+			return false, wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent a "+head.Type+" event this client cannot read", ev.Data)
+		}
+		return false, nil
 	}
 	if e.Type == "" {
 		e.Type = eventName(ev.Type)
@@ -116,7 +150,15 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 	case "response.output_item.added":
 		var it outputItem
 		if err := json.Unmarshal(e.Item, &it); err != nil {
-			return false, wire.Malformed(m.site.Provider, m.cfg.Info.ID, "an output item that is not valid JSON", ev.Data)
+			return false, nil // an item of a shape we do not model
+		}
+		if i, ok := d.items[e.OutputIndex]; ok {
+			// Its text came first (a delta before the item): the block
+			// is there, the item only names it.
+			if it.Type == "message" && b.Msg.Content[i].Type == llm.ContentText {
+				b.Msg.Content[i].TextSignature = it.ID
+			}
+			return false, nil
 		}
 		var c llm.Content
 		switch it.Type {
@@ -136,11 +178,23 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 		i, ok := b.Begin(c)
 		d.items[e.OutputIndex] = i
 		if ok && it.Type == "function_call" && it.Arguments != "" {
-			b.ToolArgs(i, it.Arguments)
+			b.ToolArgs(i, string(it.Arguments))
 		}
 	case "response.output_text.delta", "response.refusal.delta":
-		if i, ok := d.block(e.OutputIndex, llm.ContentText); ok && e.Delta != "" {
-			b.Text(i, e.Delta)
+		if e.Delta == "" {
+			break
+		}
+		if _, seen := d.items[e.OutputIndex]; !seen {
+			// Text before its output_item.added: keep it in a block of
+			// its own, which the item names when it comes.
+			i, ok := b.Begin(llm.Content{Type: llm.ContentText})
+			d.items[e.OutputIndex] = i
+			if !ok {
+				break
+			}
+		}
+		if i, ok := d.block(e.OutputIndex, llm.ContentText); ok {
+			b.Text(i, string(e.Delta))
 		}
 	case "response.reasoning_summary_part.added":
 		if i, ok := d.block(e.OutputIndex, llm.ContentThinking); ok {
@@ -154,15 +208,16 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 		}
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
 		if i, ok := d.block(e.OutputIndex, llm.ContentThinking); ok && e.Delta != "" {
-			b.Thinking(i, e.Delta)
+			b.Thinking(i, string(e.Delta))
 		}
 	case "response.function_call_arguments.delta":
 		if i, ok := d.block(e.OutputIndex, llm.ContentToolCall); ok && e.Delta != "" {
-			b.ToolArgs(i, e.Delta)
+			b.ToolArgs(i, string(e.Delta))
 		}
 	case "response.output_item.done":
 		i, ok := d.items[e.OutputIndex]
 		if !ok {
+			d.keepItem(e.Item)
 			return false, nil
 		}
 		var it outputItem
@@ -180,7 +235,7 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 		case llm.ContentToolCall:
 			// The finished item's arguments are authoritative.
 			if it.Arguments != "" {
-				b.ReplaceArgs(i, it.Arguments)
+				b.ReplaceArgs(i, string(it.Arguments))
 			}
 		}
 		b.End(i)
@@ -190,6 +245,44 @@ func (d *responsesDecoder) handle(ev *sse.Event) (bool, error) {
 		return true, llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, codeStatus(e.Code), nil, ev.Data)
 	}
 	return false, nil
+}
+
+// ItemsKey is the Message.Extra key under which an assistant message keeps
+// the output items the decoder does not model (a server-side tool's call,
+// a shell output), each with the number of content blocks before it, so
+// the next request can give them back in place: a reasoning item must be
+// followed by the item it led to.
+const ItemsKey = "openaiResponsesItems"
+
+// keptItem is one entry of ItemsKey.
+type keptItem struct {
+	Before int             `json:"before"`
+	Item   json.RawMessage `json:"item"`
+}
+
+// keepItem records a finished output item of a type the decoder does not
+// model, for replay.
+func (d *responsesDecoder) keepItem(item json.RawMessage) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(item, &head) != nil || head.Type == "" {
+		return
+	}
+	msg := &d.b.Msg
+	var kept []keptItem
+	if raw, ok := msg.Extra[ItemsKey]; ok {
+		json.Unmarshal(raw, &kept)
+	}
+	kept = append(kept, keptItem{Before: len(msg.Content), Item: append(json.RawMessage(nil), item...)})
+	raw, err := json.Marshal(kept)
+	if err != nil {
+		return
+	}
+	if msg.Extra == nil {
+		msg.Extra = map[string]json.RawMessage{}
+	}
+	msg.Extra[ItemsKey] = raw
 }
 
 func joinParts(parts []string) string {

@@ -27,7 +27,8 @@ type chunk struct {
 
 type choice struct {
 	Delta struct {
-		Content          string          `json:"content"`
+		Content          deltaContent    `json:"content"`
+		Refusal          string          `json:"refusal"`
 		ReasoningContent string          `json:"reasoning_content"`
 		Reasoning        string          `json:"reasoning"`
 		ReasoningText    string          `json:"reasoning_text"`
@@ -35,6 +36,72 @@ type choice struct {
 	} `json:"delta"`
 	FinishReason string `json:"finish_reason"`
 	Usage        *usage `json:"usage"`
+}
+
+// deltaContent is a delta's content: a string, or (Mistral's reasoning
+// models) an array of parts, text and thinking, whose thinking holds text
+// parts of its own:
+//
+//	[{"type":"thinking","thinking":[{"type":"text","text":"…"}]}, {"type":"text","text":"…"}]
+type deltaContent struct {
+	text  string
+	parts []contentPiece // set for an array, in order
+}
+
+// contentPiece is the text of one part of an array content.
+type contentPiece struct {
+	thinking bool
+	text     string
+}
+
+// UnmarshalJSON implements json.Unmarshaler. Parts of other types (an
+// image, a reference) are skipped; a content of another JSON type reads
+// as empty.
+func (c *deltaContent) UnmarshalJSON(b []byte) error {
+	*c = deltaContent{parts: c.parts[:0]}
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		return json.Unmarshal(b, &c.text)
+	case len(b) > 0 && b[0] == '[':
+		var parts []struct {
+			Type     string          `json:"type"`
+			Text     string          `json:"text"`
+			Thinking json.RawMessage `json:"thinking"`
+		}
+		if err := json.Unmarshal(b, &parts); err != nil {
+			return nil // parts of a shape we do not know
+		}
+		for _, p := range parts {
+			switch p.Type {
+			case "text":
+				if p.Text != "" {
+					c.parts = append(c.parts, contentPiece{text: p.Text})
+				}
+			case "thinking":
+				if t := thinkingText(p.Thinking); t != "" {
+					c.parts = append(c.parts, contentPiece{thinking: true, text: t})
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// thinkingText reads a thinking part's text: a string, or text parts.
+func thinkingText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	json.Unmarshal(raw, &parts)
+	var sb strings.Builder
+	for _, p := range parts {
+		sb.WriteString(p.Text)
+	}
+	return sb.String()
 }
 
 type toolCallDelta struct {
@@ -90,7 +157,9 @@ func (u *usage) apply(to *llm.Usage) {
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIOpenAICompletions, yield)
-		wire.Call(ctx, b, m.post(), m.buildRequest(req), &decoder{m: m, b: b, calls: map[int]int{}, ends: map[int]*jsonpartial.ObjectEnd{}, ids: map[string]bool{}, sent: map[int]string{}, cur: -1})
+		creq := m.buildRequest(req)
+		b.LimitOutput(max(creq.MaxTokens, creq.MaxCompletionTokens))
+		wire.Call(ctx, b, m.post(), creq, &decoder{m: m, b: b, calls: map[int]int{}, ends: map[int]*jsonpartial.ObjectEnd{}, ids: map[string]bool{}, sent: map[int]string{}, cur: -1})
 	}
 }
 
@@ -141,8 +210,10 @@ type decoder struct {
 	ids    map[string]bool                // the call ids of this message
 	sent   map[int]string                 // content index of a call → the id the server gave it
 	finish string
-	ch     chunk
-	json   wire.JSONReader
+	// refused is set once the model sent refusal text.
+	refused bool
+	ch      chunk
+	json    wire.JSONReader
 }
 
 func (d *decoder) handle(ev *sse.Event) error {
@@ -162,7 +233,7 @@ func (d *decoder) handle(ev *sse.Event) error {
 	d.ch = chunk{Choices: choices[:0]}
 	c := &d.ch
 	if err := d.json.Decode(ev.Data, c); err != nil {
-		return wire.Malformed(m.site.Provider, m.cfg.Info.ID, "the provider sent a chunk that is not valid JSON", ev.Data)
+		return wire.Unreadable(m.site.Provider, m.cfg.Info.ID, ev.Data)
 	}
 	return d.apply(c, ev.Data)
 }
@@ -175,9 +246,10 @@ func (d *decoder) Whole(data []byte) {
 	var full struct {
 		Choices []struct {
 			Message struct {
-				Content          string `json:"content"`
-				ReasoningContent string `json:"reasoning_content"`
-				Reasoning        string `json:"reasoning"`
+				Content          deltaContent `json:"content"`
+				Refusal          string       `json:"refusal"`
+				ReasoningContent string       `json:"reasoning_content"`
+				Reasoning        string       `json:"reasoning"`
 				ToolCalls        []struct {
 					ID       string `json:"id"`
 					Function struct {
@@ -206,6 +278,7 @@ func (d *decoder) Whole(data []byte) {
 			ch.FinishReason = "stop"
 		}
 		ch.Delta.Content = fc.Message.Content
+		ch.Delta.Refusal = fc.Message.Refusal
 		ch.Delta.ReasoningContent = fc.Message.ReasoningContent
 		ch.Delta.Reasoning = fc.Message.Reasoning
 		for i, tc := range fc.Message.ToolCalls {
@@ -250,11 +323,21 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 			break
 		}
 	}
-	if delta.Content != "" {
-		if !d.ensure(llm.ContentText, llm.Content{Type: llm.ContentText}) {
+	if !d.content(delta.Content.text, false) {
+		return nil
+	}
+	for _, p := range delta.Content.parts {
+		if !d.content(p.text, p.thinking) {
 			return nil
 		}
-		b.Text(d.cur, delta.Content)
+	}
+	if delta.Refusal != "" {
+		// The model's refusal is its answer: the text is kept, and the
+		// reply ends as refused.
+		d.refused = true
+		if !d.content(delta.Refusal, false) {
+			return nil
+		}
 	}
 	for i := range delta.ToolCalls {
 		tc := &delta.ToolCalls[i]
@@ -314,6 +397,24 @@ func (d *decoder) apply(c *chunk, data []byte) error {
 	return nil
 }
 
+// content appends text to the open text (or, for thinking, thinking)
+// block; false means the consumer has stopped.
+func (d *decoder) content(text string, thinking bool) bool {
+	if text == "" {
+		return true
+	}
+	if thinking {
+		if !d.ensure(llm.ContentThinking, llm.Content{Type: llm.ContentThinking}) {
+			return false
+		}
+		return d.b.Thinking(d.cur, text)
+	}
+	if !d.ensure(llm.ContentText, llm.Content{Type: llm.ContentText}) {
+		return false
+	}
+	return d.b.Text(d.cur, text)
+}
+
 // ensure makes the open block one of kind t, closing another kind and
 // beginning c if needed.
 func (d *decoder) ensure(t llm.ContentType, c llm.Content) bool {
@@ -366,6 +467,10 @@ func (d *decoder) closeCur() {
 
 func (d *decoder) done() {
 	m, b := d.m, d.b
+	if d.refused {
+		b.Fail(llm.NewHTTPError(m.site.Provider, m.cfg.Info.ID, 0, nil, []byte("refusal: the model declined to answer this request: "+b.Msg.Text())))
+		return
+	}
 	reason := llm.StopReasonStop
 	switch d.finish {
 	case "length", "max_tokens", "max_output_tokens": // the last two from proxies that pass other APIs' reasons through

@@ -253,6 +253,14 @@ func (r *resolver) resolve(ctx context.Context, provider, id string) (*Resolved,
 		}
 	}
 	if !known {
+		// A modelOverrides entry for a model our registry lacks (pi's is
+		// larger): the override describes it.
+		info, known = r.mf.OverrideModel(provider, id)
+	}
+	if r.mf != nil {
+		res.Warnings = append(res.Warnings, r.mf.Warnings...)
+	}
+	if !known {
 		api := llm.DefaultAPI(provider)
 		if pc != nil && pc.API != "" {
 			api = pc.API
@@ -322,13 +330,19 @@ func (r *resolver) resolve(ctx context.Context, provider, id string) (*Resolved,
 		compat = pc.CompatLayers(id)
 		bearer = pc.AuthHeader != nil && *pc.AuthHeader
 	}
+	res.Warnings = append(res.Warnings, compatWarnings(r.mf, provider, id, info.API)...)
+	levels := pc.ThinkingLevels(id)
+	if len(levels) > 0 && info.API != llm.APIOpenAICompletions {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s: provider %q, model %q: thinkingLevelMap is applied on the openai-completions wire only, not %s", r.modelsFileName(), provider, id, info.API))
+	}
 	if r.o.Thinking.Enabled() && !info.Reasoning {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("model %s/%s does not support thinking; thinking level %s is ignored", provider, id, r.o.Thinking))
 	}
 
 	switch info.API {
 	case llm.APIAnthropicMessages:
-		cfg := anthropic.Config{Info: info, APIKey: key, BaseURL: base, HTTPClient: r.o.HTTPClient, IdleTimeout: r.o.IdleTimeout, Headers: headers}
+		cfg := anthropic.Config{Info: info, APIKey: key, BaseURL: base, HTTPClient: r.o.HTTPClient, IdleTimeout: r.o.IdleTimeout, Headers: headers,
+			EagerToolInput: eagerToolInput(compat)}
 		if bearer && key != "" {
 			// Gateways that want the key as a bearer token too (pi's
 			// authHeader); the OpenAI wire sends one anyway.
@@ -342,6 +356,7 @@ func (r *resolver) resolve(ctx context.Context, provider, id string) (*Resolved,
 				return nil, fmt.Errorf("%s: provider %q: compat: %v", r.modelsFileName(), provider, err)
 			}
 		}
+		res.Warnings = append(res.Warnings, thinkingLevels(&c, levels, r.o.Thinking, provider+"/"+id)...)
 		res.Model = newOpenAI(openai.Config{Info: info, APIKey: key, BaseURL: base, HTTPClient: r.o.HTTPClient, IdleTimeout: r.o.IdleTimeout, Headers: headers, Compat: &c})
 	case llm.APIOpenAIResponses:
 		res.Model = newResponses(openai.Config{Info: info, APIKey: key, BaseURL: base, HTTPClient: r.o.HTTPClient, IdleTimeout: r.o.IdleTimeout, Headers: headers})

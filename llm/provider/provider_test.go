@@ -277,11 +277,17 @@ func TestResolveModelsFile(t *testing.T) {
 	})
 	t.Run("unknown id on a file provider", func(t *testing.T) {
 		got := capture(t)
-		res, err := Resolve(context.Background(), "local/llama", &Options{ModelsFile: path, LookupEnv: envOf(t)})
+		// The apiKey names LOCAL_KEY, which is not set: an error that says
+		// so, not a request carrying the variable's name as the key.
+		_, err := Resolve(context.Background(), "local/llama", &Options{ModelsFile: path, LookupEnv: envOf(t)})
+		if !errors.Is(err, llm.ErrKeyVariableUnset) || !strings.Contains(err.Error(), "LOCAL_KEY is not set") {
+			t.Fatalf("err = %v", err)
+		}
+		res, err := Resolve(context.Background(), "local/llama", &Options{ModelsFile: path, LookupEnv: envOf(t, "LOCAL_KEY", "lk")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.baseURL != "http://127.0.0.1:8080/v1" || got.apiKey != "LOCAL_KEY" || res.Info.ContextWindow != llm.DefaultContextWindow {
+		if got.baseURL != "http://127.0.0.1:8080/v1" || got.apiKey != "lk" || res.Info.ContextWindow != llm.DefaultContextWindow {
 			t.Errorf("got %+v info %+v", got, res.Info)
 		}
 		if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], path) {

@@ -59,6 +59,56 @@ type Builder struct {
 	args     map[int]*args            // per tool-call content index
 	texts    map[int]*strings.Builder // per text or thinking content index
 	prices   llm.Prices
+	// out counts the bytes of text, thinking and tool arguments so far;
+	// past outCap the reply is cut (see LimitOutput).
+	out, outCap int
+	capped      bool
+}
+
+// Bounds on one reply, so a server that streams without end cannot fill
+// memory and the transcript.
+const (
+	// OutputBytesPerToken turns the requested output limit into bytes:
+	// about 4 bytes a token, twice over, for tokenizers that count
+	// differently and thinking that a limit may not cover.
+	OutputBytesPerToken = 8
+	// MinOutputBytes is the least a reply may hold, whatever the limit.
+	MinOutputBytes = 256 << 10
+	// MaxOutputBytes is the most a reply may hold, whatever the limit.
+	MaxOutputBytes = 4 << 20
+)
+
+// LimitOutput sets the output limit the request asked for, in tokens; 0
+// leaves the model's (or MaxOutputBytes when neither is known). A reply
+// that goes on past it (OutputBytesPerToken bytes a token, within
+// MinOutputBytes and MaxOutputBytes) is cut there and ends as if the
+// provider had stopped it at its limit (StopReasonLength).
+func (b *Builder) LimitOutput(tokens int) {
+	if tokens > 0 {
+		b.outCap = outputCap(tokens)
+	}
+}
+
+func outputCap(tokens int) int {
+	if tokens <= 0 || tokens > MaxOutputBytes/OutputBytesPerToken {
+		return MaxOutputBytes
+	}
+	return max(MinOutputBytes, tokens*OutputBytesPerToken)
+}
+
+// Capped reports whether the reply went past its output limit and was
+// cut; its connection must not be reused (the server is still sending).
+func (b *Builder) Capped() bool { return b.capped }
+
+// grow counts n bytes of output and reports whether the reply is still
+// within its limit.
+func (b *Builder) grow(n int) bool {
+	b.out += n
+	if b.out > b.outCap {
+		b.capped = true
+		return false
+	}
+	return true
 }
 
 type args struct {
@@ -83,6 +133,7 @@ func NewBuilder(info llm.ModelInfo, provider string, api llm.API, yield func(llm
 		args:   map[int]*args{},
 		texts:  map[int]*strings.Builder{},
 		prices: info.Cost,
+		outCap: outputCap(info.MaxTokens),
 	}
 }
 
@@ -148,12 +199,18 @@ func (b *Builder) appendTo(i int, cur, s string) string {
 
 // Text appends s to text block i and emits a text_delta.
 func (b *Builder) Text(i int, s string) bool {
+	if b.capped || !b.grow(len(s)) {
+		return false
+	}
 	b.Msg.Content[i].Text = b.appendTo(i, b.Msg.Content[i].Text, s)
 	return b.emit(llm.Event{Type: llm.EventTextDelta, ContentIndex: i, Delta: s})
 }
 
 // Thinking appends s to thinking block i and emits a thinking_delta.
 func (b *Builder) Thinking(i int, s string) bool {
+	if b.capped || !b.grow(len(s)) {
+		return false
+	}
 	b.Msg.Content[i].Thinking = b.appendTo(i, b.Msg.Content[i].Thinking, s)
 	return b.emit(llm.Event{Type: llm.EventThinkingDelta, ContentIndex: i, Delta: s})
 }
@@ -164,6 +221,9 @@ func (b *Builder) ToolArgs(i int, frag string) bool {
 	a := b.args[i]
 	if a == nil {
 		return true
+	}
+	if b.capped || !b.grow(len(frag)) {
+		return false
 	}
 	a.raw = append(a.raw, frag...)
 	if n := len(a.raw); n <= argsSnapshotFree || n-a.parsed >= n/8 {

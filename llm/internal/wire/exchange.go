@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -196,6 +197,15 @@ func Malformed(provider, model, what string, data []byte) *llm.ProviderError {
 	return e
 }
 
+// TooLarge reports a stream event over the reader's size limit: a
+// format failure (not transient: the same request would get the same
+// event), matching llm.ErrResponseTooLarge, that says what happened.
+func TooLarge(provider, model string, err error) *llm.ProviderError {
+	return &llm.ProviderError{Provider: provider, Model: model, Reason: llm.ReasonFormat,
+		Message: "the provider sent one streaming event larger than agentloop accepts (" + err.Error() + "); the reply was stopped there",
+		Err:     fmt.Errorf("%w: %w", llm.ErrResponseTooLarge, err)}
+}
+
 // Truncated reports a stream that ended before its terminator, as a
 // network failure (a retry may well succeed).
 func Truncated(provider, model string) *llm.ProviderError {
@@ -260,4 +270,24 @@ func NewCallID(prefix string) string {
 
 func idByte(c byte) bool {
 	return c == '_' || c == '-' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+}
+
+// Unreadable is what a decoder returns for an event it could not decode.
+// JSON that is not valid fails the stream (Malformed). Valid JSON in a
+// shape the decoder cannot read (a field of another type, a structure of a
+// newer API version) is skipped, nil: one odd event must not end a stream
+// a client could finish. An odd event that reports an error still fails
+// the stream with that error.
+func Unreadable(provider, model string, data []byte) error {
+	if !json.Valid(data) {
+		return Malformed(provider, model, "the provider sent an event that is not valid JSON", data)
+	}
+	var head struct {
+		Type  string          `json:"type"`
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &head) == nil && (head.Type == "error" || len(head.Error) > 0 && string(head.Error) != "null") {
+		return llm.NewStreamError(provider, model, string(data))
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/sse"
 )
 
@@ -71,7 +72,8 @@ func Call(ctx context.Context, b *Builder, p *Post, body any, d Decoder) {
 	if x == nil {
 		return
 	}
-	defer func() { x.Close(b.Finished()) }()
+	// A cut reply's server is still sending: its connection goes.
+	defer func() { x.Close(b.Finished() && !b.Capped()) }()
 	if !b.Start() {
 		return
 	}
@@ -126,7 +128,7 @@ func Read(x *Exchange, b *Builder, d Decoder) {
 			case err == io.EOF:
 				err = Truncated(x.provider, x.model)
 			case errors.Is(err, sse.ErrEventTooLarge):
-				err = Malformed(x.provider, x.model, err.Error(), nil)
+				err = TooLarge(x.provider, x.model, err)
 			default:
 				err = x.Failure(err)
 			}
@@ -144,6 +146,12 @@ func Read(x *Exchange, b *Builder, d Decoder) {
 				err = Truncated(x.provider, x.model)
 			}
 			b.Fail(err)
+			return
+		}
+		if b.Capped() {
+			// The reply went past its output limit: it ends there, as
+			// the provider should have ended it.
+			b.Done(llm.StopReasonLength)
 			return
 		}
 		if finished || b.Stopped() {

@@ -428,9 +428,9 @@ type Case struct {
 }
 
 // RunCases serves each case's stream to a model newModel makes for the
-// server and checks the stream ends without error with the case's event
-// types, then runs its Check. request, when set, checks the request the
-// server received.
+// server, whole and in the Pieces, and checks the stream ends without
+// error with the case's event types, then runs its Check. request, when
+// set, checks the request the server received.
 func RunCases(t *testing.T, cases []Case, newModel func(*httptest.Server) llm.Model, req *llm.Request, request func(t *testing.T, c *Capture)) {
 	for _, tt := range cases {
 		t.Run(tt.Name, func(t *testing.T) {
@@ -439,22 +439,75 @@ func RunCases(t *testing.T, cases []Case, newModel func(*httptest.Server) llm.Mo
 				body = tt.Transform(body)
 			}
 			var c Capture
-			srv := Serve(t, 200, nil, body, &c)
-			r := Collect(t, newModel(srv), context.Background(), req)
-			if r.Err != nil {
-				t.Fatalf("error: %v", r.Err)
-			}
-			if got := Types(r.Types); got != tt.Types {
-				t.Errorf("events\n got %s\nwant %s", got, tt.Types)
-			}
-			if tt.Check != nil {
-				tt.Check(t, r.Msg)
-			}
-			if request != nil {
-				request(t, &c)
-			}
+			Split(t, body, &c, func(t *testing.T, srv *httptest.Server) {
+				r := Collect(t, newModel(srv), context.Background(), req)
+				if r.Err != nil {
+					t.Fatalf("error: %v", r.Err)
+				}
+				if got := Types(r.Types); got != tt.Types {
+					t.Errorf("events\n got %s\nwant %s", got, tt.Types)
+				}
+				if tt.Check != nil {
+					tt.Check(t, r.Msg)
+				}
+				if request != nil {
+					request(t, &c)
+				}
+			})
 		})
 	}
+}
+
+// Pieces are the read sizes Split feeds a stream in besides whole: one
+// byte, an odd size that cuts lines, fields and UTF-8 sequences anywhere,
+// and a size that holds a few events.
+var Pieces = []int{1, 7, 64}
+
+// Split runs run once per way of feeding body: as the server sends it
+// (whole), and then with the client reading it at most n bytes at a time
+// for each n of Pieces, so a decoder meets every cut of every line.
+// run's server answers every request with body (recorded in c when c is
+// not nil); its Client is the one to use.
+func Split(t *testing.T, body string, c *Capture, run func(t *testing.T, srv *httptest.Server)) {
+	t.Helper()
+	t.Run("whole", func(t *testing.T) { run(t, Serve(t, 200, nil, body, c)) })
+	for _, n := range Pieces {
+		t.Run(fmt.Sprintf("%d-byte", n), func(t *testing.T) {
+			srv := Serve(t, 200, nil, body, c)
+			// The server's own client, which the models of the tests use,
+			// reads its responses in pieces.
+			cl := srv.Client()
+			cl.Transport = pieceTransport{base: cl.Transport, n: n}
+			run(t, srv)
+		})
+	}
+}
+
+// pieceTransport hands out response bodies at most n bytes per Read.
+type pieceTransport struct {
+	base http.RoundTripper
+	n    int
+}
+
+func (p pieceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := p.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &pieceBody{ReadCloser: resp.Body, n: p.n}
+	return resp, nil
+}
+
+type pieceBody struct {
+	io.ReadCloser
+	n int
+}
+
+func (b *pieceBody) Read(p []byte) (int, error) {
+	if len(p) > b.n {
+		p = p[:b.n]
+	}
+	return b.ReadCloser.Read(p)
 }
 
 // Cancelled checks that a call whose context was cancelled before it
