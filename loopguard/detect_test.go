@@ -274,3 +274,30 @@ func TestGuardConcurrentUse(t *testing.T) {
 		t.Errorf("%d records, want a full window of %d", n, loopguard.DefaultHistorySize)
 	}
 }
+
+// Issue 16.1: bash's details carry the call's duration (and, for a long
+// output, a spill file named afresh per call); neither is progress.
+func TestOutcomeHashIgnoresVolatileDetails(t *testing.T) {
+	args := json.RawMessage(`{"command":"echo same"}`)
+	r := func(details string) tool.Result {
+		return tool.Result{Content: []llm.Content{llm.Text("same\n")}, Details: json.RawMessage(details)}
+	}
+	a := loopguard.OutcomeHash("bash", args, r(`{"exitCode":0,"durationMs":3,"totalLines":1,"fullOutputPath":"/tmp/a"}`))
+	b := loopguard.OutcomeHash("bash", args, r(`{"exitCode":0,"durationMs":17,"totalLines":1,"fullOutputPath":"/tmp/b"}`))
+	if a != b {
+		t.Error("a duration or spill path that differs per call changed the outcome")
+	}
+	if a == loopguard.OutcomeHash("bash", args, r(`{"exitCode":1,"durationMs":3,"totalLines":1}`)) {
+		t.Error("a different exit code did not change the outcome")
+	}
+	for _, k := range []string{"durationMs", "startedAt", "elapsed", "fullOutputPath"} {
+		if !loopguard.VolatileDetail(k) {
+			t.Errorf("%s is not volatile", k)
+		}
+	}
+	for _, k := range []string{"exitCode", "status", "format", "Ms"} {
+		if loopguard.VolatileDetail(k) {
+			t.Errorf("%s is volatile", k)
+		}
+	}
+}

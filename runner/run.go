@@ -595,7 +595,11 @@ func (s *run) bindLoopGuard(h *agent.Hooks) {
 	}
 	user := cfg.OnEvent
 	cfg.OnEvent = func(ev loopguard.Event) {
-		s.notice(EventLoopDetected, Notice{Reason: string(ev.Kind), Message: fmt.Sprintf("loop detection (%s, %s): %s", ev.Kind, ev.Tool, ev.Detection.Message), Attempt: ev.Detection.Count})
+		// The event names its call, so a display can show the detection on
+		// the call's own line.
+		e := noticeEvent(EventLoopDetected, Notice{Reason: string(ev.Kind), Message: fmt.Sprintf("loop detection (%s, %s): %s", ev.Kind, ev.Tool, ev.Detection.Message), Attempt: ev.Detection.Count})
+		e.ToolCallID, e.ToolName = ev.CallID, ev.Tool
+		s.emit(e)
 		if user != nil {
 			user(ev)
 		}

@@ -44,6 +44,17 @@ type printer struct {
 
 	// strip removes <think> blocks and <final> tags from the text shown.
 	strip *reply.Stripper
+
+	// loops holds, by call id, the loop detection reported for a call that
+	// has not started yet: it is shown on the call's own line, so a loop
+	// prints one line per call.
+	loops map[string]loopNote
+}
+
+// loopNote is a loop detection waiting for its call's line.
+type loopNote struct {
+	kind, message string
+	refused       bool // the call does not run: its ✗ line is this one
 }
 
 func newPrinter(env *cliEnv, jsonOut bool, info llm.ModelInfo) *printer {
@@ -98,11 +109,39 @@ func (p *printer) event(ev agent.Event) {
 	case agent.EventToolExecutionStart:
 		p.tools++
 		p.endLine()
-		fmt.Fprintf(p.errw, "→ %s %s\n", ev.ToolName, oneLine(string(ev.Args), 120))
+		line := fmt.Sprintf("→ %s %s", ev.ToolName, oneLine(string(ev.Args), 120))
+		if n, ok := p.loops[ev.ToolCallID]; ok {
+			mark := "⚠"
+			if n.refused {
+				mark = "✗"
+			}
+			line += fmt.Sprintf("  %s loop detection (%s): %s", mark, n.kind, oneLine(n.message, 200))
+		}
+		fmt.Fprintln(p.errw, line)
 	case agent.EventToolExecutionEnd:
+		n, looped := p.loops[ev.ToolCallID]
+		delete(p.loops, ev.ToolCallID)
+		if looped && n.refused {
+			return // its line said so
+		}
 		if ev.Result != nil && ev.Result.IsError {
 			fmt.Fprintf(p.errw, "  ✗ %s: %s\n", ev.ToolName, oneLine(ev.Result.Text(), 200))
 		}
+	case runner.EventLoopDetected:
+		var n runner.Notice
+		_ = json.Unmarshal(ev.Data, &n)
+		if ev.ToolCallID == "" {
+			p.notice(ev)
+			return
+		}
+		if p.loops == nil {
+			p.loops = map[string]loopNote{}
+		}
+		msg := n.Message
+		if i := strings.Index(msg, "): "); i >= 0 && strings.HasPrefix(msg, "loop detection (") {
+			msg = msg[i+3:] // the line names the tool and the kind already
+		}
+		p.loops[ev.ToolCallID] = loopNote{kind: n.Reason, message: msg, refused: n.Reason != "warning"}
 	case agent.EventHookError:
 		p.endLine()
 		fmt.Fprintf(p.errw, "agentloop: hook %s: %v\n", ev.Hook, ev.Err)
