@@ -301,3 +301,24 @@ func TestOutcomeHashIgnoresVolatileDetails(t *testing.T) {
 		}
 	}
 }
+
+// Issue 16.2: a call the agent answered itself (a tool that does not
+// exist) never reaches Before; After checks it, so the model is warned
+// and the breaker still trips.
+func TestGuardCountsCallsBeforeNeverSaw(t *testing.T) {
+	g := loopguard.New(nil)
+	res := tool.ErrorResult(`Tool "nosuchtool" not found. Available tools: read.`)
+	var got []loopguard.Action
+	for i := 1; i <= 30; i++ {
+		c := tool.Call{ID: fmt.Sprintf("c%d", i), Name: "nosuchtool", Args: json.RawMessage(`{}`)}
+		v := g.After(c, res)
+		got = append(got, v.Action)
+		annotated := g.Annotate(c, res)
+		if (v.Action != loopguard.Allow) != (len(annotated.Content) == 2) {
+			t.Errorf("call %d: %v, annotated %v", i, v.Action, annotated.Content)
+		}
+	}
+	if got[8] != loopguard.Allow || got[9] != loopguard.Warn || got[19] != loopguard.Block || got[29] != loopguard.Stop {
+		t.Errorf("actions %v: want warn from the 10th, block from the 20th, stop at the 30th", got)
+	}
+}

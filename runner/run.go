@@ -426,12 +426,15 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	// whatever compaction produced (a summary followed by a user turn, a
 	// pruned head) for the provider as the very last step, and it must see
 	// wire names because its sanitiser drops names a provider refuses.
-	allowed := names
-	if nameMap != nil {
-		allowed = make([]string, len(names))
-		for i, n := range names {
-			allowed[i] = nameMap.Wire(n)
-		}
+	// Calls to tools not offered now stay in the history with their
+	// results: a call to a tool that does not exist was answered with an
+	// error naming the tools that do, and dropping the pair would hide it
+	// from the model, which then makes the same call every turn. Only a
+	// run that offers no tools at all drops every call, as a request that
+	// carries tool calls but declares no tools is refused (Anthropic).
+	var allowed []string
+	if names != nil && len(names) == 0 {
+		allowed = []string{}
 	}
 	repair := session.Transform(session.RepairOptions{API: p.Info.API, AllowedTools: allowed, Now: p.Now})
 	transform := func(ctx context.Context, msgs []llm.Message) ([]llm.Message, error) {

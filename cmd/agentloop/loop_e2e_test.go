@@ -140,3 +140,39 @@ func TestE2ELoopGuardRunEnd(t *testing.T) {
 		t.Errorf("run_end %+v, want the breaker's reason", end.Data)
 	}
 }
+
+// Issue 16.2: a call to a tool that does not exist stays in the history
+// with its error result, which names the tools that exist, and the loop
+// guard counts it: the breaker stops a model that keeps making it.
+func TestE2EUnknownToolKeptAndCounted(t *testing.T) {
+	capture := filepath.Join(t.TempDir(), "requests.jsonl")
+	base := mockLLM(t, "-rounds", "40", "-tool", "nosuchtool", "-args", `{"x":1}`, "-capture", capture)
+	code, _, errs := runProc(t, t.TempDir(), t.TempDir(), base, "--no-session", "go")
+	if code != 1 || !strings.Contains(errs, "nosuchtool has made no progress 30 times in a row") {
+		t.Errorf("exit %d, want 1 with the breaker's reason:\n%s", code, tail(errs, 1500))
+	}
+	if n := mockStats(t, base)["requests"]; n > 32 {
+		t.Errorf("%d requests, want at most 32", n)
+	}
+	reqs := readLines(t, capture)
+	if len(reqs) < 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	third := reqs[2]
+	results := toolResultTexts(t, third)
+	if len(results) != 2 || strings.Count(third, `"name":"nosuchtool"`) != 2 {
+		t.Fatalf("the third request carries %d results and %d calls, want both pairs:\n%s", len(results), strings.Count(third, `"name":"nosuchtool"`), third)
+	}
+	for _, r := range results {
+		if !strings.Contains(r, "not found") || !strings.Contains(r, "bash") || !strings.Contains(r, "read") {
+			t.Errorf("the result does not name the tools that exist: %s", r)
+		}
+	}
+	warned := false
+	for _, r := range toolResultTexts(t, reqs[len(reqs)-1]) {
+		warned = warned || strings.Contains(r, "WARNING: this is call 10 of nosuchtool")
+	}
+	if !warned {
+		t.Errorf("the model was never warned about the repeated unknown call")
+	}
+}

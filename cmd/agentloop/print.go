@@ -49,6 +49,10 @@ type printer struct {
 	// has not started yet: it is shown on the call's own line, so a loop
 	// prints one line per call.
 	loops map[string]loopNote
+	// ended holds the calls of this turn whose line is printed already: a
+	// detection made after the call (a tool that does not exist) gets a
+	// line of its own.
+	ended map[string]bool
 }
 
 // loopNote is a loop detection waiting for its call's line.
@@ -80,6 +84,7 @@ func (p *printer) event(ev agent.Event) {
 	switch ev.Type {
 	case agent.EventTurnStart:
 		p.turns++
+		clear(p.ended)
 	case agent.EventMessageStart:
 		if ev.Message != nil && ev.Message.Role == llm.RoleAssistant {
 			p.shown.Reset()
@@ -121,6 +126,10 @@ func (p *printer) event(ev agent.Event) {
 	case agent.EventToolExecutionEnd:
 		n, looped := p.loops[ev.ToolCallID]
 		delete(p.loops, ev.ToolCallID)
+		if p.ended == nil {
+			p.ended = map[string]bool{}
+		}
+		p.ended[ev.ToolCallID] = true
 		if looped && n.refused {
 			return // its line said so
 		}
@@ -134,12 +143,17 @@ func (p *printer) event(ev agent.Event) {
 			p.notice(ev)
 			return
 		}
-		if p.loops == nil {
-			p.loops = map[string]loopNote{}
-		}
 		msg := n.Message
 		if i := strings.Index(msg, "): "); i >= 0 && strings.HasPrefix(msg, "loop detection (") {
 			msg = msg[i+3:] // the line names the tool and the kind already
+		}
+		if p.ended[ev.ToolCallID] {
+			p.endLine()
+			fmt.Fprintf(p.errw, "  ⚠ loop detection (%s): %s\n", n.Reason, oneLine(msg, 200))
+			return
+		}
+		if p.loops == nil {
+			p.loops = map[string]loopNote{}
 		}
 		p.loops[ev.ToolCallID] = loopNote{kind: n.Reason, message: msg, refused: n.Reason != "warning"}
 	case agent.EventHookError:
