@@ -363,6 +363,19 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		}
 		reg = nr
 	}
+	if p.ToolPolicy != nil {
+		if reg == nil {
+			reg, _ = tool.NewRegistry()
+		}
+		nr, err := p.ToolPolicy.Apply(reg)
+		if err != nil {
+			return Result{Err: err, Reason: string(llm.ReasonUnknown), Message: err.Error()}, err
+		}
+		reg = nr
+	}
+	if p.Approval != nil && p.Approval.ReadOnly == nil && reg != nil {
+		p.Approval.ReadOnly = reg.ReadOnly
+	}
 	var names []string
 	var specs []llm.ToolSpec
 	if reg != nil {
