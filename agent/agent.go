@@ -117,7 +117,8 @@ type Hooks struct {
 	// AfterToolCall observes each result when its call completes.
 	AfterToolCall func(ctx context.Context, call tool.Call, res tool.Result)
 	// ToolResultPersist may rewrite a result before it is appended to the
-	// conversation.
+	// conversation. It runs for every call, refused or not; its ctx says
+	// whether the tool was executed (tool.Executed).
 	ToolResultPersist func(ctx context.Context, call tool.Call, res tool.Result) tool.Result
 	// LLMInput observes (or adjusts) each request before it is sent.
 	LLMInput func(ctx context.Context, req *llm.Request)

@@ -63,8 +63,18 @@ func TestToolHooks(t *testing.T) {
 			var after []string
 			h := tt.hooks
 			h.AfterToolCall = func(_ context.Context, c tool.Call, r tool.Result) { after = append(after, c.ID+":"+r.Text()) }
+			var executed, known bool
+			if h.ToolResultPersist == nil {
+				h.ToolResultPersist = func(ctx context.Context, _ tool.Call, r tool.Result) tool.Result {
+					executed, known = tool.Executed(ctx)
+					return r
+				}
+			}
 			a := New(Config{Model: m, Tools: registry(t, rd), Hooks: h})
 			evs := runAll(t, a, context.Background(), llm.UserText("go"))
+			if tt.hooks.ToolResultPersist == nil && (!known || executed != (tt.wantRan != nil)) {
+				t.Errorf("tool_result_persist was told executed=%v (known %v), want %v", executed, known, tt.wantRan != nil)
+			}
 			if !slices.Equal(ran, tt.wantRan) {
 				t.Errorf("ran %v, want %v", ran, tt.wantRan)
 			}

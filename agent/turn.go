@@ -104,6 +104,7 @@ type call struct {
 	hooked   bool // Approve and BeforeToolCall have run
 	state    callState
 	started  bool // tool_execution_start was emitted
+	ran      bool // the tool was run (start), whatever its result
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	result   tool.Result
@@ -440,6 +441,7 @@ func denied(reason string) tool.Result {
 func (s *scheduler) start(c *call, excl bool) {
 	r := s.r
 	c.state = callRunning
+	c.ran = true
 	s.running++
 	s.exclusive = excl
 	s.emitStart(c)
@@ -583,7 +585,8 @@ func (s *scheduler) collect(assistant llm.Message) turnOut {
 		res := c.result
 		if h := r.cfg.Hooks.ToolResultPersist; h != nil {
 			in := res
-			r.callHook("tool_result_persist", func() { res = h(r.hookCtx, c.prepared, in) })
+			ctx := tool.WithExecuted(r.hookCtx, c.ran)
+			r.callHook("tool_result_persist", func() { res = h(ctx, c.prepared, in) })
 		}
 		msg := res.Message(orText(c.prepared.ID, b.ID), orText(c.prepared.Name, b.Name))
 		msg.Timestamp = r.cfg.Now()

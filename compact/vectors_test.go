@@ -1,9 +1,11 @@
 package compact
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"github.com/agentloop/agentloop/internal/vectortest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -75,6 +77,19 @@ func expand(v any) any {
 	return v
 }
 
+// expect decodes a case's expected value strictly: a field the adapter's
+// struct does not have fails the case instead of passing unchecked.
+func expect[T any](t *testing.T, raw json.RawMessage) T {
+	t.Helper()
+	var v T
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("no adapter for a field of expected %s: %v", raw, err)
+	}
+	return v
+}
+
 func decode[T any](t *testing.T, raw json.RawMessage) T {
 	t.Helper()
 	var v T
@@ -108,23 +123,27 @@ func TestVectors(t *testing.T) {
 	}
 }
 
+// openclawStrictIdentifiers is OpenClaw's strict identifier instruction; its
+// group lists the kinds of identifiers.
+var openclawStrictIdentifiers = regexp.MustCompile(`^Preserve all opaque identifiers exactly as written \(no shortening or reconstruction\), including (.+)\.$`)
+
 var vectorFuncs = map[string]func(t *testing.T, c vector){
 	"splitMessagesByTokenShare": func(t *testing.T, c vector) {
 		in := decode[struct {
 			Messages []llm.Message `json:"messages"`
 			Parts    int           `json:"parts"`
 		}](t, c.Input)
-		want := decode[struct {
+		want := expect[struct {
 			Chunks     [][]int64 `json:"chunkTimestamps"`
 			SameChunk  []int64   `json:"sameChunk"`
-			ChunkCount int       `json:"chunkCount"`
+			ChunkCount *int      `json:"chunkCount"`
 		}](t, c.Expected)
 		got := chunkStamps(SplitByTokenShare(in.Messages, in.Parts))
 		if !slices.EqualFunc(got, want.Chunks, slices.Equal) {
 			t.Errorf("chunks %v, want %v", got, want.Chunks)
 		}
-		if want.ChunkCount > 0 && len(got) != want.ChunkCount {
-			t.Errorf("%d chunks, want %d", len(got), want.ChunkCount)
+		if want.ChunkCount != nil && len(got) != *want.ChunkCount {
+			t.Errorf("%d chunks, want %d", len(got), *want.ChunkCount)
 		}
 		if len(want.SameChunk) > 0 {
 			together := false
@@ -149,7 +168,7 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 			Share    float64       `json:"maxHistoryShare"`
 			Parts    int           `json:"parts"`
 		}](t, c.Input)
-		want := decode[struct {
+		want := expect[struct {
 			Kept          []int64    `json:"keptTimestamps"`
 			KeptRoles     []llm.Role `json:"keptRoles"`
 			Dropped       []int64    `json:"droppedTimestamps"`
@@ -158,6 +177,7 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 			DroppedTokens int        `json:"droppedTokens"`
 			KeptTokens    int        `json:"keptTokens"`
 			Budget        int        `json:"budgetTokens"`
+			Assert        *string    `json:"assert"`
 		}](t, c.Expected)
 		r := Prune(in.Messages, in.Max, in.Share, in.Parts)
 		var roles []llm.Role
@@ -173,6 +193,29 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 			r.DroppedTokens != want.DroppedTokens || r.KeptTokens != want.KeptTokens || r.BudgetTokens != want.Budget {
 			t.Errorf("counts %+v, want %+v", r, want)
 		}
+		if want.Assert != nil {
+			// The property the original test asserts, in its words.
+			kept, dropped, all := stamps(r.Messages), stamps(r.Dropped), stamps(in.Messages)
+			switch *want.Assert {
+			case "kept timestamps are a suffix of the input":
+				if len(kept) > len(all) || !slices.Equal(all[len(all)-len(kept):], kept) {
+					t.Errorf("kept %v is not a suffix of %v", kept, all)
+				}
+			case "len(droppedTimestamps)==droppedMessages and dropped+kept == all ids":
+				both := append(slices.Clone(dropped), kept...)
+				slices.Sort(both)
+				sorted := slices.Sorted(slices.Values(all))
+				if len(dropped) != r.DroppedMessages || !slices.Equal(both, sorted) {
+					t.Errorf("dropped %v (%d) and kept %v, want all of %v", dropped, r.DroppedMessages, kept, all)
+				}
+			case "kept roles include assistant and toolResult":
+				if !slices.Contains(roles, llm.RoleAssistant) || !slices.Contains(roles, llm.RoleToolResult) {
+					t.Errorf("kept roles %v", roles)
+				}
+			default:
+				t.Fatalf("no adapter for the assertion %q", *want.Assert)
+			}
+		}
 	},
 	"isOversizedForSummary": func(t *testing.T, c vector) {
 		in := decode[struct {
@@ -180,17 +223,23 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 			Window  int         `json:"contextWindow"`
 		}](t, c.Input)
 		got := IsOversizedForSummary(&in.Message, in.Window)
-		switch want := decode[any](t, c.Expected).(type) {
+		switch want := expect[any](t, c.Expected).(type) {
 		case bool:
 			if got != want {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		case map[string]any:
-			for _, k := range []string{"result", "oversized"} {
-				if w, ok := want[k].(bool); ok && got != w {
+			for k, v := range want {
+				w, ok := v.(bool)
+				if !ok || k != "result" && k != "oversized" {
+					t.Fatalf("no adapter for expected.%s", k)
+				}
+				if got != w {
 					t.Errorf("got %v, want %v", got, w)
 				}
 			}
+		default:
+			t.Fatalf("no adapter for expected %s", c.Expected)
 		}
 	},
 	"chunkMessagesByMaxTokens": func(t *testing.T, c vector) {
@@ -198,7 +247,7 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 			Messages []llm.Message `json:"messages"`
 			Max      int           `json:"maxTokens"`
 		}](t, c.Input)
-		want := decode[struct {
+		want := expect[struct {
 			Chunks     [][]int64 `json:"chunkTimestamps"`
 			ChunkCount *int      `json:"chunkCount"`
 			Sizes      []int     `json:"chunkSizes"`
@@ -225,11 +274,20 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 			Messages []llm.Message `json:"messages"`
 			Window   int           `json:"contextWindow"`
 		}](t, c.Input)
-		want := decode[struct {
-			Ratio float64 `json:"ratio"`
+		want := expect[struct {
+			Ratio    float64  `json:"ratio"`
+			AtLeast  *float64 `json:"atLeast"`
+			LessThan *float64 `json:"lessThan"`
 		}](t, c.Expected)
-		if got := AdaptiveChunkRatio(in.Messages, in.Window); got-want.Ratio > 1e-9 || want.Ratio-got > 1e-9 {
+		got := AdaptiveChunkRatio(in.Messages, in.Window)
+		if got-want.Ratio > 1e-9 || want.Ratio-got > 1e-9 {
 			t.Errorf("ratio %v, want %v", got, want.Ratio)
+		}
+		if want.AtLeast != nil && got < *want.AtLeast {
+			t.Errorf("ratio %v, want at least %v", got, *want.AtLeast)
+		}
+		if want.LessThan != nil && got >= *want.LessThan {
+			t.Errorf("ratio %v, want less than %v", got, *want.LessThan)
 		}
 	},
 	"buildCompactionSummarizationInstructions": func(t *testing.T, c vector) {
@@ -240,7 +298,7 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 				Text   string           `json:"identifierInstructions"`
 			} `json:"instructions"`
 		}](t, c.Input)
-		want := decode[struct {
+		want := expect[struct {
 			Text string `json:"text"`
 		}](t, c.Expected)
 		var ins Instructions
@@ -251,9 +309,10 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 			ins.Identifiers, ins.IdentifierText = in.Instructions.Policy, in.Instructions.Text
 		}
 		got := ins.Build()
-		if ins.Identifiers == "" || ins.Identifiers == IdentifiersStrict {
-			// Our wording is our own: compare by meaning.
-			for _, w := range []string{"identifier", "exactly", "UUIDs", "hashes", "API keys", "URLs", "file names"} {
+		if m := openclawStrictIdentifiers.FindStringSubmatch(want.Text); m != nil && (ins.Identifiers == "" || ins.Identifiers == IdentifiersStrict) {
+			// OpenClaw's strict sentence; our wording is our own, so it is
+			// compared by meaning: every kind of identifier it lists.
+			for _, w := range append([]string{"identifier", "exactly"}, regexp.MustCompile(`, (?:and )?| and `).Split(m[1], -1)...) {
 				if !strings.Contains(got, w) {
 					t.Errorf("strict instruction %q lacks %q", got, w)
 				}
@@ -268,7 +327,7 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 		in := decode[struct {
 			Reason string `json:"reason"`
 		}](t, c.Input)
-		want := decode[struct {
+		want := expect[struct {
 			Label string `json:"label"`
 		}](t, c.Expected)
 		if got := ClassifyFailure(errors.New(in.Reason)); got != want.Label {
@@ -276,42 +335,7 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 		}
 	},
 	"contextWindowGuard": func(t *testing.T, c vector) {
-		in := decode[struct {
-			Cfg *struct {
-				Models json.RawMessage `json:"models"`
-				Agents struct {
-					Defaults struct {
-						ContextTokens int `json:"contextTokens"`
-					} `json:"defaults"`
-				} `json:"agents"`
-			} `json:"cfg"`
-			Window  *int `json:"modelContextWindow"`
-			Default int  `json:"defaultTokens"`
-		}](t, c.Input)
-		want := decode[struct {
-			Tokens int  `json:"tokens"`
-			Warn   bool `json:"shouldWarn"`
-			Block  bool `json:"shouldBlock"`
-		}](t, c.Expected)
-		if in.Cfg != nil && len(in.Cfg.Models) > 0 {
-			t.Skip("window resolution from models.json belongs to the model registry")
-		}
-		// Resolving the window (default, config cap) is the registry's job;
-		// the adapter does it so the guard itself can be checked.
-		w := in.Default
-		if in.Window != nil {
-			w = *in.Window
-		}
-		if in.Cfg != nil && in.Cfg.Agents.Defaults.ContextTokens > 0 {
-			w = min(w, in.Cfg.Agents.Defaults.ContextTokens)
-		}
-		if want.Tokens != 0 && w != want.Tokens {
-			t.Fatalf("adapter resolved %d tokens, want %d", w, want.Tokens)
-		}
-		warn, err := CheckWindow(w)
-		if (warn != "") != want.Warn || (err != nil) != want.Block {
-			t.Errorf("CheckWindow(%d) = %q, %v; want warn %v block %v", w, warn, err, want.Warn, want.Block)
-		}
+		t.Skip("run in package runner (guardFromVector), whose adapter resolves the window with its source and checks every field through CheckWindow")
 	},
 	"shouldPreemptivelyCompactBeforePrompt": func(t *testing.T, c vector) {
 		in := decode[struct {
@@ -321,11 +345,12 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 			Budget   int           `json:"contextTokenBudget"`
 			Reserve  int           `json:"reserveTokens"`
 		}](t, c.Input)
-		want := decode[struct {
+		want := expect[struct {
 			Route        Route `json:"route"`
 			Reserve      *int  `json:"effectiveReserveTokens"`
 			PromptBudget *int  `json:"promptBudgetBeforeReserve"`
-			Over         bool  `json:"estimatedPromptTokensGreaterThanPromptBudget"`
+			Over         *bool `json:"estimatedPromptTokensGreaterThanPromptBudget"`
+			Compact      *bool `json:"shouldCompact"`
 		}](t, c.Expected)
 		b := Budget{Window: in.Budget, Reserve: EffectiveReserve(in.Budget, in.Reserve)}
 		d := Precheck(Prompt{System: in.System, Messages: append(in.Messages, user(in.Prompt))}, b)
@@ -338,8 +363,11 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 		if want.PromptBudget != nil && d.PromptBudget != *want.PromptBudget {
 			t.Errorf("prompt budget %d, want %d", d.PromptBudget, *want.PromptBudget)
 		}
-		if want.Over && d.Estimated.Tokens <= d.PromptBudget {
-			t.Errorf("estimate %d within budget %d", d.Estimated.Tokens, d.PromptBudget)
+		if want.Over != nil && (d.Estimated.Tokens > d.PromptBudget) != *want.Over {
+			t.Errorf("estimate %d over budget %d: %v, want %v", d.Estimated.Tokens, d.PromptBudget, !*want.Over, *want.Over)
+		}
+		if want.Compact != nil && (d.Route != RouteFits) != *want.Compact {
+			t.Errorf("route %s: compacts = %v, want %v", d.Route, d.Route != RouteFits, *want.Compact)
 		}
 	},
 	"truncateToolResultText": func(t *testing.T, c vector) {
@@ -351,7 +379,7 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 				MinKeep int    `json:"minKeepChars"`
 			} `json:"options"`
 		}](t, c.Input)
-		want := decode[struct {
+		want := expect[struct {
 			Contains string `json:"contains"`
 			LengthGT int    `json:"lengthGreaterThan"`
 		}](t, c.Expected)
@@ -368,7 +396,7 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 		in := decode[struct {
 			Message llm.Message `json:"message"`
 		}](t, c.Input)
-		want := decode[int](t, c.Expected)
+		want := expect[int](t, c.Expected)
 		if got := ToolResultTextChars(&in.Message); got != want {
 			t.Errorf("got %d, want %d", got, want)
 		}
@@ -377,7 +405,7 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 		in := decode[struct {
 			Window int `json:"contextWindowTokens"`
 		}](t, c.Input)
-		want := decode[int](t, c.Expected)
+		want := expect[int](t, c.Expected)
 		if got := MaxToolResultChars(in.Window); got != want {
 			t.Errorf("got %d, want %d", got, want)
 		}
@@ -387,7 +415,7 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 			Messages []llm.Message `json:"messages"`
 			Window   int           `json:"contextWindowTokens"`
 		}](t, c.Input)
-		want := decode[struct {
+		want := expect[struct {
 			Count     int  `json:"toolResultCount"`
 			Oversized int  `json:"oversizedCount"`
 			AggGT     int  `json:"aggregateReducibleCharsGreaterThan"`
@@ -395,7 +423,7 @@ var vectorFuncs = map[string]func(t *testing.T, c vector){
 		}](t, c.Expected)
 		r := ReductionPotential(in.Messages, MaxToolResultChars(in.Window))
 		if r.ToolResults != want.Count || r.Oversized != want.Oversized || r.AggregateReducible <= want.AggGT ||
-			(want.MaxIsAgg && r.MaxReducible != r.AggregateReducible) {
+			(r.MaxReducible == r.AggregateReducible) != want.MaxIsAgg {
 			t.Errorf("got %+v, want %+v", r, want)
 		}
 	},

@@ -11,33 +11,39 @@ import (
 
 // Claude Code's hook event names, as they appear in settings files.
 const (
-	EventPreToolUse       = "PreToolUse"
-	EventPostToolUse      = "PostToolUse"
-	EventUserPromptSubmit = "UserPromptSubmit"
-	EventStop             = "Stop"
-	EventSessionStart     = "SessionStart"
-	EventSessionEnd       = "SessionEnd"
-	EventPreCompact       = "PreCompact"
-	EventPostCompact      = "PostCompact"
+	EventPreToolUse  = "PreToolUse"
+	EventPostToolUse = "PostToolUse"
+	// EventPostToolUseFailure fires after a tool ran and failed, where
+	// PostToolUse fires after it ran and succeeded.
+	EventPostToolUseFailure = "PostToolUseFailure"
+	EventUserPromptSubmit   = "UserPromptSubmit"
+	EventStop               = "Stop"
+	EventSessionStart       = "SessionStart"
+	EventSessionEnd         = "SessionEnd"
+	EventPreCompact         = "PreCompact"
+	EventPostCompact        = "PostCompact"
 )
 
 // eventPoints maps each supported Claude Code event to the point its
-// commands are registered at. PostToolUse sits at tool_result_persist, not
-// after_tool_call, because what it says must reach the model in the result.
+// commands are registered at. PostToolUse and PostToolUseFailure sit at
+// tool_result_persist, not after_tool_call, because what they say must
+// reach the model in the result; they run only for calls that were
+// executed (tool.Executed), as in Claude Code.
 var eventPoints = map[string]Point{
-	EventPreToolUse:       BeforeToolCall,
-	EventPostToolUse:      ToolResultPersist,
-	EventUserPromptSubmit: UserPromptSubmit,
-	EventStop:             Stop,
-	EventSessionStart:     SessionStart,
-	EventSessionEnd:       SessionEnd,
-	EventPreCompact:       BeforeCompaction,
-	EventPostCompact:      AfterCompaction,
+	EventPreToolUse:         BeforeToolCall,
+	EventPostToolUse:        ToolResultPersist,
+	EventPostToolUseFailure: ToolResultPersist,
+	EventUserPromptSubmit:   UserPromptSubmit,
+	EventStop:               Stop,
+	EventSessionStart:       SessionStart,
+	EventSessionEnd:         SessionEnd,
+	EventPreCompact:         BeforeCompaction,
+	EventPostCompact:        AfterCompaction,
 }
 
 // Events lists the Claude Code events agentloop runs, in a stable order.
 var Events = []string{
-	EventSessionStart, EventUserPromptSubmit, EventPreToolUse, EventPostToolUse,
+	EventSessionStart, EventUserPromptSubmit, EventPreToolUse, EventPostToolUse, EventPostToolUseFailure,
 	EventPreCompact, EventPostCompact, EventStop, EventSessionEnd,
 }
 
@@ -53,6 +59,8 @@ type ccInput struct {
 	ToolInput    json.RawMessage `json:"tool_input,omitempty"`
 	ToolUseID    string          `json:"tool_use_id,omitempty"`
 	ToolResponse json.RawMessage `json:"tool_response,omitempty"`
+	// Error is, for PostToolUseFailure, the failed call's message.
+	Error string `json:"error,omitempty"`
 
 	Prompt               *string `json:"prompt,omitempty"`
 	StopHookActive       *bool   `json:"stop_hook_active,omitempty"`
@@ -286,7 +294,7 @@ func interpret(event string, code int, stdout, stderr string) verdict {
 		switch event {
 		case EventPreToolUse, EventStop:
 			v.block, v.feedback = true, msg
-		case EventPostToolUse:
+		case EventPostToolUse, EventPostToolUseFailure:
 			v.feedback = msg
 		case EventUserPromptSubmit:
 			v.block, v.user = true, msg
@@ -341,7 +349,7 @@ func interpret(event string, code int, stdout, stderr string) verdict {
 			v.permission, v.permReason = PermissionAllow, reason
 		}
 		v.context = "" // PreToolUse context has nowhere to go before the call runs
-	case EventPostToolUse:
+	case EventPostToolUse, EventPostToolUseFailure:
 		if o.Decision == "block" {
 			v.feedback = o.Reason
 		}

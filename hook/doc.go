@@ -45,8 +45,11 @@
 //	   "hooks": [{"type": "command", "command": "./guard.sh", "timeout": 60}]}]}}
 //
 // Events and where they fire: PreToolUse at before_tool_call; PostToolUse
-// at tool_result_persist (what it says is appended to the result the model
-// reads); UserPromptSubmit, Stop, SessionStart, SessionEnd; PreCompact and
+// and PostToolUseFailure at tool_result_persist (what they say is appended
+// to the result the model reads), PostToolUse only after the tool ran and
+// succeeded, PostToolUseFailure (whose input carries error instead of
+// tool_response) only after it ran and failed; a call refused by a hook,
+// the approval or loop detection runs neither; UserPromptSubmit, Stop, SessionStart, SessionEnd; PreCompact and
 // PostCompact at before_compaction and after_compaction. Other events and
 // hook types are listed as inactive.
 //

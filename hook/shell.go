@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentloop/agentloop/internal/proc"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
 )
 
 // killGrace is how long a killed hook's pipes may stay open (held by a
@@ -319,19 +320,36 @@ func (g *shellGroup) preToolUse(ctx context.Context, in BeforeToolCallInput) (Be
 }
 
 // PostToolUseFeedbackPrefix starts the text block through which a
-// PostToolUse hook's feedback reaches the model, appended to the result.
+// PostToolUse (or PostToolUseFailure) hook's feedback reaches the model,
+// appended to the result.
 const PostToolUseFeedbackPrefix = "PostToolUse hook feedback:\n"
 
+// postToolUse runs PostToolUse hooks after a call that ran and succeeded,
+// PostToolUseFailure hooks after one that ran and failed; a call that never
+// ran (refused by a hook, the approval or loop detection; an unknown tool)
+// runs neither. A caller that fires the point itself without saying
+// (tool.Executed unknown) is taken to have run the call.
 func (g *shellGroup) postToolUse(ctx context.Context, in ToolResultPersistInput) (ToolResultPersistOutput, error) {
+	if ran, known := tool.Executed(ctx); known && !ran {
+		return ToolResultPersistOutput{}, nil
+	}
+	failure := g.event == EventPostToolUseFailure
+	if in.Result.IsError != failure {
+		return ToolResultPersistOutput{}, nil
+	}
 	ccName, ccArgs := twin(in.Call, g.env.workspace)
 	hooks := g.matching(ccName, in.Call.Name)
 	if len(hooks) == 0 {
 		return ToolResultPersistOutput{}, nil
 	}
-	vs := g.runAll(ctx, hooks, ccInput{
-		ToolName: ccName, ToolInput: ccArgs, ToolUseID: in.Call.ID, ToolResponse: toolResponse(ccName, in.Result),
-		AgentloopToolName: in.Call.Name, AgentloopToolInput: in.Call.Args,
-	})
+	input := ccInput{ToolName: ccName, ToolInput: ccArgs, ToolUseID: in.Call.ID,
+		AgentloopToolName: in.Call.Name, AgentloopToolInput: in.Call.Args}
+	if failure {
+		input.Error = in.Result.Text()
+	} else {
+		input.ToolResponse = toolResponse(ccName, in.Result)
+	}
+	vs := g.runAll(ctx, hooks, input)
 	var out ToolResultPersistOutput
 	var notes []string
 	for _, v := range vs {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/agentloop/agentloop/internal/vectortest"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,6 +44,7 @@ var vectorSkips = map[string]string{
 	`resolveFailoverReasonFromError {"status": 521}`:                                               "every 5xx is a transient server failure for us; OpenClaw leaves a bare Cloudflare 52x unclassified",
 	`resolveFailoverReasonFromError {"status": 522}`:                                               "every 5xx is a transient server failure for us (see 521)",
 	`resolveFailoverReasonFromError {"status": 524}`:                                               "every 5xx is a transient server failure for us (see 521)",
+	"coerceToFailoverError format error gets 400":                                                  "no reason-to-status mapping (see resolveFailoverStatus): a text-only error keeps no status",
 	"resolveFailoverStatus(rate_limit)":                                                            "we keep the provider's status on the error and have no reason-to-status mapping",
 	"resolveFailoverStatus(auth_permanent)":                                                        "no reason-to-status mapping (see above)",
 	"resolveFailoverStatus(format)":                                                                "no reason-to-status mapping (see above)",
@@ -101,21 +104,31 @@ func expectedBool(t *testing.T, c vectorCase, key string) bool {
 // vectorError turns OpenClaw's error shape ({status, code, message,
 // provider, cause, error}) into a Go error: a leaf becomes a classified
 // *ProviderError, a wrapper keeps its cause in the chain.
-func vectorError(raw json.RawMessage) error {
+func vectorError(raw json.RawMessage) error { return vectorErrorFrom("", raw) }
+
+// vectorErrorFrom is vectorError for a call to provider (OpenClaw's
+// context.provider), where the error does not name one itself.
+func vectorErrorFrom(provider string, raw json.RawMessage) error {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
+		if provider != "" {
+			return NewStreamError(provider, "", s)
+		}
 		return errors.New(s)
 	}
 	var o map[string]json.RawMessage
 	if json.Unmarshal(raw, &o) != nil {
 		return errors.New(string(raw))
 	}
+	if p := str(o["provider"]); p != "" {
+		provider = p
+	}
 	msg := str(o["message"])
 	if cause, ok := o["cause"]; ok {
-		return fmt.Errorf("%s: %w", msg, vectorError(cause))
+		return fmt.Errorf("%s: %w", msg, vectorErrorFrom(provider, cause))
 	}
 	if _, ok := o["error"]; ok && msg == "" {
-		return NewStreamError(str(o["provider"]), "", string(raw))
+		return NewStreamError(provider, "", string(raw))
 	}
 	status := 0
 	var n float64
@@ -128,7 +141,7 @@ func vectorError(raw json.RawMessage) error {
 	} else if json.Unmarshal(o["code"], &n) == nil && status == 0 {
 		status = int(n)
 	}
-	return NewHTTPError(str(o["provider"]), "", status, nil, []byte(text))
+	return NewHTTPError(provider, "", status, nil, []byte(text))
 }
 
 func TestFailoverVectors(t *testing.T) {
@@ -142,14 +155,21 @@ func TestFailoverVectors(t *testing.T) {
 			}
 			text := str(c.Input["text"])
 			provider := str(c.Input["provider"])
+			// Every field the case states is checked below; a field this
+			// adapter does not know fails the case rather than pass it.
+			for key := range c.Expected {
+				if !slices.Contains(failoverKeys[c.Function], key) {
+					t.Fatalf("no adapter for expected.%s of %s", key, c.Function)
+				}
+			}
 			switch c.Function {
 			case "classifyFailoverReason":
 				got := ClassifyFor(provider, 0, text)
 				if want, ok := expectedReason(c, "reason"); ok && !sameBucket(want, got) {
 					t.Errorf("ClassifyFor(%q, 0, %q) = %s, want %q", provider, text, got, want)
 				}
-				if not, ok := expectedReason(c, "reasonNot"); ok && sameBucket(not, got) && not != "" {
-					t.Errorf("ClassifyFor(%q) = %s, must not be %q", text, got, not)
+				if not, ok := expectedReason(c, "reasonNot"); ok && sameBucket(not, got) {
+					t.Errorf("ClassifyFor(%q) = %s, must not be %q (null: no failover reason)", text, got, not)
 				}
 			case "classifyFailoverReasonFromHttpStatus":
 				var status int
@@ -160,10 +180,29 @@ func TestFailoverVectors(t *testing.T) {
 					t.Errorf("ClassifyFor(%q, %d, %q) = %s, want %q", provider, status, msg, got, want)
 				}
 			case "resolveFailoverReasonFromError", "coerceToFailoverError":
+				var ctx struct{ Provider string }
+				_ = json.Unmarshal(c.Input["context"], &ctx)
 				err := vectorError(c.Input["error"])
+				if ctx.Provider != "" {
+					err = vectorErrorFrom(ctx.Provider, c.Input["error"])
+				}
 				got := ClassifyError(err)
 				if want, ok := expectedReason(c, "reason"); ok && !sameBucket(want, got) {
 					t.Errorf("ClassifyError(%v) = %s, want %q", err, got, want)
+				}
+				var pe *ProviderError
+				errors.As(err, &pe)
+				if raw, ok := c.Expected["status"]; ok {
+					var want int
+					_ = json.Unmarshal(raw, &want)
+					if pe == nil || pe.Status != want {
+						t.Errorf("the error of %s carries status %v, want %d", c.Input["error"], pe, want)
+					}
+				}
+				if raw, ok := c.Expected["provider"]; ok {
+					if want := str(raw); pe == nil || pe.Provider != want {
+						t.Errorf("the error of %s names provider %v, want %q", c.Input["error"], pe, want)
+					}
 				}
 			case "classifyProviderSpecificError":
 				got := ClassifyText(text)
@@ -197,9 +236,21 @@ func TestFailoverVectors(t *testing.T) {
 					t.Errorf("ClassifyText(%q) = %s, failover-worthy want %v", text, r, want)
 				}
 			case "timeoutTriple":
+				// One text through OpenClaw's three checks: is it a
+				// timeout, its reason, is it worth a failover.
 				r := ClassifyText(text)
-				if !sameBucket("timeout", r) || !r.Transient() {
-					t.Errorf("ClassifyText(%q) = %s, want a transient timeout/network/server reason", text, r)
+				if raw, ok := c.Expected["isTimeoutErrorMessage"]; ok {
+					if want := expectedBool(t, c, "isTimeoutErrorMessage"); (sameBucket("timeout", r) && r.Transient()) != want {
+						t.Errorf("ClassifyText(%q) = %s: a transient timeout/network/server reason = %v, want %s", text, r, !want, raw)
+					}
+				}
+				if want, ok := expectedReason(c, "classifyFailoverReason"); ok && !sameBucket(want, r) {
+					t.Errorf("ClassifyText(%q) = %s, want %q", text, r, want)
+				}
+				if _, ok := c.Expected["isFailoverErrorMessage"]; ok {
+					if got, want := r != ReasonUnknown && r != ReasonContextOverflow, expectedBool(t, c, "isFailoverErrorMessage"); got != want {
+						t.Errorf("ClassifyText(%q) = %s, failover-worthy %v, want %v", text, r, got, want)
+					}
 				}
 			case "isCloudflareOrHtmlErrorPage":
 				e := NewStreamError("", "", text)
@@ -236,6 +287,24 @@ func TestFailoverVectors(t *testing.T) {
 	}
 }
 
+// failoverKeys lists, per function, the expected fields the adapter checks.
+var failoverKeys = map[string][]string{
+	"classifyFailoverReason":               {"reason", "reasonNot"},
+	"classifyFailoverReasonFromHttpStatus": {"reason"},
+	"resolveFailoverReasonFromError":       {"reason"},
+	"coerceToFailoverError":                {"reason", "status", "provider"},
+	"classifyProviderSpecificError":        {"reason"},
+	"isBillingErrorMessage":                {"result"},
+	"isAuthErrorMessage":                   {"result"},
+	"isAuthPermanentErrorMessage":          {"result"},
+	"isCloudCodeAssistFormatError":         {"result"},
+	"isTransientHttpError":                 {"result"},
+	"isFailoverErrorMessage":               {"result"},
+	"isCloudflareOrHtmlErrorPage":          {"result"},
+	"timeoutTriple":                        {"isTimeoutErrorMessage", "classifyFailoverReason", "isFailoverErrorMessage"},
+	"classifyProviderRuntimeFailureKind":   {"kind", "kindNot"},
+}
+
 func containsReason(rs []Reason, r Reason) bool {
 	for _, x := range rs {
 		if x == r {
@@ -252,6 +321,18 @@ func TestOverflowVectors(t *testing.T) {
 				t.Skip(why)
 			}
 			text := str(c.Input["text"])
+			for key := range c.Expected {
+				want := "result"
+				switch c.Function {
+				case "classifyFailoverReason":
+					want = "reason"
+				case "extractObservedOverflowTokenCount":
+					want = "tokens"
+				}
+				if key != want {
+					t.Fatalf("no adapter for expected.%s of %s", key, c.Function)
+				}
+			}
 			switch c.Function {
 			case "isContextOverflowError", "isLikelyContextOverflowError", "matchesProviderContextOverflow":
 				if got, want := IsContextOverflow(text), expectedBool(t, c, "result"); got != want {
@@ -285,28 +366,51 @@ func TestOverflowVectors(t *testing.T) {
 	}
 }
 
-// userTextMeaning says, per case, what our text must say: the reason's key
-// phrase in our words (texts are ours, not OpenClaw's; compared by meaning).
-var userTextMeaning = map[string]struct{ contains, notContains []string }{
-	"anthropic request size exceeds model context window": {contains: []string{"context window"}},
-	"kimi model token limit":                              {contains: []string{"context window"}},
-	"reasoning required":                                  {contains: []string{"reasoning", "thinking level"}, notContains: []string{"context window"}},
-	"role ordering":                                       {contains: []string{"order of the messages", "new session"}},
-	"JSON-wrapped role error":                             {contains: []string{"order of the messages"}, notContains: []string{"400"}},
-	"raw unclassified JSON payload":                       {contains: []string{"server_error", "Something exploded"}},
-	"billing credit balance":                              {contains: []string{"billing", "credits"}},
-	"billing insufficient credits":                        {contains: []string{"billing", "credits"}},
-	"rate limit friendly":                                 {contains: []string{"rate limit"}},
-	"provider-specific rate limit from JSON payload":      {contains: []string{"30 seconds"}},
-	"strips leading status from rate limit text":          {contains: []string{"Your quota has been exhausted, try again in 24 hours"}, notContains: []string{"429"}},
-	"prefixed HTML rate-limit page falls back":            {contains: []string{"rate limit"}, notContains: []string{"<html", "DOCTYPE"}},
-	"empty stream chunks":                                 {contains: []string{"timed out"}},
-	"disk space: ENOSPC: no space left on device, write":  {contains: []string{"disk is full"}},
-	"socket hang up":                                      {contains: []string{"network connection"}},
-	"non-codex permission error not scope":                {contains: []string{"API key"}, notContains: []string{"scopes"}},
-	"proxy 407":                                           {contains: []string{"proxy"}},
-	"config error mentioning proxy stays actionable":      {contains: []string{`Model-provider request.proxy/request.tls is not yet supported for api "ollama"`}, notContains: []string{"HTTP 407"}},
-	"invalid streaming event order":                       {contains: []string{"malformed streaming response"}},
+// OpenClaw's user-facing texts are not ours: a case is judged from its own
+// fields, by meaning. phrases maps each fixed phrase of OpenClaw's texts
+// to what ours must say instead (the key phrase in our words, and the
+// reason whose generic text it is); text a case states outside these
+// phrases (the provider's own words, numbers) must appear as it is.
+var phrases = []struct {
+	openclaw *regexp.Regexp
+	ours     func(m []string) []string
+	reason   Reason
+}{
+	{exact("Context overflow: prompt too large for the model. Try /reset (or /new) to start a fresh session, or use a larger-context model.", "Context overflow"), lit("context window"), ReasonContextOverflow},
+	{exact("Reasoning is required for this model endpoint. Use /think minimal (or any non-off level) and try again.", "Reasoning is required"), lit("reasoning"), ""},
+	{exact("/think minimal"), lit("thinking level"), ""},
+	{exact("Message ordering conflict - please try again. If this persists, use /new to start a fresh session.", "Message ordering conflict"), lit("order of the messages"), ""},
+	{exact("⚠️ API provider returned a billing error — your API key has run out of credits or has an insufficient balance. Check your provider's billing dashboard and top up or switch to a different API key."), lit("billing", "credits"), ReasonBilling},
+	{exact("⚠️ API rate limit reached. Please try again later."), lit("rate limit"), ReasonRateLimit},
+	{exact("rate limit reached"), lit("rate limit"), ""},
+	{exact("LLM request timed out."), lit("timed out"), ReasonTimeout},
+	{exact("OpenClaw could not write local session data because the disk is full. Free some disk space and try again."), lit("disk is full"), ""},
+	{exact("LLM request failed: network connection was interrupted."), lit("network connection"), ReasonNetwork},
+	{exact("LLM request failed: proxy or tunnel configuration blocked the provider request."), lit("proxy"), ""},
+	{exact("LLM request failed: provider returned an invalid streaming response. Please try again."), lit("malformed streaming response"), ""},
+	{regexp.MustCompile(`^LLM error (\S+): (.+)$`), func(m []string) []string { return m[1:] }, ""},
+	{regexp.MustCompile(`^⚠️ (.+)$`), func(m []string) []string { return m[1:] }, ""}, // the provider's words, after OpenClaw's marker
+}
+
+// exact matches any of texts, whole.
+func exact(texts ...string) *regexp.Regexp {
+	for i, t := range texts {
+		texts[i] = regexp.QuoteMeta(t)
+	}
+	return regexp.MustCompile(`^(?:` + strings.Join(texts, "|") + `)$`)
+}
+
+func lit(s ...string) func([]string) []string { return func([]string) []string { return s } }
+
+// meaning returns what our text must contain for OpenClaw's text s, and
+// the reason whose generic text s is ("" when it is none).
+func meaning(s string) ([]string, Reason) {
+	for _, p := range phrases {
+		if m := p.openclaw.FindStringSubmatch(s); m != nil {
+			return p.ours(m), p.reason
+		}
+	}
+	return []string{s}, ""
 }
 
 func TestUserFacingVectors(t *testing.T) {
@@ -325,20 +429,56 @@ func TestUserFacingVectors(t *testing.T) {
 			if err := json.Unmarshal(raw, &in); err != nil {
 				t.Fatal(err)
 			}
-			meaning, ok := userTextMeaning[c.Name]
-			if !ok {
-				t.Fatalf("no expected meaning written for %q", c.Name)
-			}
 			got := ErrorText(NewStreamError(in.Assistant.Provider, "test-model", in.Assistant.ErrorMessage))
-			for _, s := range meaning.contains {
-				if !strings.Contains(got, s) {
-					t.Errorf("ErrorText(%q) = %q, want it to contain %q", in.Assistant.ErrorMessage, got, s)
+			strs := func(key string) []string {
+				var one string
+				if json.Unmarshal(c.Expected[key], &one) == nil {
+					return []string{one}
+				}
+				var many []string
+				if err := json.Unmarshal(c.Expected[key], &many); err != nil {
+					t.Fatalf("expected.%s: %v", key, err)
+				}
+				return many
+			}
+			checked := 0
+			for key := range c.Expected {
+				checked++
+				switch key {
+				case "exact", "derivedExact", "contains":
+					for _, s := range strs(key) {
+						ours, _ := meaning(s)
+						for _, o := range ours {
+							if !strings.Contains(got, o) {
+								t.Errorf("%s %q: ErrorText(%q) = %q, want it to say %q", key, s, in.Assistant.ErrorMessage, got, o)
+							}
+						}
+					}
+				case "notContains":
+					for _, s := range strs(key) {
+						ours, _ := meaning(s)
+						for _, o := range ours {
+							if strings.Contains(got, o) {
+								t.Errorf("notContains %q: ErrorText(%q) = %q, must not say %q", s, in.Assistant.ErrorMessage, got, o)
+							}
+						}
+					}
+				case "notExact":
+					for _, s := range strs(key) {
+						generic := s
+						if _, r := meaning(s); r != "" {
+							generic = r.UserMessage() // OpenClaw's generic text for a reason, in ours
+						}
+						if got == generic || got == s {
+							t.Errorf("notExact %q: ErrorText(%q) = %q, the generic text", s, in.Assistant.ErrorMessage, got)
+						}
+					}
+				default:
+					t.Fatalf("no adapter for expected.%s", key)
 				}
 			}
-			for _, s := range meaning.notContains {
-				if strings.Contains(got, s) {
-					t.Errorf("ErrorText(%q) = %q, must not contain %q", in.Assistant.ErrorMessage, got, s)
-				}
+			if checked == 0 {
+				t.Fatal("the case states nothing to check")
 			}
 		})
 	}

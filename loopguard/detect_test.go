@@ -274,3 +274,51 @@ func TestGuardConcurrentUse(t *testing.T) {
 		t.Errorf("%d records, want a full window of %d", n, loopguard.DefaultHistorySize)
 	}
 }
+
+// Issue 16.1: bash's details carry the call's duration (and, for a long
+// output, a spill file named afresh per call); neither is progress.
+func TestOutcomeHashIgnoresVolatileDetails(t *testing.T) {
+	args := json.RawMessage(`{"command":"echo same"}`)
+	r := func(details string) tool.Result {
+		return tool.Result{Content: []llm.Content{llm.Text("same\n")}, Details: json.RawMessage(details)}
+	}
+	a := loopguard.OutcomeHash("bash", args, r(`{"exitCode":0,"durationMs":3,"totalLines":1,"fullOutputPath":"/tmp/a"}`))
+	b := loopguard.OutcomeHash("bash", args, r(`{"exitCode":0,"durationMs":17,"totalLines":1,"fullOutputPath":"/tmp/b"}`))
+	if a != b {
+		t.Error("a duration or spill path that differs per call changed the outcome")
+	}
+	if a == loopguard.OutcomeHash("bash", args, r(`{"exitCode":1,"durationMs":3,"totalLines":1}`)) {
+		t.Error("a different exit code did not change the outcome")
+	}
+	for _, k := range []string{"durationMs", "startedAt", "elapsed", "fullOutputPath"} {
+		if !loopguard.VolatileDetail(k) {
+			t.Errorf("%s is not volatile", k)
+		}
+	}
+	for _, k := range []string{"exitCode", "status", "format", "Ms"} {
+		if loopguard.VolatileDetail(k) {
+			t.Errorf("%s is volatile", k)
+		}
+	}
+}
+
+// Issue 16.2: a call the agent answered itself (a tool that does not
+// exist) never reaches Before; After checks it, so the model is warned
+// and the breaker still trips.
+func TestGuardCountsCallsBeforeNeverSaw(t *testing.T) {
+	g := loopguard.New(nil)
+	res := tool.ErrorResult(`Tool "nosuchtool" not found. Available tools: read.`)
+	var got []loopguard.Action
+	for i := 1; i <= 30; i++ {
+		c := tool.Call{ID: fmt.Sprintf("c%d", i), Name: "nosuchtool", Args: json.RawMessage(`{}`)}
+		v := g.After(c, res)
+		got = append(got, v.Action)
+		annotated := g.Annotate(c, res)
+		if (v.Action != loopguard.Allow) != (len(annotated.Content) == 2) {
+			t.Errorf("call %d: %v, annotated %v", i, v.Action, annotated.Content)
+		}
+	}
+	if got[8] != loopguard.Allow || got[9] != loopguard.Warn || got[19] != loopguard.Block || got[29] != loopguard.Stop {
+		t.Errorf("actions %v: want warn from the 10th, block from the 20th, stop at the 30th", got)
+	}
+}

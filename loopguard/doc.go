@@ -29,7 +29,14 @@
 // 11th call; its ping-pong count already includes the current call and
 // agrees with ours.) Refused calls are recorded too, as calls without
 // progress, so a model that keeps trying a refused call reaches the
-// breaker instead of looping on refusals forever.
+// breaker instead of looping on refusals forever. Calls the agent answers
+// itself without running hooks (a tool that does not exist, arguments that
+// do not validate) are checked when their result is recorded (After), with
+// the same thresholds.
+//
+// A call's outcome is the tool's own result, before the guard's warning or
+// anything else is added to it, without details that change on every call
+// (VolatileDetail: durations, timestamps, spill file paths).
 //
 // # Differences from OpenClaw
 //

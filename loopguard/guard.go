@@ -141,21 +141,9 @@ func (g *Guard) Before(call tool.Call) Verdict {
 	}
 	hash := HashCall(call.Name, call.Args)
 	d := g.h.detect(call.Name, call.Args, hash)
-	v := Verdict{Detection: d}
-	var kind EventKind
-	switch {
-	case !d.Stuck:
-	case d.Level == LevelWarning:
-		v.Action, kind = Warn, EventWarning
-		if len(g.warnings) >= maxPending {
-			clear(g.warnings) // Annotate is not being called; do not grow
-		}
-		g.warnings[callKey(call)] = d.Message
-	case d.Detector == DetectorGlobal:
-		v.Action, kind = Stop, EventStop
-		v.Err = &StopError{Tool: call.Name, Count: d.Count, Message: d.Message}
-	default:
-		v.Action, kind = Block, EventBlock
+	v, kind := verdict(call, d)
+	if v.Action == Warn {
+		g.warn(callKey(call), d.Message)
 	}
 	refused := v.Action == Block || v.Action == Stop
 	if refused {
@@ -182,6 +170,33 @@ func (g *Guard) Before(call tool.Call) Verdict {
 	return v
 }
 
+// verdict turns a detection into the action on call and the event that
+// reports it ("" for none).
+func verdict(call tool.Call, d Detection) (Verdict, EventKind) {
+	v := Verdict{Detection: d}
+	switch {
+	case !d.Stuck:
+		return v, ""
+	case d.Level == LevelWarning:
+		v.Action = Warn
+		return v, EventWarning
+	case d.Detector == DetectorGlobal:
+		v.Action = Stop
+		v.Err = &StopError{Tool: call.Name, Count: d.Count, Message: d.Message}
+		return v, EventStop
+	}
+	v.Action = Block
+	return v, EventBlock
+}
+
+// warn keeps msg for Annotate to append to the result of the call k.
+func (g *Guard) warn(k, msg string) {
+	if len(g.warnings) >= maxPending {
+		clear(g.warnings) // Annotate is not being called; do not grow
+	}
+	g.warnings[k] = msg
+}
+
 func detailsOf(d Detection) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"loopguard": map[string]any{
 		"level": d.Level, "detector": d.Detector, "count": d.Count, "key": d.Key}})
@@ -190,23 +205,50 @@ func detailsOf(d Detection) json.RawMessage {
 
 // After records the outcome of call. Results of calls Before refused are
 // ignored (they are recorded as blocked already).
-func (g *Guard) After(call tool.Call, res tool.Result) {
+//
+// A call Before never saw (one the agent answered itself: a tool that
+// does not exist, arguments that do not validate) is checked here, as
+// Before would have checked it, before it is recorded: a model that keeps
+// calling a tool that is not there is warned, and stopped by the breaker,
+// like any other. Its warning or refusal text is appended by Annotate (the
+// call did not run either way); the returned Verdict says what was found,
+// and for Stop carries the *StopError.
+func (g *Guard) After(call tool.Call, res tool.Result) Verdict { return g.after(call, res, true) }
+
+// after is After; check false records a call Before never saw without
+// checking it (the run is over: its calls are being answered as aborted).
+func (g *Guard) after(call tool.Call, res tool.Result, check bool) Verdict {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.h.cfg.Disabled {
-		return
+		g.mu.Unlock()
+		return Verdict{}
 	}
 	k := callKey(call)
 	if g.blocked[k] {
 		delete(g.blocked, k)
-		return
+		g.mu.Unlock()
+		return Verdict{}
 	}
 	hash, ok := g.hashes[k]
 	delete(g.hashes, k)
+	var v Verdict
+	var kind EventKind
 	if !ok {
-		hash = HashCall(call.Name, call.Args) // a call Before never saw
+		hash = HashCall(call.Name, call.Args)
+	}
+	if !ok && check {
+		v, kind = verdict(call, g.h.detect(call.Name, call.Args, hash))
+		if kind != "" {
+			g.warn(k, v.Detection.Message) // the call did not run: say why beside its result
+		}
 	}
 	g.h.recordOutcome(call.ID, call.Name, hash, OutcomeHash(call.Name, call.Args, res))
+	on := g.onEvent
+	g.mu.Unlock()
+	if kind != "" && on != nil {
+		on(Event{Kind: kind, CallID: call.ID, Tool: call.Name, Args: call.Args, Detection: v.Detection})
+	}
+	return v
 }
 
 // Annotate returns res with the warning Before gave call appended as a
@@ -263,7 +305,8 @@ type Hooks struct {
 	// BeforeToolCall blocks refused calls with their error result and,
 	// when the breaker trips, also calls stop with the *StopError.
 	BeforeToolCall func(ctx context.Context, call tool.Call) (tool.Call, *tool.Result)
-	// AfterToolCall records the outcome.
+	// AfterToolCall records the outcome; for a call BeforeToolCall never
+	// saw (an unknown tool) it also calls stop when the breaker trips.
 	AfterToolCall func(ctx context.Context, call tool.Call, res tool.Result)
 	// ToolResultPersist appends the pending warning (Annotate).
 	ToolResultPersist func(ctx context.Context, call tool.Call, res tool.Result) tool.Result
@@ -282,7 +325,11 @@ func (g *Guard) Hooks(stop func(error)) Hooks {
 			}
 			return call, v.Result
 		},
-		AfterToolCall: func(_ context.Context, call tool.Call, res tool.Result) { g.After(call, res) },
+		AfterToolCall: func(ctx context.Context, call tool.Call, res tool.Result) {
+			if v := g.after(call, res, ctx.Err() == nil); v.Action == Stop && stop != nil {
+				stop(v.Err)
+			}
+		},
 		ToolResultPersist: func(_ context.Context, call tool.Call, res tool.Result) tool.Result {
 			return g.Annotate(call, res)
 		},

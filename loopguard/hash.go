@@ -56,13 +56,21 @@ func processAction(args json.RawMessage) string {
 // with an "error:" prefix. For process poll and log calls only the fields
 // that show progress count (status, exit code and signal, the aggregated
 // output or line and character totals, and the text). Any other result
-// hashes its details and its text blocks joined by newlines and trimmed.
+// hashes its stable details and its text blocks joined by newlines and
+// trimmed. Details that differ on every call whatever the outcome (see
+// VolatileDetail: bash's durationMs, a spill file's path) are left out,
+// or a loop that repeats the same call with the same output would look
+// like progress every time.
+//
+// res must be the tool's own result, before anything (the guard's
+// warning, a hook's rewrite) is added to it: Guard.After is called with
+// that result.
 func OutcomeHash(name string, args json.RawMessage, res tool.Result) string {
 	text := resultText(res.Content)
 	if res.IsError {
 		return "error:" + digest([]byte(text))
 	}
-	details := decodeObject(res.Details)
+	details := stableDetails(decodeObject(res.Details))
 	obj := map[string]any{"text": text}
 	var fields []string
 	if name == "process" {
@@ -87,6 +95,38 @@ func OutcomeHash(name string, args json.RawMessage, res tool.Result) string {
 		obj["details"] = details
 	}
 	return digest(appendCanonical(nil, obj))
+}
+
+// VolatileDetail reports whether a top-level key of a result's details is
+// left out of its outcome: fields that measure time (durationMs,
+// elapsedMs, startedAt, timestamp, and the like) and fullOutputPath, the
+// file a long output is spilled to, named afresh for each call.
+func VolatileDetail(key string) bool {
+	switch strings.ToLower(key) {
+	case "duration", "elapsed", "timestamp", "time", "fulloutputpath":
+		return true
+	}
+	for _, suffix := range []string{"Ms", "At", "Time", "Timestamp", "Duration"} {
+		if len(key) > len(suffix) && strings.HasSuffix(key, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// stableDetails drops the volatile keys of a details object.
+func stableDetails(details any) any {
+	m, ok := details.(map[string]any)
+	if !ok {
+		return details
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if !VolatileDetail(k) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // resultText joins the text blocks of content with newlines and trims the

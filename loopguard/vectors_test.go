@@ -1,10 +1,12 @@
 package loopguard_test
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"github.com/agentloop/agentloop/internal/vectortest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,10 +125,13 @@ func thresholds(cfg *loopguard.Config) (w, c, g int) {
 }
 
 type loopExpected struct {
-	Hash            string `json:"hash"`
-	StableJSON      string `json:"stableJson"`
-	Length          int    `json:"length"`
-	NotEqualsHashOf *struct {
+	Hash       string `json:"hash"`
+	StableJSON string `json:"stableJson"`
+	Length     *int   `json:"length"`
+	// ResultHashLength is the length of the outcome hash of the latest
+	// record that has one.
+	ResultHashLength *int `json:"resultHashLength"`
+	NotEqualsHashOf  *struct {
 		ToolName string          `json:"toolName"`
 		Params   json.RawMessage `json:"params"`
 	} `json:"notEqualsHashOf"`
@@ -168,9 +173,13 @@ func TestVectors(t *testing.T) {
 			if why, ok := skipLoopCases[c.Name]; ok {
 				t.Skip(why)
 			}
+			// Strict: a field this adapter does not check fails the case
+			// rather than pass it unchecked.
 			var exp loopExpected
-			if err := json.Unmarshal(c.Expected, &exp); err != nil {
-				t.Fatalf("expected: %v", err)
+			dec := json.NewDecoder(bytes.NewReader(c.Expected))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&exp); err != nil {
+				t.Fatalf("no adapter for a field of expected: %v", err)
 			}
 			switch c.Function {
 			case "hashToolCall":
@@ -209,8 +218,8 @@ func checkHash(t *testing.T, name string, params json.RawMessage, exp loopExpect
 	if exp.StableJSON != "" && string(stable) != exp.StableJSON {
 		t.Errorf("CanonicalJSON = %.80s, want %.80s", stable, exp.StableJSON)
 	}
-	if exp.Length != 0 && len(got) != exp.Length {
-		t.Errorf("len(hash) = %d, want %d", len(got), exp.Length)
+	if exp.Length != nil && len(got) != *exp.Length {
+		t.Errorf("len(hash) = %d, want %d", len(got), *exp.Length)
 	}
 	if o := exp.NotEqualsHashOf; o != nil && loopguard.HashCall(o.ToolName, o.Params) == got {
 		t.Errorf("hash equals that of %s %s", o.ToolName, o.Params)
@@ -263,6 +272,18 @@ func runSequence(t *testing.T, name string, input json.RawMessage, exp loopExpec
 		cfgs = append(cfgs, cfg)
 	}
 	recs := h.Records()
+	if exp.ResultHashLength != nil {
+		n := -1
+		for _, r := range slices.Backward(recs) {
+			if r.Outcome != "" {
+				n = len(r.Outcome)
+				break
+			}
+		}
+		if n != *exp.ResultHashLength {
+			t.Errorf("the latest outcome hash has %d characters, want %d", n, *exp.ResultHashLength)
+		}
+	}
 	if exp.HistoryLength != nil && len(recs) != *exp.HistoryLength {
 		t.Errorf("history length = %d, want %d", len(recs), *exp.HistoryLength)
 	}

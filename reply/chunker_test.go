@@ -28,14 +28,17 @@ func TestChunkerVectors(t *testing.T) {
 						DerivedChunks   []string `json:"derivedChunks"`
 						ExpectBuffered  *string  `json:"expectBuffered"`
 						DerivedBuffered *string  `json:"derivedBuffered"`
-						DerivedCount    int      `json:"derivedCount"`
-						Assert          struct {
-							MinCount       int    `json:"minCount"`
-							EachStartsWith string `json:"eachStartsWith"`
+						DerivedCount    *int     `json:"derivedCount"`
+						Assert          *struct {
+							MinCount       *int    `json:"minCount"`
+							EachStartsWith *string `json:"eachStartsWith"`
 						} `json:"assert"`
 					} `json:"ops"`
 				}
-				unmarshal(t, c.Input, &in)
+				// Strict: an op or assert key this adapter does not check
+				// fails the case instead of passing it unchecked.
+				unmarshalStrict(t, c.Input, &in)
+				var differs []string // stated values we deliberately do not meet
 				ch := reply.NewChunker(in.Config.options())
 				for _, op := range in.Ops {
 					if op.Append != nil {
@@ -43,34 +46,40 @@ func TestChunkerVectors(t *testing.T) {
 						continue
 					}
 					got := ch.Drain(op.Drain.Force)
-					// expect* values are what the original test asserts and
-					// bind us; derived* values were worked out from OpenClaw's
-					// source and are hints: a difference is logged.
+					// expect* values are what the original test asserts;
+					// derived* values were worked out from OpenClaw's source.
+					// Both are checked.
 					if w := op.ExpectChunks; w != nil && fmt.Sprintf("%q", got) != fmt.Sprintf("%q", w) {
 						t.Errorf("chunks = %q, want %q", got, w)
 					}
 					if w := op.DerivedChunks; w != nil && fmt.Sprintf("%q", got) != fmt.Sprintf("%q", w) {
-						t.Logf("chunks = %q, OpenClaw's derived %q", got, w)
+						t.Errorf("chunks = %q, OpenClaw's derived %q", got, w)
 					}
 					if w := op.ExpectBuffered; w != nil && ch.Buffered() != *w {
 						t.Errorf("buffered = %q, want %q", ch.Buffered(), *w)
 					}
 					if w := op.DerivedBuffered; w != nil && ch.Buffered() != *w {
-						t.Logf("buffered = %q, OpenClaw's derived %q", ch.Buffered(), *w)
+						t.Errorf("buffered = %q, OpenClaw's derived %q", ch.Buffered(), *w)
 					}
-					if len(got) < op.Assert.MinCount {
-						t.Errorf("%d chunks, want at least %d", len(got), op.Assert.MinCount)
-					}
-					for i, b := range got {
-						if op.Assert.EachStartsWith != "" && !strings.HasPrefix(b, op.Assert.EachStartsWith) {
-							t.Errorf("chunk %d %.40q does not start with %q", i, b, op.Assert.EachStartsWith)
+					if a := op.Assert; a != nil {
+						if a.MinCount != nil && len(got) < *a.MinCount {
+							t.Errorf("%d chunks, want at least %d", len(got), *a.MinCount)
+						}
+						for i, b := range got {
+							if a.EachStartsWith != nil && !strings.HasPrefix(b, *a.EachStartsWith) {
+								t.Errorf("chunk %d %.40q does not start with %q", i, b, *a.EachStartsWith)
+							}
 						}
 					}
-					// derivedCount (37) is OpenClaw's count when a cut inside a
-					// fence lands mid-line at maxChars; we cut at the last line
-					// end that fits instead, so code lines stay whole and the
-					// count differs. The asserted properties above still hold.
-					_ = op.DerivedCount
+					if w := op.DerivedCount; w != nil && len(got) != *w {
+						// OpenClaw's count when a cut inside a fence lands
+						// mid-line at maxChars; we cut at the last line end
+						// that fits instead, so code lines stay whole.
+						differs = append(differs, fmt.Sprintf("derivedCount %d: we cut fenced code at line ends and make %d chunks", *w, len(got)))
+					}
+				}
+				if len(differs) > 0 {
+					t.Skipf("the checked fields hold; a deliberate difference: %s", strings.Join(differs, "; "))
 				}
 			case "subscribeParagraphChunkedBlockReplies":
 				var in struct {
@@ -85,7 +94,7 @@ func TestChunkerVectors(t *testing.T) {
 						CombinedContains []string `json:"combinedContains"`
 					} `json:"assert"`
 				}
-				unmarshal(t, c.Expected, &exp)
+				unmarshalStrict(t, c.Expected, &exp)
 				ch := reply.NewChunker(in.Chunking.options())
 				ch.Write(in.Text)
 				var got []string
@@ -106,9 +115,12 @@ func TestChunkerVectors(t *testing.T) {
 						t.Errorf("blocks %q lack %q", got, s)
 					}
 				}
-				// derivedBlockReplyTexts puts "Intro" in a block of its own,
-				// although the blank line after it comes before MinChars (10);
-				// we keep MinChars, so "Intro" leads the fenced block.
+				if want := exp.DerivedBlockReplyTexts; want != nil && fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+					// OpenClaw's derived blocks put "Intro" in a block of its
+					// own, although the blank line after it comes before
+					// MinChars (10); we keep MinChars.
+					t.Skipf("the checked fields hold; a deliberate difference: blocks %q, OpenClaw's derived %q (we keep MinChars)", got, want)
+				}
 			default:
 				t.Fatalf("no adapter for %q", c.Function)
 			}

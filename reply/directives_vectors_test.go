@@ -49,7 +49,7 @@ func TestDirectiveVectors(t *testing.T) {
 					Text    string `json:"text"`
 					Changed bool   `json:"changed"`
 				}
-				unmarshal(t, c.Expected, &want)
+				unmarshalStrict(t, c.Expected, &want)
 				strip := reply.StripDirectivesForDisplay
 				if c.Function == "stripInlineDirectiveTagsForDelivery" {
 					strip = reply.StripDirectivesForDelivery
@@ -59,42 +59,17 @@ func TestDirectiveVectors(t *testing.T) {
 					t.Errorf("got %q %v, want %q %v", got, changed, want.Text, want.Changed)
 				}
 			case "parseAudioTag":
-				var want struct {
-					Text         *string `json:"text"`
-					AudioAsVoice *bool   `json:"audioAsVoice"`
-					HadTag       *bool   `json:"hadTag"`
-				}
-				unmarshal(t, c.Expected, &want)
 				got, found := reply.ParseAudioTag(in.Text)
-				if want.Text != nil && got != *want.Text {
-					t.Errorf("text = %q, want %q", got, *want.Text)
-				}
-				for _, b := range []*bool{want.AudioAsVoice, want.HadTag} {
-					if b != nil && *b != found {
-						t.Errorf("found = %v, want %v", found, *b)
-					}
-				}
+				checkFields(t, "", c.Expected, textFields(got, fields{
+					"audioAsVoice": boolField(found), "hadTag": boolField(found),
+				}))
 			case "parseInlineDirectives":
-				var want struct {
-					Text           *string `json:"text"`
-					HasReplyTag    *bool   `json:"hasReplyTag"`
-					ReplyToID      *string `json:"replyToId"`
-					ReplyToCurrent *bool   `json:"replyToCurrent"`
-				}
-				unmarshal(t, c.Expected, &want)
 				d := reply.ParseDirectives(in.Text, &reply.DirectiveOptions{CurrentMessageID: in.Options.CurrentMessageID})
-				if want.Text != nil && d.Text != *want.Text {
-					t.Errorf("text = %q, want %q", d.Text, *want.Text)
-				}
-				if want.HasReplyTag != nil && d.HasReplyTag != *want.HasReplyTag {
-					t.Errorf("hasReplyTag = %v", d.HasReplyTag)
-				}
-				if want.ReplyToID != nil && d.ReplyToID != *want.ReplyToID {
-					t.Errorf("replyToId = %q, want %q", d.ReplyToID, *want.ReplyToID)
-				}
-				if want.ReplyToCurrent != nil && d.ReplyToCurrent != *want.ReplyToCurrent {
-					t.Errorf("replyToCurrent = %v", d.ReplyToCurrent)
-				}
+				checkFields(t, "", c.Expected, textFields(d.Text, fields{
+					"hasReplyTag": boolField(d.HasReplyTag), "replyToTag": boolField(d.HasReplyTag),
+					"replyToId": stringField(d.ReplyToID), "replyToCurrent": boolField(d.ReplyToCurrent),
+					"audioAsVoice": boolField(d.AudioAsVoice),
+				}))
 			case "streamingDirectiveAccumulator":
 				var s reply.DirectiveStream
 				for i, raw := range in.Steps {
@@ -104,7 +79,7 @@ func TestDirectiveVectors(t *testing.T) {
 						Reset   bool            `json:"reset"`
 						Expect  json.RawMessage `json:"expect"`
 					}
-					unmarshal(t, raw, &st)
+					unmarshalStrict(t, raw, &st)
 					if st.Reset {
 						s.Reset()
 						continue
@@ -133,7 +108,7 @@ func TestDirectiveVectors(t *testing.T) {
 						Text string `json:"text"`
 					} `json:"blockReplies"`
 				}
-				unmarshal(t, c.Expected, &want)
+				unmarshalStrict(t, c.Expected, &want)
 				var wantTexts []string
 				for _, b := range want.BlockReplies {
 					wantTexts = append(wantTexts, b.Text)
@@ -154,7 +129,7 @@ func TestDirectiveVectors(t *testing.T) {
 					LastPartialText   string `json:"lastPartialText"`
 					NoPartialContains string `json:"noPartialContains"`
 				}
-				unmarshal(t, c.Expected, &want)
+				unmarshalStrict(t, c.Expected, &want)
 				if last := partials[len(partials)-1]; last != want.LastPartialText {
 					t.Errorf("last partial = %q, want %q", last, want.LastPartialText)
 				}
@@ -189,27 +164,37 @@ func TestDirectiveVectors(t *testing.T) {
 					pl.MediaURLs = []string{in.Payload.MediaURL}
 				}
 				got, reason := reply.NormalizePayload(pl, in.Token)
-				var want struct {
-					Text        *string  `json:"text"`
-					MediaURL    string   `json:"mediaUrl"`
-					SkipReasons []string `json:"skipReasons"`
+				var reasons []string
+				if reason != "" {
+					reasons = []string{string(reason)}
 				}
-				unmarshal(t, c.Expected, &want)
-				if want.SkipReasons != nil {
-					if got != nil || reason != want.SkipReasons[0] {
-						t.Errorf("got %+v (%q), want skipped as %q", got, reason, want.SkipReasons[0])
+				f := fields{
+					"skipReasons": func(t *testing.T, raw json.RawMessage) {
+						var want []string
+						unmarshal(t, raw, &want)
+						if fmt.Sprintf("%q", reasons) != fmt.Sprintf("%q", want) {
+							t.Errorf("skip reasons %q, want %q", reasons, want)
+						}
+					},
+					"result": func(t *testing.T, raw json.RawMessage) {
+						if string(raw) != "null" {
+							t.Fatalf("no adapter for a result object %s", raw)
+						}
+						if got != nil {
+							t.Errorf("got %+v, want no payload", *got)
+						}
+					},
+				}
+				if got != nil {
+					f = textFields(got.Text, f)
+					f["mediaUrl"] = firstMediaField(got.MediaURLs)
+					f["mediaUrls"] = mediaField(got.MediaURLs)
+				} else {
+					for _, k := range []string{"text", "mediaUrl", "mediaUrls"} {
+						f[k] = func(t *testing.T, raw json.RawMessage) { t.Errorf("skipped (%q), want %s", reason, raw) }
 					}
-					return
 				}
-				if got == nil {
-					t.Fatalf("skipped (%q), want %+v", reason, want)
-				}
-				if want.Text != nil && got.Text != *want.Text {
-					t.Errorf("text = %q, want %q", got.Text, *want.Text)
-				}
-				if want.MediaURL != "" && (len(got.MediaURLs) != 1 || got.MediaURLs[0] != want.MediaURL) {
-					t.Errorf("media = %q, want %q", got.MediaURLs, want.MediaURL)
-				}
+				checkFields(t, "", c.Expected, f)
 			default:
 				t.Fatalf("no adapter for %q", c.Function)
 			}
@@ -228,45 +213,134 @@ func checkBool(t *testing.T, got bool, expected json.RawMessage) {
 
 func checkMedia(t *testing.T, got reply.Media, expected json.RawMessage) {
 	t.Helper()
-	var want struct {
-		Text         *string   `json:"text"`
-		MediaURLs    *[]string `json:"mediaUrls"`
-		MediaURL     *string   `json:"mediaUrl"`
-		AudioAsVoice *bool     `json:"audioAsVoice"`
-		Segments     []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-			URL  string `json:"url"`
-		} `json:"segments"`
-	}
-	unmarshal(t, expected, &want)
-	if want.Text != nil && got.Text != *want.Text {
-		t.Errorf("text = %q, want %q", got.Text, *want.Text)
-	}
-	if want.MediaURLs != nil && fmt.Sprintf("%q", got.MediaURLs) != fmt.Sprintf("%q", *want.MediaURLs) {
-		t.Errorf("media = %q, want %q", got.MediaURLs, *want.MediaURLs)
-	}
-	if want.MediaURLs == nil && strings.Contains(string(expected), `"mediaUrls": null`) && len(got.MediaURLs) > 0 {
-		t.Errorf("media = %q, want none", got.MediaURLs)
-	}
-	if want.MediaURL != nil && (len(got.MediaURLs) == 0 || got.MediaURLs[0] != *want.MediaURL) {
-		t.Errorf("first media = %q, want %q", got.MediaURLs, *want.MediaURL)
-	}
-	wantVoice := want.AudioAsVoice != nil && *want.AudioAsVoice
-	if got.AudioAsVoice != wantVoice {
-		t.Errorf("audioAsVoice = %v, want %v", got.AudioAsVoice, wantVoice)
-	}
-	if want.Segments != nil {
-		if len(got.Segments) != len(want.Segments) {
-			t.Fatalf("segments = %+v, want %+v", got.Segments, want.Segments)
+	checkFields(t, "", expected, textFields(got.Text, fields{
+		"mediaUrls":    mediaField(got.MediaURLs),
+		"mediaUrl":     firstMediaField(got.MediaURLs),
+		"audioAsVoice": boolField(got.AudioAsVoice),
+		"segments": func(t *testing.T, raw json.RawMessage) {
+			var want []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+				URL  string `json:"url"`
+			}
+			unmarshalStrict(t, raw, &want)
+			if len(got.Segments) != len(want) {
+				t.Fatalf("segments = %+v, want %+v", got.Segments, want)
+			}
+			for i, w := range want {
+				g := got.Segments[i]
+				if g.Type != w.Type || g.Text != w.Text || g.URL != w.URL {
+					t.Errorf("segment %d = %+v, want %+v", i, g, w)
+				}
+			}
+		},
+	}))
+}
+
+// fields checks the fields a case states, one function per field name.
+type fields map[string]func(t *testing.T, raw json.RawMessage)
+
+// checkFields runs the check of every field of expected (an object); a
+// field without a check fails the case: nothing a case states passes
+// unchecked. where names the step, for streaming cases.
+func checkFields(t *testing.T, where string, expected json.RawMessage, f fields) {
+	t.Helper()
+	var stated map[string]json.RawMessage
+	unmarshal(t, expected, &stated)
+	for k, raw := range stated {
+		check, ok := f[k]
+		if !ok {
+			t.Fatalf("%sno adapter for expected field %q (%s)", where, k, raw)
 		}
-		for i, w := range want.Segments {
-			g := got.Segments[i]
-			if g.Type != w.Type || g.Text != w.Text || g.URL != w.URL {
-				t.Errorf("segment %d = %+v, want %+v", i, g, w)
+		t.Run(k, func(t *testing.T) { check(t, raw) })
+	}
+}
+
+// textFields adds to f the checks of a text: text, textContains and
+// textNotContains (a string or a list).
+func textFields(got string, f fields) fields {
+	f["text"] = stringField(got)
+	f["textContains"] = func(t *testing.T, raw json.RawMessage) {
+		for _, s := range stringsOf(t, raw) {
+			if !strings.Contains(got, s) {
+				t.Errorf("text %q lacks %q", got, s)
 			}
 		}
 	}
+	f["textNotContains"] = func(t *testing.T, raw json.RawMessage) {
+		for _, s := range stringsOf(t, raw) {
+			if strings.Contains(got, s) {
+				t.Errorf("text %q contains %q", got, s)
+			}
+		}
+	}
+	return f
+}
+
+func stringsOf(t *testing.T, raw json.RawMessage) []string {
+	t.Helper()
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}
+	}
+	var many []string
+	unmarshal(t, raw, &many)
+	return many
+}
+
+// stringField checks a string; null means absent, which is "".
+func stringField(got string) func(*testing.T, json.RawMessage) {
+	return func(t *testing.T, raw json.RawMessage) {
+		var want *string
+		unmarshal(t, raw, &want)
+		if w := deref(want); got != w {
+			t.Errorf("got %q, want %q", got, w)
+		}
+	}
+}
+
+// boolField checks a bool; null means absent, which is false.
+func boolField(got bool) func(*testing.T, json.RawMessage) {
+	return func(t *testing.T, raw json.RawMessage) {
+		var want *bool
+		unmarshal(t, raw, &want)
+		if w := want != nil && *want; got != w {
+			t.Errorf("got %v, want %v", got, w)
+		}
+	}
+}
+
+// mediaField checks a list of media; null means none.
+func mediaField(got []string) func(*testing.T, json.RawMessage) {
+	return func(t *testing.T, raw json.RawMessage) {
+		var want []string
+		unmarshal(t, raw, &want)
+		if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("media = %q, want %q", got, want)
+		}
+	}
+}
+
+// firstMediaField checks the first media; null means none.
+func firstMediaField(got []string) func(*testing.T, json.RawMessage) {
+	return func(t *testing.T, raw json.RawMessage) {
+		var want *string
+		unmarshal(t, raw, &want)
+		first := ""
+		if len(got) > 0 {
+			first = got[0]
+		}
+		if want == nil && len(got) > 0 || want != nil && first != *want {
+			t.Errorf("media = %q, want first %v", got, raw)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // checkPayload compares a DirectiveStream result with an expectation that
@@ -282,26 +356,12 @@ func checkPayload(t *testing.T, where string, got *reply.Payload, expect json.Ra
 	if got == nil {
 		t.Fatalf("%s: no payload, want %s", where, expect)
 	}
-	var want map[string]any
-	unmarshal(t, expect, &want)
-	for k, v := range want {
-		var g any
-		switch k {
-		case "text":
-			g = got.Text
-		case "replyToCurrent":
-			g = got.ReplyToCurrent
-		case "replyToTag":
-			g = got.ReplyToTag
-		case "replyToId":
-			if got.ReplyToID != "" {
-				g = got.ReplyToID
-			}
-		default:
-			t.Fatalf("%s: no check for %q", where, k)
-		}
-		if fmt.Sprint(g) != fmt.Sprint(v) {
-			t.Errorf("%s: %s = %v, want %v", where, k, g, v)
-		}
-	}
+	checkFields(t, where+": ", expect, textFields(got.Text, fields{
+		"replyToCurrent": boolField(got.ReplyToCurrent),
+		"replyToTag":     boolField(got.ReplyToTag),
+		"replyToId":      stringField(got.ReplyToID),
+		"audioAsVoice":   boolField(got.AudioAsVoice),
+		"mediaUrls":      mediaField(got.MediaURLs),
+		"mediaUrl":       firstMediaField(got.MediaURLs),
+	}))
 }

@@ -45,7 +45,7 @@ func TestTagVectors(t *testing.T) {
 				var want struct {
 					Outputs []string `json:"outputs"`
 				}
-				unmarshal(t, c.Expected, &want)
+				unmarshalStrict(t, c.Expected, &want)
 				s := reply.NewStripper(&reply.TagOptions{EnforceFinal: in.EnforceFinalTag})
 				var got []string
 				for _, chunk := range in.Chunks {

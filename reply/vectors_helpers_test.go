@@ -1,6 +1,7 @@
 package reply_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"github.com/agentloop/agentloop/internal/vectortest"
 	"strings"
@@ -62,6 +63,18 @@ func expand(v any) any {
 		return x
 	}
 	return v
+}
+
+// unmarshalStrict is unmarshal that fails on a field v does not have: a
+// field a case states that the adapter does not know is never skipped
+// over silently.
+func unmarshalStrict(t *testing.T, data []byte, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("no adapter for a field of %s: %v", data, err)
+	}
 }
 
 func unmarshal(t *testing.T, data []byte, v any) {

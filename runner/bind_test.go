@@ -190,3 +190,42 @@ func pollingModel(n int) (*tool.Registry, *faux.Model) {
 	}
 	return reg, faux.New(append(steps, faux.Say("giving up"))...)
 }
+
+// Issue 16.4: Params.ToolPolicy filters the caller's own tools as it does
+// MCP tools, and an approval without a classifier is given the run's
+// registry's, so a read-only tool is not asked about.
+func TestRunToolPolicyAndApprovalReadOnly(t *testing.T) {
+	yes := func(context.Context, tool.Call, func(tool.Partial)) (tool.Result, error) {
+		return tool.TextResult("ok"), nil
+	}
+	reg, _ := tool.NewRegistry(
+		&tool.Func{ToolName: "deploy", Run: yes},
+		&tool.Func{ToolName: "status", Run: yes, Concurrent: true}, // concurrency-safe: counts as read-only
+	)
+	m := faux.New(faux.Call("", "status", map[string]any{}), faux.Call("", "deploy", map[string]any{}), faux.Say("done"))
+	approval := &tool.Approval{Policy: tool.ApproveNever}
+	res, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m, Tools: reg, Approval: approval,
+		ToolPolicy: &tool.Policy{Tools: []string{"status", "deploy"}}})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	reqs := m.Requests()
+	if len(reqs[0].Tools) != 2 {
+		t.Fatalf("offered %d tools", len(reqs[0].Tools))
+	}
+	msgs := reqs[len(reqs)-1].Messages
+	if r := msgs[2]; r.IsError {
+		t.Errorf("the read-only status call was refused: %s", r.Text())
+	}
+	if r := msgs[4]; !r.IsError || !strings.Contains(r.Text(), "never") {
+		t.Errorf("the deploy call was not refused by the approval: %v %s", r.IsError, r.Text())
+	}
+
+	m = faux.New(faux.Say("no tools"))
+	if _, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m, Tools: reg, ToolPolicy: &tool.Policy{NoTools: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.Requests()[0].Tools); n != 0 {
+		t.Errorf("NoTools offered %d tools", n)
+	}
+}

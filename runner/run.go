@@ -367,6 +367,19 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		}
 		reg = nr
 	}
+	if p.ToolPolicy != nil {
+		if reg == nil {
+			reg, _ = tool.NewRegistry()
+		}
+		nr, err := p.ToolPolicy.Apply(reg)
+		if err != nil {
+			return Result{Err: err, Reason: string(llm.ReasonUnknown), Message: err.Error()}, err
+		}
+		reg = nr
+	}
+	if p.Approval != nil && p.Approval.ReadOnly == nil && reg != nil {
+		p.Approval.ReadOnly = reg.ReadOnly
+	}
 	var names []string
 	var specs []llm.ToolSpec
 	if reg != nil {
@@ -434,12 +447,15 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	// whatever compaction produced (a summary followed by a user turn, a
 	// pruned head) for the provider as the very last step, and it must see
 	// wire names because its sanitiser drops names a provider refuses.
-	allowed := names
-	if nameMap != nil {
-		allowed = make([]string, len(names))
-		for i, n := range names {
-			allowed[i] = nameMap.Wire(n)
-		}
+	// Calls to tools not offered now stay in the history with their
+	// results: a call to a tool that does not exist was answered with an
+	// error naming the tools that do, and dropping the pair would hide it
+	// from the model, which then makes the same call every turn. Only a
+	// run that offers no tools at all drops every call, as a request that
+	// carries tool calls but declares no tools is refused (Anthropic).
+	var allowed []string
+	if names != nil && len(names) == 0 {
+		allowed = []string{}
 	}
 	repair := session.Transform(session.RepairOptions{API: p.Info.API, AllowedTools: allowed, Now: p.Now})
 	transform := func(ctx context.Context, msgs []llm.Message) ([]llm.Message, error) {
@@ -603,7 +619,11 @@ func (s *run) bindLoopGuard(h *agent.Hooks) {
 	}
 	user := cfg.OnEvent
 	cfg.OnEvent = func(ev loopguard.Event) {
-		s.notice(EventLoopDetected, Notice{Reason: string(ev.Kind), Message: fmt.Sprintf("loop detection (%s, %s): %s", ev.Kind, ev.Tool, ev.Detection.Message), Attempt: ev.Detection.Count})
+		// The event names its call, so a display can show the detection on
+		// the call's own line.
+		e := noticeEvent(EventLoopDetected, Notice{Reason: string(ev.Kind), Message: fmt.Sprintf("loop detection (%s, %s): %s", ev.Kind, ev.Tool, ev.Detection.Message), Attempt: ev.Detection.Count})
+		e.ToolCallID, e.ToolName = ev.CallID, ev.Tool
+		s.emit(e)
 		if user != nil {
 			user(ev)
 		}

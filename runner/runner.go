@@ -277,13 +277,22 @@ type Params struct {
 	// exhausted, its credentials are refused on every profile, or it does
 	// not exist. A context overflow never falls back.
 	FallbackModels []string
-	// Tools are the tools offered; MCP tools are added to a copy.
-	Tools        *tool.Registry
+	// Tools are the caller's tools; MCP tools are added to a copy.
+	Tools *tool.Registry
+	// ToolPolicy, when set, decides which tools the run offers, over
+	// every source at once: Tools and the tools of the MCP servers,
+	// filtered once they are started (so --tools can name an MCP tool and
+	// --no-tools or a read-only policy leaves out MCP tools too). Nil
+	// offers them all.
+	ToolPolicy   *tool.Policy
 	SystemPrompt string
 	Options      llm.Options
 	// MaxTurns caps model calls per attempt (agent.Config.MaxTurns).
 	MaxTurns int
 	// Approval decides tool calls (after the before_tool_call hooks).
+	// When its ReadOnly is nil, the run sets it to the ReadOnly of the
+	// run's final registry (MCP tools included), so a call that may change
+	// things is asked about whichever source its tool comes from.
 	Approval *tool.Approval
 
 	// Hooks loads command hooks once the session is known (SessionID,

@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"github.com/agentloop/agentloop/internal/vectortest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -179,18 +180,86 @@ func TestVectorsToolPairing(t *testing.T) {
 						t.Errorf("moved = %v, want %v", rep.Moved, moved)
 					}
 				}
-				if _, ok := c.Expected["unchanged"]; ok && (rep.Changed || !sameBacking(got, in)) {
-					t.Errorf("want the input returned unchanged")
+				if want, ok := expectBool(t, c.Expected, "unchanged"); ok && (!rep.Changed && sameBacking(got, in)) != want {
+					t.Errorf("returned unchanged = %v, want %v", !rep.Changed && sameBacking(got, in), want)
 				}
 			case "sanitizeToolCallInputs":
 				got = SanitizeToolCalls(in, SanitizeOptions{AllowedTools: opts.Allowed, PreserveSignedThinking: opts.ThinkingSafe})
+				var ids, names, types []string
+				for _, m := range got {
+					for _, b := range m.Content {
+						if b.Type == llm.ContentToolCall {
+							ids, names = append(ids, b.ID), append(names, b.Name)
+						}
+						types = append(types, string(b.Type))
+					}
+				}
+				expectStrings(t, c.Expected, "toolCallIds", ids)
+				expectStrings(t, c.Expected, "toolCallNames", names)
+				if raw, ok := c.Expected["blockTypes"]; ok {
+					// OpenClaw's toolUse alias is our toolCall.
+					var want []string
+					_ = json.Unmarshal(raw, &want)
+					for i, w := range want {
+						if w == "toolUse" || w == "functionCall" {
+							want[i] = string(llm.ContentToolCall)
+						}
+					}
+					if d := cmp.Diff(want, types, cmpEmpty); d != "" {
+						t.Errorf("block types (-want +got):\n%s", d)
+					}
+				}
+				if raw, ok := c.Expected["outputMustNotContain"]; ok {
+					var secret string
+					_ = json.Unmarshal(raw, &secret)
+					if out, _ := json.Marshal(got); strings.Contains(string(out), secret) {
+						t.Errorf("the output contains %q", secret)
+					}
+				}
 			case "stripToolResultDetails":
 				got = StripToolResultDetails(in)
 			default:
 				t.Fatalf("no adapter for %s", c.Function)
 			}
 			compareMessages(t, got, want, synthetic)
+			checkedKeys(t, c.Expected, "messages", "addedToolCallIds", "droppedDuplicateCount", "droppedOrphanCount",
+				"moved", "unchanged", "toolCallIds", "toolCallNames", "blockTypes", "outputMustNotContain")
 		})
+	}
+}
+
+// checkedKeys fails the case when it states a field outside keys, the
+// fields the adapter checks: nothing a case states passes unchecked.
+func checkedKeys(t *testing.T, expected map[string]json.RawMessage, keys ...string) {
+	t.Helper()
+	for k := range expected {
+		if !slices.Contains(keys, k) {
+			t.Errorf("no adapter for expected.%s", k)
+		}
+	}
+}
+
+func expectBool(t *testing.T, exp map[string]json.RawMessage, key string) (want, ok bool) {
+	t.Helper()
+	raw, ok := exp[key]
+	if ok {
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatalf("expected.%s: %v", key, err)
+		}
+	}
+	return want, ok
+}
+
+func expectStrings(t *testing.T, exp map[string]json.RawMessage, key string, got []string) {
+	t.Helper()
+	if raw, ok := exp[key]; ok {
+		var want []string
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatalf("expected.%s: %v", key, err)
+		}
+		if d := cmp.Diff(want, got, cmpEmpty); d != "" {
+			t.Errorf("%s (-want +got):\n%s", key, d)
+		}
 	}
 }
 
@@ -212,6 +281,7 @@ func TestVectorsValidateTurns(t *testing.T) {
 				cur, _ := vecMessages(t, json.RawMessage("["+string(c.Input["current"])+"]"))
 				want, _ := vecMessages(t, json.RawMessage("["+string(c.Expected["message"])+"]"))
 				compareMessages(t, []llm.Message{MergeUserTurns(prev[0], cur[0])}, want, nil)
+				checkedKeys(t, c.Expected, "message")
 				return
 			}
 			in, _ := vecMessages(t, c.Input["messages"])
@@ -227,9 +297,14 @@ func TestVectorsValidateTurns(t *testing.T) {
 			}
 			got := f(in)
 			compareMessages(t, got, want, nil)
-			if _, ok := c.Expected["idempotent"]; ok {
-				compareMessages(t, f(got), got, nil)
+			if idem, ok := expectBool(t, c.Expected, "idempotent"); ok {
+				again, _ := json.Marshal(f(got))
+				once, _ := json.Marshal(got)
+				if (string(again) == string(once)) != idem {
+					t.Errorf("a second pass gives the same messages: %v, want %v", !idem, idem)
+				}
 			}
+			checkedKeys(t, c.Expected, "messages", "idempotent")
 		})
 	}
 }
@@ -249,8 +324,8 @@ func TestVectorsLimitHistory(t *testing.T) {
 			_ = json.Unmarshal(c.Input["limit"], &limit)
 			got := LimitHistoryTurns(in, limit)
 			compareMessages(t, got, want, nil)
-			if _, ok := c.Expected["sameReference"]; ok && !sameBacking(got, in) {
-				t.Errorf("want the input slice itself back")
+			if same, ok := expectBool(t, c.Expected, "sameReference"); ok && sameBacking(got, in) != same {
+				t.Errorf("the input slice itself back: %v, want %v", sameBacking(got, in), same)
 			}
 			expectInt(t, c.Expected, "length", len(got))
 			if raw, ok := c.Expected["roles"]; ok {
@@ -264,6 +339,7 @@ func TestVectorsLimitHistory(t *testing.T) {
 					t.Errorf("roles (-want +got):\n%s", d)
 				}
 			}
+			checkedKeys(t, c.Expected, "messages", "sameReference", "length", "roles")
 		})
 	}
 }

@@ -44,6 +44,21 @@ type printer struct {
 
 	// strip removes <think> blocks and <final> tags from the text shown.
 	strip *reply.Stripper
+
+	// loops holds, by call id, the loop detection reported for a call that
+	// has not started yet: it is shown on the call's own line, so a loop
+	// prints one line per call.
+	loops map[string]loopNote
+	// ended holds the calls of this turn whose line is printed already: a
+	// detection made after the call (a tool that does not exist) gets a
+	// line of its own.
+	ended map[string]bool
+}
+
+// loopNote is a loop detection waiting for its call's line.
+type loopNote struct {
+	kind, message string
+	refused       bool // the call does not run: its ✗ line is this one
 }
 
 func newPrinter(env *cliEnv, jsonOut bool, info llm.ModelInfo) *printer {
@@ -69,6 +84,7 @@ func (p *printer) event(ev agent.Event) {
 	switch ev.Type {
 	case agent.EventTurnStart:
 		p.turns++
+		clear(p.ended)
 	case agent.EventMessageStart:
 		if ev.Message != nil && ev.Message.Role == llm.RoleAssistant {
 			p.shown.Reset()
@@ -98,11 +114,48 @@ func (p *printer) event(ev agent.Event) {
 	case agent.EventToolExecutionStart:
 		p.tools++
 		p.endLine()
-		fmt.Fprintf(p.errw, "→ %s %s\n", ev.ToolName, oneLine(string(ev.Args), 120))
+		line := fmt.Sprintf("→ %s %s", ev.ToolName, oneLine(string(ev.Args), 120))
+		if n, ok := p.loops[ev.ToolCallID]; ok {
+			mark := "⚠"
+			if n.refused {
+				mark = "✗"
+			}
+			line += fmt.Sprintf("  %s loop detection (%s): %s", mark, n.kind, oneLine(n.message, 200))
+		}
+		fmt.Fprintln(p.errw, line)
 	case agent.EventToolExecutionEnd:
+		n, looped := p.loops[ev.ToolCallID]
+		delete(p.loops, ev.ToolCallID)
+		if p.ended == nil {
+			p.ended = map[string]bool{}
+		}
+		p.ended[ev.ToolCallID] = true
+		if looped && n.refused {
+			return // its line said so
+		}
 		if ev.Result != nil && ev.Result.IsError {
 			fmt.Fprintf(p.errw, "  ✗ %s: %s\n", ev.ToolName, oneLine(ev.Result.Text(), 200))
 		}
+	case runner.EventLoopDetected:
+		var n runner.Notice
+		_ = json.Unmarshal(ev.Data, &n)
+		if ev.ToolCallID == "" {
+			p.notice(ev)
+			return
+		}
+		msg := n.Message
+		if i := strings.Index(msg, "): "); i >= 0 && strings.HasPrefix(msg, "loop detection (") {
+			msg = msg[i+3:] // the line names the tool and the kind already
+		}
+		if p.ended[ev.ToolCallID] {
+			p.endLine()
+			fmt.Fprintf(p.errw, "  ⚠ loop detection (%s): %s\n", n.Reason, oneLine(msg, 200))
+			return
+		}
+		if p.loops == nil {
+			p.loops = map[string]loopNote{}
+		}
+		p.loops[ev.ToolCallID] = loopNote{kind: n.Reason, message: msg, refused: n.Reason != "warning"}
 	case agent.EventHookError:
 		p.endLine()
 		fmt.Fprintf(p.errw, "agentloop: hook %s: %v\n", ev.Hook, ev.Err)

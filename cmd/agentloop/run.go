@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -169,13 +172,24 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		return err
 	}
-	approval, err := newApproval(env, reg, f.approve)
+	policy, err := toolPolicy(f)
+	if err != nil {
+		return usageError{err}
+	}
+	// The runner applies the policy to every tool once the MCP servers are
+	// up; the built-in part is applied here too, for the system prompt and
+	// to refuse a misspelt tool name before anything starts.
+	offered, err := builtinPolicy(policy).Apply(reg)
+	if err != nil {
+		return usageError{err}
+	}
+	approval, err := newApproval(env, f.approve)
 	if err != nil {
 		return usageError{err}
 	}
 
 	system, _, err := prompt.Build(prompt.Options{
-		Tools: reg.Specs(), Workspace: cwd, Home: home,
+		Tools: offered.Specs(), Workspace: cwd, Home: home,
 		Replace: f.systemPrompt, Append: f.appendSystemPrompt,
 	})
 	if err != nil {
@@ -187,7 +201,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		maxTurns = -1
 	}
 	p := runner.Params{
-		Prompt: text, Model: resolved.Model, Info: resolved.Info, Tools: reg,
+		Prompt: text, Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
 		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
 		Approval: approval,
 		Hooks:    &hook.LoadOptions{Home: home, Workspace: cwd, Trust: f.trust, NoHooks: f.noHooks},
@@ -294,7 +308,7 @@ func checkRunFlags(f *runFlags) error {
 // mcpSpec loads the MCP servers of a run: $AGENTLOOP_HOME/mcp.json, the
 // workspace's .mcp.json when it is trusted, and --mcp-config files.
 func mcpSpec(env *cliEnv, f *runFlags, home, cwd string) (*runner.MCPSpec, error) {
-	if f.noMCP {
+	if f.noMCP || f.noTools { // --no-tools offers none of their tools either
 		return nil, nil
 	}
 	trusted := f.trust
@@ -311,7 +325,11 @@ func mcpSpec(env *cliEnv, f *runFlags, home, cwd string) (*runner.MCPSpec, error
 	if len(cfg.Servers) == 0 {
 		return nil, nil
 	}
-	return &runner.MCPSpec{Config: cfg, Options: &mcp.Options{Logger: slog.New(slog.DiscardHandler)}}, nil
+	// The servers are the user's own (a trusted workspace, their home, a
+	// file they named): a tool they annotate readOnlyHint counts as
+	// read-only, for --read-only, the readonly profile, approval and early
+	// start alike.
+	return &runner.MCPSpec{Config: cfg, Options: &mcp.Options{Logger: slog.New(slog.DiscardHandler), TrustAnnotations: true}}, nil
 }
 
 // runOutcome maps how a run ended to the exit code.
@@ -371,7 +389,8 @@ func workspaceDir(flag string) (string, error) {
 }
 
 // buildTools assembles the tool set of a run: the file tools and bash,
-// filtered by the profile, --tools, --no-tools and --read-only.
+// unfiltered (toolPolicy decides what is offered); --read-only leaves bash
+// out and makes the workspace read-only.
 func buildTools(ctx context.Context, f *runFlags, cwd, home string) (*tool.Registry, error) {
 	spill := filepath.Join(home, "spill")
 	ws, err := builtin.NewWorkspace(cwd, &builtin.WorkspaceOptions{ReadOnly: f.readOnly, Readable: []string{spill}})
@@ -395,39 +414,59 @@ func buildTools(ctx context.Context, f *runFlags, cwd, home string) (*tool.Regis
 		}
 		tools = append(tools, builtin.NewBash(bo))
 	}
-	reg, err := tool.NewRegistry(tools...)
-	if err != nil {
-		return nil, err
-	}
-	return applyToolPolicy(reg, f)
+	return tool.NewRegistry(tools...)
 }
 
-// applyToolPolicy keeps the tools the flags allow.
-func applyToolPolicy(reg *tool.Registry, f *runFlags) (*tool.Registry, error) {
-	switch tool.Profile(f.profile) {
+// toolPolicy is the one policy of the flags, over every tool of the run:
+// built-in and MCP. --no-tools offers none; --tools exactly those named
+// (MCP names included); otherwise the profile's built-in tools plus the
+// MCP tools: all of them for coding and full, and for readonly (like
+// --read-only) only those the server annotates readOnlyHint.
+func toolPolicy(f *runFlags) (tool.Policy, error) {
+	prof := tool.Profile(f.profile)
+	switch prof {
 	case tool.ProfileReadOnly, tool.ProfileCoding, tool.ProfileFull:
 	default:
-		return nil, usageError{fmt.Errorf("--profile %q: use readonly, coding or full", f.profile)}
+		return tool.Policy{}, fmt.Errorf("--profile %q: use readonly, coding or full", f.profile)
 	}
-	p := tool.Policy{Profile: tool.Profile(f.profile), NoTools: f.noTools, ReadOnly: f.readOnly}
-	if len(f.tools) > 0 {
+	p := tool.Policy{Profile: prof, ReadOnly: f.readOnly || prof == tool.ProfileReadOnly}
+	switch {
+	case f.noTools:
+		p.NoTools = true
+	case len(f.tools) > 0:
 		p.Tools = f.tools
+	case prof != tool.ProfileFull:
+		p.Allow = []string{mcpToolGlob}
 	}
-	out, err := p.Apply(reg)
-	if err != nil {
-		return nil, usageError{err}
+	return p, nil
+}
+
+// mcpToolGlob matches the name of every MCP tool.
+var mcpToolGlob = mcp.ToolName("*", "*")
+
+// builtinPolicy is p without the MCP tools it names, to apply to the
+// built-in tools alone.
+func builtinPolicy(p tool.Policy) tool.Policy {
+	if p.Tools != nil {
+		p.Tools = slices.DeleteFunc(slices.Clone(p.Tools), func(n string) bool {
+			ok, _ := path.Match(mcpToolGlob, strings.TrimSpace(n))
+			return ok
+		})
 	}
-	return out, nil
+	p.Allow = slices.DeleteFunc(slices.Clone(p.Allow), func(n string) bool { return n == mcpToolGlob })
+	return p
 }
 
 // newApproval builds the approval of one run; with --approve ask on a
 // terminal it asks on stderr and reads the answer from stdin.
-func newApproval(env *cliEnv, reg *tool.Registry, mode string) (*tool.Approval, error) {
+// Its ReadOnly is left to the runner, which knows the run's final tools,
+// MCP tools included.
+func newApproval(env *cliEnv, mode string) (*tool.Approval, error) {
 	policy, err := tool.ApprovalPolicyFor(mode)
 	if err != nil {
 		return nil, err
 	}
-	a := &tool.Approval{Policy: policy, ReadOnly: reg.ReadOnly}
+	a := &tool.Approval{Policy: policy}
 	if env.stdinIsTerminal {
 		a.Ask = tool.LineAsker(env.stdin, env.stderr)
 	}

@@ -3,7 +3,11 @@
 // live in shared/reference/vectors beside the checkout, where CI has them;
 // AGENTLOOP_VECTORS names another directory (the full acceptance set has the
 // same shape). A test that cannot find them is skipped with a message, never
-// failed. It imports only the standard library.
+// failed. Mutate and MutateField make the copy of the vectors with
+// expected values flipped that TestMutationCheck (opt-in:
+// AGENTLOOP_MUTATION_CHECK=1) runs every adapter on, to show that no
+// adapter passes a case it does not check. It imports only the standard
+// library.
 package vectortest
 
 import (
