@@ -20,33 +20,6 @@ import (
 // End-to-end tests of tool-call pairing with the built CLI against a small
 // Chat Completions server that checks pairing as OpenAI does.
 
-var (
-	cliOnce sync.Once
-	cliBin  string
-	cliErr  error
-)
-
-// builtCLI builds ./cmd/agentloop once per test binary and returns its path.
-func builtCLI(t *testing.T) string {
-	t.Helper()
-	cliOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "agentloop-cli-")
-		if err != nil {
-			cliErr = err
-			return
-		}
-		cliBin = filepath.Join(dir, "agentloop")
-		out, err := exec.Command("go", "build", "-o", cliBin, ".").CombinedOutput()
-		if err != nil {
-			cliErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	if cliErr != nil {
-		t.Fatal(cliErr)
-	}
-	return cliBin
-}
-
 // step is one scripted answer: a tool call, or text when name is "".
 type step struct{ id, name, args, text string }
 

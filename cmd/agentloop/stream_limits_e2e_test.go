@@ -9,40 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 )
-
-var (
-	cliOnce sync.Once
-	cliBin  string
-	cliErr  error
-)
-
-// builtCLI builds agentloop once into a temporary directory, for tests
-// that run it as a user does and measure the process.
-func builtCLI(t *testing.T) string {
-	t.Helper()
-	cliOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "agentloop-cli-")
-		if err != nil {
-			cliErr = err
-			return
-		}
-		cliBin = filepath.Join(dir, "agentloop")
-		if out, err := exec.Command("go", "build", "-o", cliBin, ".").CombinedOutput(); err != nil {
-			cliErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if cliErr != nil {
-		t.Fatalf("build agentloop: %v", cliErr)
-	}
-	return cliBin
-}
 
 // endlessServer streams Chat Completions text deltas of 1000 bytes for as
 // long as the client reads, pausing pause between them; it counts requests.
