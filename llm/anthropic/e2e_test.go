@@ -30,19 +30,7 @@ func TestAgentToolLoop(t *testing.T) {
 	var problems []string
 	problem := func(s string) { mu.Lock(); problems = append(problems, s); mu.Unlock() }
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content []struct {
-					Type      string `json:"type"`
-					ID        string `json:"id"`
-					ToolUseID string `json:"tool_use_id"`
-					Content   []struct {
-						Text string `json:"text"`
-					} `json:"content"`
-				} `json:"content"`
-			} `json:"messages"`
-		}
+		var req sentMessages
 		body, _ := io.ReadAll(r.Body)
 		if err := json.Unmarshal(body, &req); err != nil {
 			http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad json"}}`, 400)

@@ -24,19 +24,7 @@ func TestRepeatedCallIDs(t *testing.T) {
 	if r := collect(t, newModel(srv, 0), context.Background(), &llm.Request{Messages: msgs}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	var body struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content []struct {
-				Type      string `json:"type"`
-				ID        string `json:"id"`
-				ToolUseID string `json:"tool_use_id"`
-				Content   []struct {
-					Text string `json:"text"`
-				} `json:"content"`
-			} `json:"content"`
-		} `json:"messages"`
-	}
+	var body sentMessages
 	if err := json.Unmarshal(c.Body, &body); err != nil {
 		t.Fatal(err)
 	}
@@ -62,4 +50,19 @@ func TestRepeatedCallIDs(t *testing.T) {
 	if len(got) != 2 || got[0] != "sunny in Paris" || got[1] != "sunny in Rome" {
 		t.Errorf("results sent %q:\n%s", got, c.Body)
 	}
+}
+
+// sentMessages is what the pairing tests read of a request's messages.
+type sentMessages struct {
+	Messages []struct {
+		Role    string `json:"role"`
+		Content []struct {
+			Type      string `json:"type"`
+			ID        string `json:"id"`
+			ToolUseID string `json:"tool_use_id"`
+			Content   []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"content"`
+	} `json:"messages"`
 }
