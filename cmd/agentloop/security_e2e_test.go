@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Issue 17: attacks on the built binary, driven through mockllm's real
+// wire, each checking what reached the disk or the model.
+
+var (
+	cliOnce sync.Once
+	cliBin  string
+	cliErr  error
+)
+
+// builtCLI builds cmd/agentloop once into a temporary directory.
+func builtCLI(t *testing.T) string {
+	t.Helper()
+	cliOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "agentloop-cli-")
+		if err != nil {
+			cliErr = err
+			return
+		}
+		cliBin = filepath.Join(dir, "agentloop")
+		if out, err := exec.Command("go", "build", "-o", cliBin, ".").CombinedOutput(); err != nil {
+			cliErr = fmt.Errorf("%v: %s", err, out)
+		}
+	})
+	if cliErr != nil {
+		t.Fatalf("build agentloop: %v", cliErr)
+	}
+	return cliBin
+}
+
+// runBuilt runs the built agentloop against mockllm at base with env (on
+// top of a minimal environment) and returns its exit code, stdout and
+// stderr.
+func runBuilt(t *testing.T, env []string, home, ws, base string, args ...string) (int, string, string) {
+	t.Helper()
+	all := append([]string{"run", "--model", "openai/mock-model", "--base-url", base + "/v1", "--cwd", ws}, args...)
+	cmd := exec.Command(builtCLI(t), all...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AGENTLOOP_HOME=" + home}, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// Issue 17, item 1: under --approve never, commands that write or
+// execute through option abbreviations, sed scripts or printf -v are
+// refused, and the workspace stays as it was.
+func TestE2EApproveNeverRefusesWrites(t *testing.T) {
+	for _, c := range []struct{ cmd, created string }{
+		{`sed --in s/a/b/ f`, ""},
+		{`sed --in-pl=.bak s/a/b/ f`, "f.bak"},
+		{`sort --out=F f`, "F"},
+		{`sed --expr=1etouch\ PWN p f`, "PWN"},
+		{`sed -n 'w W' f`, "W"},
+		{`printf -v PATH ./bin; ls`, ""},
+	} {
+		t.Run(c.cmd, func(t *testing.T) {
+			capture := filepath.Join(t.TempDir(), "requests.jsonl")
+			base := mockLLM(t, "-rounds", "1", "-cmd", c.cmd, "-capture", capture)
+			home, ws := t.TempDir(), t.TempDir()
+			writeFile(t, filepath.Join(ws, "f"), "a\n")
+			code, _, errs := runBuilt(t, []string{"OPENAI_API_KEY=sk-mock"}, home, ws, base, "--no-session", "--approve", "never", "go")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, errs)
+			}
+			if data, _ := os.ReadFile(filepath.Join(ws, "f")); string(data) != "a\n" {
+				t.Errorf("f was changed to %q", data)
+			}
+			if c.created != "" {
+				if _, err := os.Lstat(filepath.Join(ws, c.created)); err == nil {
+					t.Errorf("%s was created", c.created)
+				}
+			}
+			reqs := readLines(t, capture)
+			if len(reqs) != 2 || !strings.Contains(reqs[1], "never") {
+				t.Errorf("the model was not told the call was refused; requests:\n%s", strings.Join(reqs, "\n"))
+			}
+		})
+	}
+}
