@@ -45,3 +45,31 @@ func settingsFallbacks(home string) ([]string, error) {
 	}
 	return s.Fallbacks, nil
 }
+
+// toolEnvSettings is the "toolEnv" object of $AGENTLOOP_HOME/settings.json:
+// names or patterns of environment variables tools (bash, MCP servers)
+// must not inherit, besides provider keys and the usual secret names, and
+// those they may inherit anyway.
+type toolEnvSettings struct {
+	Deny  []string `json:"deny"`
+	Allow []string `json:"allow"`
+}
+
+// settingsToolEnv reads the "toolEnv" object of $AGENTLOOP_HOME/settings.json.
+func settingsToolEnv(home string) (toolEnvSettings, error) {
+	path := filepath.Join(home, "settings.json")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return toolEnvSettings{}, nil
+	}
+	if err != nil {
+		return toolEnvSettings{}, err
+	}
+	var s struct {
+		ToolEnv toolEnvSettings `json:"toolEnv"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return toolEnvSettings{}, fmt.Errorf("%s: %v (fix the JSON, or move the file away)", path, err)
+	}
+	return s.ToolEnv, nil
+}

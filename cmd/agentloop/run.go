@@ -165,7 +165,15 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		fmt.Fprintln(env.stderr, "agentloop: warning:", w)
 	}
 
-	reg, err := buildTools(ctx, f, cwd, home)
+	toolEnv, err := settingsToolEnv(home)
+	if err != nil {
+		return err
+	}
+	if v := resolved.KeySource; envVarName(v) {
+		// A key read from a variable of any name stays away from tools.
+		toolEnv.Deny = append(toolEnv.Deny, v)
+	}
+	reg, err := buildTools(ctx, f, cwd, home, toolEnv)
 	if err != nil {
 		return err
 	}
@@ -243,7 +251,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		p.Session = runner.SessionSpec{Store: session.NewJSONLStore(dir), Cwd: cwd,
 			ID: f.session, Continue: f.cont, Fork: f.fork}
 	}
-	if p.MCP, err = mcpSpec(env, f, home, cwd); err != nil {
+	if p.MCP, err = mcpSpec(env, f, home, cwd, toolEnv); err != nil {
 		return err
 	}
 
@@ -291,7 +299,7 @@ func checkRunFlags(f *runFlags) error {
 
 // mcpSpec loads the MCP servers of a run: $AGENTLOOP_HOME/mcp.json, the
 // workspace's .mcp.json when it is trusted, and --mcp-config files.
-func mcpSpec(env *cliEnv, f *runFlags, home, cwd string) (*runner.MCPSpec, error) {
+func mcpSpec(env *cliEnv, f *runFlags, home, cwd string, toolEnv toolEnvSettings) (*runner.MCPSpec, error) {
 	if f.noMCP {
 		return nil, nil
 	}
@@ -309,7 +317,8 @@ func mcpSpec(env *cliEnv, f *runFlags, home, cwd string) (*runner.MCPSpec, error
 	if len(cfg.Servers) == 0 {
 		return nil, nil
 	}
-	return &runner.MCPSpec{Config: cfg, Options: &mcp.Options{Logger: slog.New(slog.DiscardHandler)}}, nil
+	return &runner.MCPSpec{Config: cfg, Options: &mcp.Options{Logger: slog.New(slog.DiscardHandler),
+		EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow}}, nil
 }
 
 // runOutcome maps how a run ended to the exit code.
@@ -369,8 +378,9 @@ func workspaceDir(flag string) (string, error) {
 }
 
 // buildTools assembles the tool set of a run: the file tools and bash,
-// filtered by the profile, --tools, --no-tools and --read-only.
-func buildTools(ctx context.Context, f *runFlags, cwd, home string) (*tool.Registry, error) {
+// filtered by the profile, --tools, --no-tools and --read-only. Bash runs
+// without the secrets of the environment (see toolEnvSettings).
+func buildTools(ctx context.Context, f *runFlags, cwd, home string, toolEnv toolEnvSettings) (*tool.Registry, error) {
 	spill := filepath.Join(home, "spill")
 	ws, err := builtin.NewWorkspace(cwd, &builtin.WorkspaceOptions{ReadOnly: f.readOnly, Readable: []string{spill}})
 	if err != nil {
@@ -378,7 +388,7 @@ func buildTools(ctx context.Context, f *runFlags, cwd, home string) (*tool.Regis
 	}
 	tools := builtin.New(ws)
 	if !f.readOnly {
-		bo := builtin.BashOptions{Dir: ws.Root(), SpillDir: spill}
+		bo := builtin.BashOptions{Dir: ws.Root(), SpillDir: spill, EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow}
 		if f.sandbox {
 			sb, err := builtin.NewSandbox()
 			if err != nil {
@@ -430,4 +440,18 @@ func newApproval(env *cliEnv, reg *tool.Registry, mode string) (*tool.Approval, 
 		a.Ask = tool.LineAsker(env.stdin, env.stderr)
 	}
 	return a, nil
+}
+
+// envVarName reports whether s is spelled like an environment variable
+// (KeySource also says "models file" or "profile <id>").
+func envVarName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }

@@ -96,3 +96,51 @@ func TestE2EApproveNeverRefusesWrites(t *testing.T) {
 		})
 	}
 }
+
+// Issue 17, item 4: with provider keys in agentloop's environment, the
+// model runs printenv: no key reaches the transcript or the next request,
+// nor does a variable the user's deny list names; the allow list keeps
+// one; and a hook still gets the environment Claude Code gives hooks.
+func TestE2EPrintenvHoldsNoSecrets(t *testing.T) {
+	capture := filepath.Join(t.TempDir(), "requests.jsonl")
+	base := mockLLM(t, "-rounds", "1", "-cmd", "printenv", "-capture", capture)
+	home, ws := t.TempDir(), t.TempDir()
+	hookOut := filepath.Join(ws, "hook-env.txt")
+	settings := `{"toolEnv": {"deny": ["CUSTOM_CRED"], "allow": ["HARMLESS_TOKEN"]},
+	 "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "printenv OPENAI_API_KEY > ` + hookOut + `; exit 0"}]}]}}`
+	writeFile(t, filepath.Join(home, "settings.json"), settings)
+	const key = "sk-e2e-openai-9f8e7d6c5b4a"
+	env := []string{"OPENAI_API_KEY=" + key, "ANTHROPIC_API_KEY=sk-ant-e2e-1234567890", "GITHUB_TOKEN=ghp_e2e_abcdef",
+		"CUSTOM_CRED=custom-e2e-secret", "HARMLESS_TOKEN=harmless-e2e-value", "AGENTLOOP_E2E_PLAIN=plain-e2e-value"}
+	code, _, errs := runBuilt(t, env, home, ws, base, "--session-dir", filepath.Join(home, "sessions"), "show the environment")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	reqs := readLines(t, capture)
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	if !strings.Contains(reqs[1], "plain-e2e-value") || !strings.Contains(reqs[1], "harmless-e2e-value") {
+		t.Fatalf("printenv's output did not reach the model (so the test proves nothing):\n%s", reqs[1])
+	}
+	for _, secret := range []string{key, "sk-ant-e2e", "ghp_e2e", "custom-e2e-secret"} {
+		if strings.Contains(reqs[1], secret) {
+			t.Errorf("the request to the model holds %q", secret)
+		}
+	}
+	transcripts, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*.jsonl"))
+	more, _ := filepath.Glob(filepath.Join(home, "sessions", "*.jsonl"))
+	transcripts = append(transcripts, more...)
+	if len(transcripts) == 0 {
+		t.Fatal("no transcript was written")
+	}
+	for _, p := range transcripts {
+		data, _ := os.ReadFile(p)
+		if bytes.Contains(data, []byte(key)) {
+			t.Errorf("the transcript %s holds the key", p)
+		}
+	}
+	if data, err := os.ReadFile(hookOut); err != nil || strings.TrimSpace(string(data)) != key {
+		t.Errorf("the hook did not get the environment as Claude Code gives it: %q, %v", data, err)
+	}
+}

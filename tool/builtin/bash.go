@@ -53,8 +53,19 @@ type BashOptions struct {
 	// /tmp, no network.
 	Sandbox *Sandbox
 	// Env is the environment of commands, as in exec.Cmd: nil means
-	// agentloop's own.
+	// agentloop's own. Either way, provider keys and other secrets
+	// (proc.DefaultSecretVars: *_API_KEY, *_TOKEN, AWS credentials, ...),
+	// the variables named in EnvDeny and those holding a value of Secrets
+	// are removed, as are BASH_ENV, ENV and exported functions, which
+	// would run code before the command; EnvAllow keeps variables anyway.
 	Env []string
+	// EnvDeny and EnvAllow are names or patterns (* matches any run of
+	// characters) of variables to remove, and to keep even when a default
+	// or EnvDeny names them.
+	EnvDeny, EnvAllow []string
+	// Secrets are values no variable of a command may hold: the run's API
+	// keys, whatever variable they came from.
+	Secrets []string
 	// Shell is the shell run with -c. Empty means /bin/bash, else bash on
 	// PATH, else sh.
 	Shell string
@@ -234,7 +245,7 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	tag := proc.NewTag()
 	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = b.opts.Env
+	cmd.Env = b.env()
 	proc.Prepare(cmd, tag)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -448,6 +459,13 @@ func (u *bashUpdater) close() {
 		u.timer.Stop()
 		u.timer = nil
 	}
+}
+
+// env is the environment of a command: Env (or agentloop's) without
+// secrets and shell start-up variables.
+func (b *Bash) env() []string {
+	p := proc.EnvPolicy{Deny: b.opts.EnvDeny, Allow: b.opts.EnvAllow, Secrets: b.opts.Secrets}
+	return p.Filter(b.opts.Env, proc.ShellStartupVars...)
 }
 
 func (b *Bash) dir() (string, error) {
