@@ -144,3 +144,24 @@ func TestE2EPrintenvHoldsNoSecrets(t *testing.T) {
 		t.Errorf("the hook did not get the environment as Claude Code gives it: %q, %v", data, err)
 	}
 }
+
+// Issue 17, item 8: a file that starts with a byte-order mark is read as
+// text through the CLI, not refused as binary.
+func TestE2EReadByteOrderMarkFile(t *testing.T) {
+	capture := filepath.Join(t.TempDir(), "requests.jsonl")
+	base := mockLLM(t, "-rounds", "1", "-tool", "read", "-args", `{"path":"notes.txt"}`, "-capture", capture)
+	home, ws := t.TempDir(), t.TempDir()
+	utf16 := []byte{0xFF, 0xFE}
+	for _, r := range "bom-marked notes\r\n" {
+		utf16 = append(utf16, byte(r), 0)
+	}
+	writeFile(t, filepath.Join(ws, "notes.txt"), string(utf16))
+	code, _, errs := runBuilt(t, []string{"OPENAI_API_KEY=sk-mock"}, home, ws, base, "--no-session", "read the notes")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	reqs := readLines(t, capture)
+	if len(reqs) != 2 || !strings.Contains(reqs[1], `"bom-marked notes"`) {
+		t.Errorf("the model did not get the text of the file; requests:\n%s", strings.Join(reqs, "\n"))
+	}
+}

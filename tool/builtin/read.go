@@ -19,9 +19,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/text/transform"
+
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
+
 
 // ReadTool is the read tool: it returns a text file's lines, or an image as
 // an image block. Text is cut at ReadMaxLines lines or ReadMaxBytes bytes,
@@ -123,6 +126,15 @@ func (t *ReadTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 	}
 	if mime := imageType(head); mime != "" {
 		return readImage(a.Path, br, fi.Size(), mime)
+	}
+	// A byte-order mark says the file is text: UTF-8 with a BOM is read
+	// without it (edit keeps it), UTF-16 is decoded.
+	if bytes.HasPrefix(head, utf8BOM) {
+		_, _ = br.Discard(len(utf8BOM))
+		return readText(ctx, a, br)
+	}
+	if dec, _ := utf16WithBOM(head); dec != nil {
+		return readText(ctx, a, bufio.NewReaderSize(transform.NewReader(br, dec), 64<<10))
 	}
 	if bytes.IndexByte(head, 0) >= 0 {
 		return tool.Result{}, fmt.Errorf("%s is a binary file (%s); read returns text, and PNG, JPEG, GIF or WebP images",
