@@ -25,7 +25,6 @@ import (
 	"github.com/agentloop/agentloop/tool"
 )
 
-
 // ReadTool is the read tool: it returns a text file's lines, or an image as
 // an image block. Text is cut at ReadMaxLines lines or ReadMaxBytes bytes,
 // whichever comes first, with a closing notice that says which offset to
