@@ -14,8 +14,8 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io"
+	"io/fs"
 	"net/http"
-	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -101,12 +101,17 @@ func (t *ReadTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 	if err != nil {
 		return tool.Result{}, err
 	}
-	if st, err := os.Stat(real); err != nil {
+	tr, name, err := t.ws.readTree(real)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	defer tr.close()
+	if st, err := fs.Stat(tr.fsys, name); err != nil {
 		return tool.Result{}, pathError(a.Path, err)
 	} else if err := checkRegular(a.Path, st); err != nil {
 		return tool.Result{}, err
 	}
-	f, err := os.Open(real)
+	f, err := tr.fsys.Open(name)
 	if err != nil {
 		return tool.Result{}, pathError(a.Path, err)
 	}
