@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -173,7 +174,12 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		// A key read from a variable of any name stays away from tools.
 		toolEnv.Deny = append(toolEnv.Deny, v)
 	}
-	reg, err := buildTools(ctx, f, cwd, home, toolEnv)
+	spill, err := newRunSpill()
+	if err != nil {
+		return err
+	}
+	defer spill.close()
+	reg, err := buildTools(ctx, f, cwd, toolEnv, spill)
 	if err != nil {
 		return err
 	}
@@ -249,7 +255,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 			dir = filepath.Join(home, "sessions")
 		}
 		p.Session = runner.SessionSpec{Store: session.NewJSONLStore(dir), Cwd: cwd,
-			ID: f.session, Continue: f.cont, Fork: f.fork}
+			ID: f.session, Continue: f.cont, Fork: f.fork, Opened: spill.opened}
 	}
 	if p.MCP, err = mcpSpec(env, f, home, cwd, toolEnv); err != nil {
 		return err
@@ -380,15 +386,15 @@ func workspaceDir(flag string) (string, error) {
 // buildTools assembles the tool set of a run: the file tools and bash,
 // filtered by the profile, --tools, --no-tools and --read-only. Bash runs
 // without the secrets of the environment (see toolEnvSettings).
-func buildTools(ctx context.Context, f *runFlags, cwd, home string, toolEnv toolEnvSettings) (*tool.Registry, error) {
-	spill := filepath.Join(home, "spill")
-	ws, err := builtin.NewWorkspace(cwd, &builtin.WorkspaceOptions{ReadOnly: f.readOnly, Readable: []string{spill}})
+func buildTools(ctx context.Context, f *runFlags, cwd string, toolEnv toolEnvSettings, spill *runSpill) (*tool.Registry, error) {
+	ws, err := builtin.NewWorkspace(cwd, &builtin.WorkspaceOptions{ReadOnly: f.readOnly, Readable: []string{spill.tmp}})
 	if err != nil {
 		return nil, err
 	}
+	spill.ws = ws
 	tools := builtin.New(ws)
 	if !f.readOnly {
-		bo := builtin.BashOptions{Dir: ws.Root(), SpillDir: spill, EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow}
+		bo := builtin.BashOptions{Dir: ws.Root(), SpillDir: spill.tmp, EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow}
 		if f.sandbox {
 			sb, err := builtin.NewSandbox()
 			if err != nil {
@@ -401,7 +407,8 @@ func buildTools(ctx context.Context, f *runFlags, cwd, home string, toolEnv tool
 			}
 			bo.Sandbox = sb
 		}
-		tools = append(tools, builtin.NewBash(bo))
+		spill.bash = builtin.NewBash(bo)
+		tools = append(tools, spill.bash)
 	}
 	reg, err := tool.NewRegistry(tools...)
 	if err != nil {
@@ -455,3 +462,39 @@ func envVarName(s string) bool {
 	}
 	return true
 }
+
+// runSpill is where bash keeps the full output of long commands during
+// one run: beside the transcript (<id>.spill/, mode 0700, files 0600),
+// where it lives and goes with the session, once the session is open;
+// without a session, a private temporary directory removed when the run
+// ends. The read tool may read this run's directory only, not the spill
+// logs of other sessions or workspaces.
+type runSpill struct {
+	tmp  string
+	ws   *builtin.Workspace
+	bash *builtin.Bash
+}
+
+func newRunSpill() (*runSpill, error) {
+	dir, err := os.MkdirTemp("", "agentloop-spill-")
+	if err != nil {
+		return nil, fmt.Errorf("create a directory for long command output: %w", err)
+	}
+	return &runSpill{tmp: dir}, nil
+}
+
+// opened moves the spill directory beside the session's transcript.
+func (s *runSpill) opened(_, path string) {
+	if path == "" || s.ws == nil {
+		return
+	}
+	dir := strings.TrimSuffix(path, ".jsonl") + ".spill"
+	if err := s.ws.AddReadable(dir); err != nil {
+		return // the temporary directory serves instead
+	}
+	if s.bash != nil {
+		s.bash.SetSpillDir(dir)
+	}
+}
+
+func (s *runSpill) close() { os.RemoveAll(s.tmp) }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -163,5 +164,76 @@ func TestE2EReadByteOrderMarkFile(t *testing.T) {
 	reqs := readLines(t, capture)
 	if len(reqs) != 2 || !strings.Contains(reqs[1], `"bom-marked notes"`) {
 		t.Errorf("the model did not get the text of the file; requests:\n%s", strings.Join(reqs, "\n"))
+	}
+}
+
+// spillPath finds the path of the full-output file in a request.
+var spillPathRE = regexp.MustCompile(`Full output: (/[^"\s\\]+\.log)`)
+
+// Issue 17, item 8: bash's spill logs live beside the session's
+// transcript (mode 0600 in a 0700 directory), not in one directory every
+// workspace can read; without a session they go at exit; and a run in
+// another workspace cannot read them.
+func TestE2ESpillLogsStayWithTheSession(t *testing.T) {
+	long := `seq 1 30000`
+	home := t.TempDir()
+	sessions := filepath.Join(home, "sessions")
+
+	// A run with a session: the log is beside the transcript.
+	capture := filepath.Join(t.TempDir(), "requests.jsonl")
+	base := mockLLM(t, "-rounds", "1", "-cmd", long, "-capture", capture)
+	ws1 := t.TempDir()
+	if code, _, errs := runBuilt(t, []string{"OPENAI_API_KEY=sk-mock"}, home, ws1, base, "--session-dir", sessions, "count"); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m := spillPathRE.FindStringSubmatch(strings.Join(readLines(t, capture), "\n"))
+	if m == nil {
+		t.Fatal("the model was not given a full-output path")
+	}
+	logPath := m[1]
+	transcripts, _ := filepath.Glob(filepath.Join(sessions, "*", "*.jsonl"))
+	if len(transcripts) != 1 {
+		t.Fatalf("transcripts: %v", transcripts)
+	}
+	if want := strings.TrimSuffix(transcripts[0], ".jsonl") + ".spill"; filepath.Dir(logPath) != want {
+		t.Errorf("the log is at %s, want it in %s", logPath, want)
+	}
+	if fi, err := os.Stat(logPath); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("log %s: %v, %v; want mode 0600", logPath, fi, err)
+	}
+	if fi, err := os.Stat(filepath.Dir(logPath)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("spill directory: %v, %v; want mode 0700", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "spill")); err == nil {
+		t.Error("a shared spill directory was created under AGENTLOOP_HOME")
+	}
+
+	// Another workspace's run cannot read that log.
+	capture2 := filepath.Join(t.TempDir(), "requests.jsonl")
+	base2 := mockLLM(t, "-rounds", "1", "-tool", "read", "-args", `{"path":"`+logPath+`"}`, "-capture", capture2)
+	ws2 := t.TempDir()
+	if code, _, errs := runBuilt(t, []string{"OPENAI_API_KEY=sk-mock"}, home, ws2, base2, "--session-dir", sessions, "peek"); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	reqs := readLines(t, capture2)
+	if len(reqs) != 2 || strings.Contains(reqs[1], "29999") || !strings.Contains(reqs[1], "outside the workspace") {
+		t.Errorf("another workspace read the spill log; its second request:\n%s", tail(reqs[len(reqs)-1], 2000))
+	}
+
+	// --no-session: the log is gone when the run ends.
+	capture3 := filepath.Join(t.TempDir(), "requests.jsonl")
+	base3 := mockLLM(t, "-rounds", "1", "-cmd", long, "-capture", capture3)
+	if code, _, errs := runBuilt(t, []string{"OPENAI_API_KEY=sk-mock"}, home, ws1, base3, "--no-session", "count"); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	m = spillPathRE.FindStringSubmatch(strings.Join(readLines(t, capture3), "\n"))
+	if m == nil {
+		t.Fatal("the model was not given a full-output path")
+	}
+	if _, err := os.Stat(m[1]); err == nil {
+		t.Errorf("the spill log %s of a --no-session run outlived it", m[1])
+	}
+	if _, err := os.Stat(filepath.Dir(m[1])); err == nil {
+		t.Errorf("the spill directory %s of a --no-session run outlived it", filepath.Dir(m[1]))
 	}
 }

@@ -89,8 +89,25 @@ type Bash struct {
 	opts  BashOptions
 	shell string
 
-	mu   sync.Mutex
-	kept []proc.Target // commands whose background processes were kept
+	mu       sync.Mutex
+	kept     []proc.Target // commands whose background processes were kept
+	spillDir string        // SpillDir, or what SetSpillDir set
+}
+
+// SetSpillDir moves where later commands spill long output, as when the
+// session (and the directory beside its transcript) becomes known after
+// the tool was built. The read tool's workspace should be allowed to read
+// dir (Workspace.AddReadable).
+func (b *Bash) SetSpillDir(dir string) {
+	b.mu.Lock()
+	b.spillDir = dir
+	b.mu.Unlock()
+}
+
+func (b *Bash) spill() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.spillDir
 }
 
 // NewBash returns the bash tool. On Linux it makes the agentloop process
@@ -98,7 +115,7 @@ type Bash struct {
 // command can escape its sweep by being reparented to init.
 func NewBash(opts BashOptions) *Bash {
 	_ = proc.EnableSubreaper() // without it the sweep still finds tagged processes under the shell
-	b := &Bash{opts: opts, shell: opts.Shell}
+	b := &Bash{opts: opts, shell: opts.Shell, spillDir: opts.SpillDir}
 	if b.shell == "" {
 		b.shell = bashFindShell()
 	}
@@ -228,13 +245,14 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	}
 
 	argv := []string{b.shell, "-c", a.Command}
+	spillDir := b.spill()
 	if b.opts.Sandbox != nil {
 		var writable []string
-		if b.opts.SpillDir != "" {
-			if err := os.MkdirAll(b.opts.SpillDir, 0o700); err != nil {
-				return tool.Result{}, fmt.Errorf("bash: create the spill directory %s: %w", b.opts.SpillDir, err)
+		if spillDir != "" {
+			if err := os.MkdirAll(spillDir, 0o700); err != nil {
+				return tool.Result{}, fmt.Errorf("bash: create the spill directory %s: %w", spillDir, err)
 			}
-			writable = append(writable, sandboxDir(b.opts.SpillDir))
+			writable = append(writable, sandboxDir(spillDir))
 		}
 		dir = sandboxDir(dir)
 		argv = b.opts.Sandbox.Args(dir, writable, argv)
@@ -280,7 +298,7 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	pw.Close()
 	pid := cmd.Process.Pid
 
-	out := &bashOutput{spillDir: b.opts.SpillDir, spillName: "bash-" + bashFileSafe(call.ID)}
+	out := &bashOutput{spillDir: spillDir, spillName: "bash-" + bashFileSafe(call.ID)}
 	upd := &bashUpdater{out: out, update: update}
 	readDone := make(chan struct{})
 	go bashPump(pr, out, upd, readDone)
