@@ -259,31 +259,24 @@ func shellGlobAt(v string) int {
 
 // shellUnescape removes the backslashes of an unquoted literal.
 func shellUnescape(s string) string {
-	if !strings.Contains(s, "\\") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-			if s[i] == '\n' {
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return shellUnescapeIf(s, func(byte) bool { return true })
 }
 
 // shellUnescapeDouble removes the backslashes that escape inside double
 // quotes: before $, `, ", \ and a newline.
 func shellUnescapeDouble(s string) string {
+	return shellUnescapeIf(s, func(c byte) bool { return strings.IndexByte("$`\"\\\n", c) >= 0 })
+}
+
+// shellUnescapeIf drops each backslash before a character escapes
+// accepts (a backslash-newline goes entirely).
+func shellUnescapeIf(s string, escapes func(byte) bool) string {
 	if !strings.Contains(s, "\\") {
 		return s
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+		if s[i] == '\\' && i+1 < len(s) && escapes(s[i+1]) {
 			i++
 			if s[i] == '\n' {
 				continue

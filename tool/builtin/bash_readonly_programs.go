@@ -269,23 +269,17 @@ func init() {
 	add(shellOpts("bcCdDfghiMmnRrsuVzk:o:S:t:T:",
 		"ignore-leading-blanks dictionary-order ignore-case general-numeric-sort ignore-nonprinting month-sort human-numeric-sort numeric-sort random-sort random-source= reverse sort= version-sort batch-size= check? debug files0-from= key= merge output= stable buffer-size= field-separator= temporary-directory= parallel= unique zero-terminated compress-program= help version",
 		"-o --output -T --temporary-directory --compress-program"), "sort")
-	add(&shellProgram{
-		flags:   map[string]bool{"-c": true, "-d": true, "-D": true, "-i": true, "-u": true, "-z": true, "--count": true, "--repeated": true, "--ignore-case": true, "--unique": true, "--zero-terminated": true, "--help": true, "--version": true},
-		args:    map[string]bool{"-f": true, "-s": true, "-w": true, "--skip-fields": true, "--skip-chars": true, "--check-chars": true},
-		optArgs: map[string]bool{"--all-repeated": true, "--group": true},
-		bad:     map[string]bool{},
-		long:    strings.Fields("count repeated ignore-case unique zero-terminated help version skip-fields skip-chars check-chars all-repeated group"),
-		abbrev:  true,
-		// uniq IN OUT writes OUT.
-		operands: func(ops []shellWord, _ map[string]bool) bool {
-			for _, o := range ops {
-				if o.multi {
-					return false
-				}
+	uniq := shellOpts("cdDiuzf:s:w:", "count repeated all-repeated? group? ignore-case unique zero-terminated skip-fields= skip-chars= check-chars= help version", "")
+	// uniq IN OUT writes OUT.
+	uniq.operands = func(ops []shellWord, _ map[string]bool) bool {
+		for _, o := range ops {
+			if o.multi {
+				return false
 			}
-			return len(ops) <= 1
-		},
-	}, "uniq")
+		}
+		return len(ops) <= 1
+	}
+	add(uniq, "uniq")
 	add(shellOpts("abBcC:dD:eEF:iI:lL:nNpqrsS:tTuU:vwWxXy",
 		"normal brief report-identical-files context? unified? ed rcs side-by-side width= left-column suppress-common-lines show-c-function show-function-line= label= expand-tabs initial-tab tabsize= suppress-blank-empty paginate recursive no-dereference new-file unidirectional-new-file ignore-file-name-case no-ignore-file-name-case exclude= exclude-from= starting-file= from-file= to-file= ignore-case ignore-tab-expansion ignore-trailing-space ignore-space-change ignore-all-space ignore-blank-lines ignore-matching-lines= text strip-trailing-cr ifdef= old-group-format= new-group-format= unchanged-group-format= changed-group-format= line-format= old-line-format= new-line-format= unchanged-line-format= minimal horizon-lines= speed-large-files color? palette= help version",
 		"").withAnyOption(), "diff")

@@ -116,14 +116,10 @@ func (p *sedParser) command() bool {
 	case 's':
 		return p.substitute()
 	case 'y':
-		if p.eof() {
+		d, ok := p.delimiter()
+		if !ok {
 			return false
 		}
-		d := p.peek()
-		if d == '\\' || d == '\n' {
-			return false
-		}
-		p.i++
 		for range 2 {
 			if !p.delimited(d, false) {
 				return false
@@ -251,16 +247,22 @@ func (p *sedParser) delimited(d byte, brackets bool) bool {
 	return false
 }
 
-// substitute parses s/re/replacement/flags and refuses the e and w flags.
-func (p *sedParser) substitute() bool {
-	if p.eof() {
-		return false
-	}
-	d := p.peek()
-	if d == '\\' || d == '\n' {
-		return false
+// delimiter reads the delimiter of an s or y command: any character but
+// a backslash or a newline.
+func (p *sedParser) delimiter() (byte, bool) {
+	if p.eof() || p.peek() == '\\' || p.peek() == '\n' {
+		return 0, false
 	}
 	p.i++
+	return p.s[p.i-1], true
+}
+
+// substitute parses s/re/replacement/flags and refuses the e and w flags.
+func (p *sedParser) substitute() bool {
+	d, ok := p.delimiter()
+	if !ok {
+		return false
+	}
 	if !p.regex(d) || !p.delimited(d, false) {
 		return false
 	}
