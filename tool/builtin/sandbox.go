@@ -158,12 +158,15 @@ func (s *Sandbox) Args(dir string, writable []string, argv []string) []string {
 }
 
 // sandboxHidden are the directories the sandbox replaces with empty,
-// private ones. /var/run is a symlink to /run on current systems; where
-// it is a directory it is hidden too.
+// private ones: /tmp always, and /var/tmp, /run and /var/run where they
+// are directories (/var/run is a symlink to /run on current systems;
+// bwrap cannot mount over a path that is not there in the read-only root).
 var sandboxHidden = func() []string {
-	dirs := []string{"/tmp", "/var/tmp", "/run"}
-	if fi, err := os.Lstat("/var/run"); err == nil && fi.IsDir() {
-		dirs = append(dirs, "/var/run")
+	dirs := []string{"/tmp"}
+	for _, d := range []string{"/var/tmp", "/run", "/var/run"} {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
 	}
 	return dirs
 }()
