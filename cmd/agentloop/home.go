@@ -46,30 +46,40 @@ func settingsFallbacks(home string) ([]string, error) {
 	return s.Fallbacks, nil
 }
 
-// toolEnvSettings is the "toolEnv" object of $AGENTLOOP_HOME/settings.json:
-// names or patterns of environment variables tools (bash, MCP servers)
-// must not inherit, besides provider keys and the usual secret names, and
-// those they may inherit anyway.
+// toolSettings is what $AGENTLOOP_HOME/settings.json says about tools:
+//
+//	{"toolEnv": {"deny": ["INTERNAL_*"], "allow": ["GITHUB_TOKEN"]},
+//	 "sandbox": {"sockets": ["/run/postgresql/.s.PGSQL.5432"]}}
+//
+// toolEnv names (or * patterns of) environment variables tools (bash, MCP
+// servers) must not inherit, besides provider keys and the usual secret
+// names, and those they may inherit anyway; sandbox.sockets are host Unix
+// sockets a --sandbox command may still connect to.
+type toolSettings struct {
+	ToolEnv toolEnvSettings `json:"toolEnv"`
+	Sandbox struct {
+		Sockets []string `json:"sockets"`
+	} `json:"sandbox"`
+}
+
 type toolEnvSettings struct {
 	Deny  []string `json:"deny"`
 	Allow []string `json:"allow"`
 }
 
-// settingsToolEnv reads the "toolEnv" object of $AGENTLOOP_HOME/settings.json.
-func settingsToolEnv(home string) (toolEnvSettings, error) {
+// settingsTools reads the tool settings of $AGENTLOOP_HOME/settings.json.
+func settingsTools(home string) (toolSettings, error) {
+	var s toolSettings
 	path := filepath.Join(home, "settings.json")
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return toolEnvSettings{}, nil
+		return s, nil
 	}
 	if err != nil {
-		return toolEnvSettings{}, err
-	}
-	var s struct {
-		ToolEnv toolEnvSettings `json:"toolEnv"`
+		return s, err
 	}
 	if err := json.Unmarshal(data, &s); err != nil {
-		return toolEnvSettings{}, fmt.Errorf("%s: %v (fix the JSON, or move the file away)", path, err)
+		return s, fmt.Errorf("%s: %v (fix the JSON, or move the file away)", path, err)
 	}
-	return s.ToolEnv, nil
+	return s, nil
 }

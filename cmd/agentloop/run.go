@@ -166,20 +166,20 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		fmt.Fprintln(env.stderr, "agentloop: warning:", w)
 	}
 
-	toolEnv, err := settingsToolEnv(home)
+	settings, err := settingsTools(home)
 	if err != nil {
 		return err
 	}
 	if v := resolved.KeySource; envVarName(v) {
 		// A key read from a variable of any name stays away from tools.
-		toolEnv.Deny = append(toolEnv.Deny, v)
+		settings.ToolEnv.Deny = append(settings.ToolEnv.Deny, v)
 	}
 	spill, err := newRunSpill()
 	if err != nil {
 		return err
 	}
 	defer spill.close()
-	reg, err := buildTools(ctx, f, cwd, toolEnv, spill)
+	reg, err := buildTools(ctx, f, cwd, settings, spill)
 	if err != nil {
 		return err
 	}
@@ -257,7 +257,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		p.Session = runner.SessionSpec{Store: session.NewJSONLStore(dir), Cwd: cwd,
 			ID: f.session, Continue: f.cont, Fork: f.fork, Opened: spill.opened}
 	}
-	if p.MCP, err = mcpSpec(env, f, home, cwd, toolEnv); err != nil {
+	if p.MCP, err = mcpSpec(env, f, home, cwd, settings.ToolEnv); err != nil {
 		return err
 	}
 
@@ -385,8 +385,9 @@ func workspaceDir(flag string) (string, error) {
 
 // buildTools assembles the tool set of a run: the file tools and bash,
 // filtered by the profile, --tools, --no-tools and --read-only. Bash runs
-// without the secrets of the environment (see toolEnvSettings).
-func buildTools(ctx context.Context, f *runFlags, cwd string, toolEnv toolEnvSettings, spill *runSpill) (*tool.Registry, error) {
+// without the secrets of the environment (see toolSettings).
+func buildTools(ctx context.Context, f *runFlags, cwd string, settings toolSettings, spill *runSpill) (*tool.Registry, error) {
+	toolEnv := settings.ToolEnv
 	ws, err := builtin.NewWorkspace(cwd, &builtin.WorkspaceOptions{ReadOnly: f.readOnly, Readable: []string{spill.tmp}})
 	if err != nil {
 		return nil, err
@@ -405,6 +406,7 @@ func buildTools(ctx context.Context, f *runFlags, cwd string, toolEnv toolEnvSet
 			if err := sb.Check(ctx); err != nil {
 				return nil, fmt.Errorf("--sandbox: %w", err)
 			}
+			sb.Sockets = settings.Sandbox.Sockets
 			bo.Sandbox = sb
 		}
 		spill.bash = builtin.NewBash(bo)

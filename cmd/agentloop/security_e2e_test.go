@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Issue 17: attacks on the built binary, driven through mockllm's real
@@ -235,5 +238,42 @@ func TestE2ESpillLogsStayWithTheSession(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(m[1])); err == nil {
 		t.Errorf("the spill directory %s of a --no-session run outlived it", filepath.Dir(m[1]))
+	}
+}
+
+// Issue 17, item 2: under --sandbox, a host Unix socket is out of sight
+// unless settings.json lists it in sandbox.sockets.
+func TestE2ESandboxHostSockets(t *testing.T) {
+	tag := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	var socks []string
+	for _, name := range []string{"allowed", "hidden"} {
+		p := filepath.Join("/var/tmp", "agentloop-e2e-"+name+"-"+tag+".sock")
+		l, err := net.Listen("unix", p)
+		if err != nil {
+			t.Skipf("cannot make a socket in /var/tmp: %v", err)
+		}
+		t.Cleanup(func() { l.Close(); os.Remove(p) })
+		socks = append(socks, p)
+	}
+	probe := fmt.Sprintf(`for s in %s %s; do if [ -S "$s" ]; then echo "visible $s"; else echo "hidden $s"; fi; done`, socks[0], socks[1])
+	capture := filepath.Join(t.TempDir(), "requests.jsonl")
+	base := mockLLM(t, "-rounds", "1", "-cmd", probe, "-capture", capture)
+	home, ws := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(home, "settings.json"), `{"sandbox": {"sockets": ["`+socks[0]+`"]}}`)
+	code, _, errs := runBuilt(t, []string{"OPENAI_API_KEY=sk-mock"}, home, ws, base, "--no-session", "--sandbox", "look")
+	if code != 0 && strings.Contains(errs, "--sandbox:") {
+		t.Skipf("no sandbox here: %s", errs)
+	}
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	reqs := readLines(t, capture)
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for _, want := range []string{"visible " + socks[0], "hidden " + socks[1]} {
+		if !strings.Contains(reqs[1], want) {
+			t.Errorf("the sandboxed command's output lacks %q:\n%s", want, tail(reqs[1], 1500))
+		}
 	}
 }
