@@ -164,6 +164,15 @@ func (c *Chunker) DrainFunc(force bool, emit func(string)) {
 			pos += h
 			continue
 		}
+		// Nor inside or right after a fence's opening line, which would
+		// leave its code unfenced; while streaming, the unfinished last
+		// line may still become one. Cut before that line instead.
+		if ls := fenceLineBefore(buf, spans, pos+h, force); ls > pos {
+			h = ls - pos
+		}
+		for h > 1 && rem[h-1] != '\n' && h < len(rem) && fenceLike(rem[h:]) {
+			h--
+		}
 		h = runeStart(buf, pos, h)
 		send(reopen + rem[:h])
 		reopen = ""
@@ -178,6 +187,29 @@ func (c *Chunker) DrainFunc(force bool, emit func(string)) {
 	}
 	c.buf.Reset()
 	c.buf.WriteString(rest)
+}
+
+// fenceLineBefore returns the start of the line a cut at i would split
+// or end, when that line opens a fence; without force it also counts the
+// unfinished last line of buf when it could still grow into an opening
+// line. It returns -1 otherwise.
+func fenceLineBefore(buf string, spans []fenceSpan, i int, force bool) int {
+	ls := strings.LastIndexByte(buf[:i], '\n') + 1
+	if ls == i && i < len(buf) {
+		return -1 // the cut is at a line start: nothing is split
+	}
+	for k := range spans {
+		if spans[k].start == ls {
+			return ls
+		}
+	}
+	if !force && strings.IndexByte(buf[ls:], '\n') < 0 {
+		t := strings.TrimLeft(buf[ls:], " ")
+		if len(buf[ls:])-len(t) <= 3 && t != "" && (t[0] == '`' || t[0] == '~') {
+			return ls
+		}
+	}
+	return -1
 }
 
 // reopenLine is the line that reopens fence s in the next block: its
@@ -266,7 +298,7 @@ func (c *Chunker) pick(buf string, spans []fenceSpan, pos, minAt, winEnd int) (i
 	}
 	if c.prefer != BreakNewline {
 		if i, ok := last(func(i int) bool {
-			return isSpace(rem[i]) && i > 0 && (rem[i-1] == '.' || rem[i-1] == '!' || rem[i-1] == '?')
+			return isSpace(rem[i]) && i > 0 && (rem[i-1] == '.' || rem[i-1] == '!' || rem[i-1] == '?') && !makesFence(rem, i)
 		}); ok {
 			return i, true
 		}
@@ -276,5 +308,19 @@ func (c *Chunker) pick(buf string, spans []fenceSpan, pos, minAt, winEnd int) (i
 			return i, true
 		}
 	}
-	return last(func(i int) bool { return isSpace(rem[i]) })
+	return last(func(i int) bool { return isSpace(rem[i]) && !makesFence(rem, i) })
+}
+
+// makesFence reports whether a break at the space rem[i] in the middle of
+// a line would start the next block with backticks or tildes that a
+// renderer then takes for a fence.
+func makesFence(rem string, i int) bool {
+	return rem[i] != '\n' && fenceLike(rem[i+1:])
+}
+
+// fenceLike reports whether s starts like a fence line: up to three
+// spaces, then three backticks or tildes.
+func fenceLike(s string) bool {
+	_, marker, _ := splitFenceLine(s[:min(len(s), 3+3)])
+	return marker != ""
 }

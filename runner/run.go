@@ -183,6 +183,13 @@ func (r *Runner) Run(ctx context.Context, p Params) (res Result, err error) {
 			return Result{Err: err}, err
 		}
 		s.sess = sess
+		if p.Session.Opened != nil {
+			path := ""
+			if fs, ok := sess.(interface{ Path() string }); ok {
+				path = fs.Path()
+			}
+			p.Session.Opened(sess.ID(), path)
+		}
 		defer func() {
 			if cerr := sess.Close(); cerr != nil && err == nil {
 				s.warn(fmt.Sprintf("closing the session: %v", cerr))

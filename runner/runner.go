@@ -222,6 +222,11 @@ type SessionSpec struct {
 	// Lock says whether to wait for a session held by another run; nil
 	// fails fast.
 	Lock *session.LockOptions
+	// Opened, when set, is called once the session is open, before the
+	// first model call, with its id and its transcript's path ("" for a
+	// store without files): a caller keeps per-session files (bash's
+	// spill logs) beside the transcript.
+	Opened func(id, path string)
 }
 
 // MCPSpec is the MCP servers of a run.

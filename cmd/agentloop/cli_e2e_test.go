@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -37,4 +38,23 @@ func builtCLI(t *testing.T) string {
 		t.Fatal(cliErr)
 	}
 	return cliBin
+}
+
+// execCLI runs the built CLI with args in a minimal environment (PATH,
+// HOME and AGENTLOOP_HOME set to home) plus env, and returns its exit code,
+// stdout and stderr.
+func execCLI(t *testing.T, env []string, home string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(builtCLI(t), args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AGENTLOOP_HOME=" + home}, env...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
 }

@@ -45,3 +45,41 @@ func settingsFallbacks(home string) ([]string, error) {
 	}
 	return s.Fallbacks, nil
 }
+
+// toolSettings is what $AGENTLOOP_HOME/settings.json says about tools:
+//
+//	{"toolEnv": {"deny": ["INTERNAL_*"], "allow": ["GITHUB_TOKEN"]},
+//	 "sandbox": {"sockets": ["/run/postgresql/.s.PGSQL.5432"]}}
+//
+// toolEnv names (or * patterns of) environment variables tools (bash, MCP
+// servers) must not inherit, besides provider keys and the usual secret
+// names, and those they may inherit anyway; sandbox.sockets are host Unix
+// sockets a --sandbox command may still connect to.
+type toolSettings struct {
+	ToolEnv toolEnvSettings `json:"toolEnv"`
+	Sandbox struct {
+		Sockets []string `json:"sockets"`
+	} `json:"sandbox"`
+}
+
+type toolEnvSettings struct {
+	Deny  []string `json:"deny"`
+	Allow []string `json:"allow"`
+}
+
+// settingsTools reads the tool settings of $AGENTLOOP_HOME/settings.json.
+func settingsTools(home string) (toolSettings, error) {
+	var s toolSettings
+	path := filepath.Join(home, "settings.json")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, fmt.Errorf("%s: %v (fix the JSON, or move the file away)", path, err)
+	}
+	return s, nil
+}

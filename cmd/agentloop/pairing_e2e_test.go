@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -279,24 +278,11 @@ func writeResponses(w io.Writer, st step) {
 			"usage": map[string]any{"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}})
 }
 
-// runBuilt runs the built CLI against the server with home as
-// AGENTLOOP_HOME and returns its exit code, stdout and stderr.
-func runBuilt(t *testing.T, home, url string, args ...string) (int, string, string) {
+// runPlain runs the built CLI with args, home as AGENTLOOP_HOME and a test
+// OpenAI key, and returns its exit code, stdout and stderr.
+func runPlain(t *testing.T, home string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(builtCLI(t), args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AGENTLOOP_HOME=" + home, "OPENAI_API_KEY=sk-test"}
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatal(err)
-		}
-		code = ee.ExitCode()
-	}
-	return code, out.String(), errb.String()
+	return execCLI(t, []string{"OPENAI_API_KEY=sk-test"}, home, args...)
 }
 
 func modelArgs(url string) []string {
@@ -345,7 +331,7 @@ func TestE2ERepeatedToolCallIDs(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(ws, "paris.txt"), []byte("sunny"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			code, _, errs := runBuilt(t, home, ts.URL, append([]string{"run", "--cwd", ws, "--no-session"}, append(model, "weather?")...)...)
+			code, _, errs := runPlain(t, home, append([]string{"run", "--cwd", ws, "--no-session"}, append(model, "weather?")...)...)
 			srv.mu.Lock()
 			defer srv.mu.Unlock()
 			if code != 0 || len(srv.requests) != 3 || len(srv.refused) > 0 {
@@ -396,7 +382,7 @@ func TestE2EAbortedTurnPaired(t *testing.T) {
 			} else {
 				args = append(args, "--session", path)
 			}
-			code, _, errs := runBuilt(t, home, ts.URL, append(args, append(modelArgs(ts.URL), "again")...)...)
+			code, _, errs := runPlain(t, home, append(args, append(modelArgs(ts.URL), "again")...)...)
 			srv.mu.Lock()
 			defer srv.mu.Unlock()
 			if code != 0 || len(srv.refused) > 0 {
@@ -419,7 +405,7 @@ func TestE2EAbortedTurnPaired(t *testing.T) {
 func TestE2ERepairAbortedTurn(t *testing.T) {
 	home, ws := t.TempDir(), t.TempDir()
 	path := abortedSession(t, home, ws)
-	code, out, errs := runBuilt(t, home, "", "sessions", "repair", path)
+	code, out, errs := runPlain(t, home, "sessions", "repair", path)
 	if code != 0 || !strings.Contains(out, "1 tool calls without a result given an error result (call_abc)") {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}
@@ -431,7 +417,7 @@ func TestE2ERepairAbortedTurn(t *testing.T) {
 	if len(msgs) != 3 || msgs[2].Role != llm.RoleToolResult || msgs[2].ToolCallID != "call_abc" || !msgs[2].IsError {
 		t.Errorf("after repair: %+v", msgs)
 	}
-	code, out, _ = runBuilt(t, home, "", "sessions", "repair", path)
+	code, out, _ = runPlain(t, home, "sessions", "repair", path)
 	if code != 0 || !strings.Contains(out, "nothing to repair") {
 		t.Errorf("second repair: exit %d, %s", code, out)
 	}

@@ -168,7 +168,20 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		fmt.Fprintln(env.stderr, "agentloop: warning:", w)
 	}
 
-	reg, err := buildTools(ctx, f, cwd, home)
+	settings, err := settingsTools(home)
+	if err != nil {
+		return err
+	}
+	if v := resolved.KeySource; envVarName(v) {
+		// A key read from a variable of any name stays away from tools.
+		settings.ToolEnv.Deny = append(settings.ToolEnv.Deny, v)
+	}
+	spill, err := newRunSpill()
+	if err != nil {
+		return err
+	}
+	defer spill.close()
+	reg, err := buildTools(ctx, f, cwd, settings, spill)
 	if err != nil {
 		return err
 	}
@@ -257,9 +270,9 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 			dir = filepath.Join(home, "sessions")
 		}
 		p.Session = runner.SessionSpec{Store: session.NewJSONLStore(dir), Cwd: cwd,
-			ID: f.session, Continue: f.cont, Fork: f.fork}
+			ID: f.session, Continue: f.cont, Fork: f.fork, Opened: spill.opened}
 	}
-	if p.MCP, err = mcpSpec(env, f, home, cwd); err != nil {
+	if p.MCP, err = mcpSpec(env, f, home, cwd, settings.ToolEnv); err != nil {
 		return err
 	}
 
@@ -307,7 +320,7 @@ func checkRunFlags(f *runFlags) error {
 
 // mcpSpec loads the MCP servers of a run: $AGENTLOOP_HOME/mcp.json, the
 // workspace's .mcp.json when it is trusted, and --mcp-config files.
-func mcpSpec(env *cliEnv, f *runFlags, home, cwd string) (*runner.MCPSpec, error) {
+func mcpSpec(env *cliEnv, f *runFlags, home, cwd string, toolEnv toolEnvSettings) (*runner.MCPSpec, error) {
 	if f.noMCP || f.noTools { // --no-tools offers none of their tools either
 		return nil, nil
 	}
@@ -328,8 +341,9 @@ func mcpSpec(env *cliEnv, f *runFlags, home, cwd string) (*runner.MCPSpec, error
 	// The servers are the user's own (a trusted workspace, their home, a
 	// file they named): a tool they annotate readOnlyHint counts as
 	// read-only, for --read-only, the readonly profile, approval and early
-	// start alike.
-	return &runner.MCPSpec{Config: cfg, Options: &mcp.Options{Logger: slog.New(slog.DiscardHandler), TrustAnnotations: true}}, nil
+	// start alike. They run without the secrets of the environment.
+	return &runner.MCPSpec{Config: cfg, Options: &mcp.Options{Logger: slog.New(slog.DiscardHandler), TrustAnnotations: true,
+		EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow}}, nil
 }
 
 // runOutcome maps how a run ended to the exit code.
@@ -390,16 +404,18 @@ func workspaceDir(flag string) (string, error) {
 
 // buildTools assembles the tool set of a run: the file tools and bash,
 // unfiltered (toolPolicy decides what is offered); --read-only leaves bash
-// out and makes the workspace read-only.
-func buildTools(ctx context.Context, f *runFlags, cwd, home string) (*tool.Registry, error) {
-	spill := filepath.Join(home, "spill")
-	ws, err := builtin.NewWorkspace(cwd, &builtin.WorkspaceOptions{ReadOnly: f.readOnly, Readable: []string{spill}})
+// out and makes the workspace read-only. Bash runs without the secrets of
+// the environment (see toolSettings).
+func buildTools(ctx context.Context, f *runFlags, cwd string, settings toolSettings, spill *runSpill) (*tool.Registry, error) {
+	toolEnv := settings.ToolEnv
+	ws, err := builtin.NewWorkspace(cwd, &builtin.WorkspaceOptions{ReadOnly: f.readOnly, Readable: []string{spill.tmp}})
 	if err != nil {
 		return nil, err
 	}
+	spill.ws = ws
 	tools := builtin.New(ws)
 	if !f.readOnly {
-		bo := builtin.BashOptions{Dir: ws.Root(), SpillDir: spill}
+		bo := builtin.BashOptions{Dir: ws.Root(), SpillDir: spill.tmp, EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow}
 		if f.sandbox {
 			sb, err := builtin.NewSandbox()
 			if err != nil {
@@ -410,9 +426,11 @@ func buildTools(ctx context.Context, f *runFlags, cwd, home string) (*tool.Regis
 			if err := sb.Check(ctx); err != nil {
 				return nil, fmt.Errorf("--sandbox: %w", err)
 			}
+			sb.Sockets = settings.Sandbox.Sockets
 			bo.Sandbox = sb
 		}
-		tools = append(tools, builtin.NewBash(bo))
+		spill.bash = builtin.NewBash(bo)
+		tools = append(tools, spill.bash)
 	}
 	return tool.NewRegistry(tools...)
 }
@@ -472,3 +490,53 @@ func newApproval(env *cliEnv, mode string) (*tool.Approval, error) {
 	}
 	return a, nil
 }
+
+// envVarName reports whether s is spelled like an environment variable
+// (KeySource also says "models file" or "profile <id>").
+func envVarName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// runSpill is where bash keeps the full output of long commands during
+// one run: beside the transcript (<id>.spill/, mode 0700, files 0600),
+// where it lives and goes with the session, once the session is open;
+// without a session, a private temporary directory removed when the run
+// ends. The read tool may read this run's directory only, not the spill
+// logs of other sessions or workspaces.
+type runSpill struct {
+	tmp  string
+	ws   *builtin.Workspace
+	bash *builtin.Bash
+}
+
+func newRunSpill() (*runSpill, error) {
+	dir, err := os.MkdirTemp("", "agentloop-spill-")
+	if err != nil {
+		return nil, fmt.Errorf("create a directory for long command output: %w", err)
+	}
+	return &runSpill{tmp: dir}, nil
+}
+
+// opened moves the spill directory beside the session's transcript.
+func (s *runSpill) opened(_, path string) {
+	if path == "" || s.ws == nil {
+		return
+	}
+	dir := strings.TrimSuffix(path, ".jsonl") + ".spill"
+	if err := s.ws.AddReadable(dir); err != nil {
+		return // the temporary directory serves instead
+	}
+	if s.bash != nil {
+		s.bash.SetSpillDir(dir)
+	}
+}
+
+func (s *runSpill) close() { os.RemoveAll(s.tmp) }

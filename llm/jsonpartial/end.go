@@ -82,4 +82,12 @@ func (o *ObjectEnd) inside(c byte) {
 // followed by nothing but whitespace.
 func (o *ObjectEnd) Complete() bool { return o.state == endClosed }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+// asciiSpace is the whitespace Strict trims around arguments and
+// ObjectEnd allows around the object: JSON's four and the form feed and
+// vertical tab that bytes.TrimSpace also drops. The two must agree, or a
+// call Strict accepts would never be seen complete.
+const asciiSpace = " \t\n\v\f\r"
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}

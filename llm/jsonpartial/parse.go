@@ -36,7 +36,7 @@ func Parse(s []byte) json.RawMessage {
 // Strict parses the final arguments of a tool call: empty text is {}, and
 // anything else must be exactly one JSON object.
 func Strict(s []byte) (json.RawMessage, error) {
-	s = bytes.TrimSpace(s)
+	s = bytes.Trim(s, asciiSpace)
 	if len(s) == 0 {
 		return emptyObject, nil
 	}

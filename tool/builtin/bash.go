@@ -53,8 +53,19 @@ type BashOptions struct {
 	// /tmp, no network.
 	Sandbox *Sandbox
 	// Env is the environment of commands, as in exec.Cmd: nil means
-	// agentloop's own.
+	// agentloop's own. Either way, provider keys and other secrets
+	// (proc.DefaultSecretVars: *_API_KEY, *_TOKEN, AWS credentials, ...),
+	// the variables named in EnvDeny and those holding a value of Secrets
+	// are removed, as are BASH_ENV, ENV and exported functions, which
+	// would run code before the command; EnvAllow keeps variables anyway.
 	Env []string
+	// EnvDeny and EnvAllow are names or patterns (* matches any run of
+	// characters) of variables to remove, and to keep even when a default
+	// or EnvDeny names them.
+	EnvDeny, EnvAllow []string
+	// Secrets are values no variable of a command may hold: the run's API
+	// keys, whatever variable they came from.
+	Secrets []string
 	// Shell is the shell run with -c. Empty means /bin/bash, else bash on
 	// PATH, else sh.
 	Shell string
@@ -78,8 +89,25 @@ type Bash struct {
 	opts  BashOptions
 	shell string
 
-	mu   sync.Mutex
-	kept []proc.Target // commands whose background processes were kept
+	mu       sync.Mutex
+	kept     []proc.Target // commands whose background processes were kept
+	spillDir string        // SpillDir, or what SetSpillDir set
+}
+
+// SetSpillDir moves where later commands spill long output, as when the
+// session (and the directory beside its transcript) becomes known after
+// the tool was built. The read tool's workspace should be allowed to read
+// dir (Workspace.AddReadable).
+func (b *Bash) SetSpillDir(dir string) {
+	b.mu.Lock()
+	b.spillDir = dir
+	b.mu.Unlock()
+}
+
+func (b *Bash) spill() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.spillDir
 }
 
 // NewBash returns the bash tool. On Linux it makes the agentloop process
@@ -87,7 +115,7 @@ type Bash struct {
 // command can escape its sweep by being reparented to init.
 func NewBash(opts BashOptions) *Bash {
 	_ = proc.EnableSubreaper() // without it the sweep still finds tagged processes under the shell
-	b := &Bash{opts: opts, shell: opts.Shell}
+	b := &Bash{opts: opts, shell: opts.Shell, spillDir: opts.SpillDir}
 	if b.shell == "" {
 		b.shell = bashFindShell()
 	}
@@ -217,13 +245,14 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	}
 
 	argv := []string{b.shell, "-c", a.Command}
+	spillDir := b.spill()
 	if b.opts.Sandbox != nil {
 		var writable []string
-		if b.opts.SpillDir != "" {
-			if err := os.MkdirAll(b.opts.SpillDir, 0o700); err != nil {
-				return tool.Result{}, fmt.Errorf("bash: create the spill directory %s: %w", b.opts.SpillDir, err)
+		if spillDir != "" {
+			if err := os.MkdirAll(spillDir, 0o700); err != nil {
+				return tool.Result{}, fmt.Errorf("bash: create the spill directory %s: %w", spillDir, err)
 			}
-			writable = append(writable, sandboxDir(b.opts.SpillDir))
+			writable = append(writable, sandboxDir(spillDir))
 		}
 		dir = sandboxDir(dir)
 		argv = b.opts.Sandbox.Args(dir, writable, argv)
@@ -234,7 +263,7 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	tag := proc.NewTag()
 	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = b.opts.Env
+	cmd.Env = b.env()
 	proc.Prepare(cmd, tag)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -271,7 +300,7 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	pid := cmd.Process.Pid
 	born := proc.Stamp(pid).Start // what the command adopts from here on is its own
 
-	out := &bashOutput{spillDir: b.opts.SpillDir, spillName: "bash-" + bashFileSafe(call.ID)}
+	out := &bashOutput{spillDir: spillDir, spillName: "bash-" + bashFileSafe(call.ID)}
 	upd := &bashUpdater{out: out, update: update}
 	readDone := make(chan struct{})
 	go bashPump(pr, out, upd, readDone)
@@ -450,6 +479,13 @@ func (u *bashUpdater) close() {
 		u.timer.Stop()
 		u.timer = nil
 	}
+}
+
+// env is the environment of a command: Env (or agentloop's) without
+// secrets and shell start-up variables.
+func (b *Bash) env() []string {
+	p := proc.EnvPolicy{Deny: b.opts.EnvDeny, Allow: b.opts.EnvAllow, Secrets: b.opts.Secrets}
+	return p.Filter(b.opts.Env, proc.ShellStartupVars...)
 }
 
 func (b *Bash) dir() (string, error) {

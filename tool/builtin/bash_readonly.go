@@ -1,227 +1,153 @@
 package builtin
 
 import (
-	"regexp"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
-// IsReadOnlyCommand reports whether a shell command is read-only by a
-// conservative check: such a call may run beside other tool calls, and
-// approvals may treat it as read-only. It is true only for a list of
-// simple commands (joined by ;, &&, ||, | or newlines) each of which is a
-// known read-only program used without its writing options (ls, cat,
-// head, tail, wc, grep, rg, find without -exec or -delete, git
-// status/log/diff/show, echo, pwd, sleep, sed without -i, ...), with no
-// redirection to a file other than /dev/null, /dev/stdout or /dev/stderr.
-// Command substitution, process substitution, here-documents, subshells,
-// functions and assignments to variables that steer programs (PATH,
-// LD_PRELOAD, ...) make it false. When unsure it says false.
+// IsReadOnlyCommand reports whether a shell command can only read: such a
+// call may run beside other tool calls, and approvals (--approve never)
+// let it through. The command is parsed as bash (mvdan.cc/sh) and judged
+// on its syntax tree, by what each part can do, never by its spelling:
 //
-// It judges the command line, not the repository: git itself may run
-// programs a repository's own configuration names (an fsmonitor, a diff
-// driver), so in an untrusted checkout the sandbox is the real boundary.
+//   - every simple command must be a program this file knows, called only
+//     with options it knows to read (GNU long options are resolved from
+//     their abbreviations the way the program does, so sed --in is
+//     --in-place); an unknown option, or a word whose value is not known
+//     before it runs (a glob, $VAR) where an option could be, makes it
+//     false;
+//   - program arguments that are programs themselves are read too: a sed
+//     script with e, r, R, w or W (or s///e, s///w), find -exec, git -c;
+//   - no command or process substitution, arithmetic, function
+//     definition, redirection to anything but /dev/null, /dev/stdout,
+//     /dev/stderr or a descriptor, and no assignment except to the
+//     locale and display variables (PATH, LD_PRELOAD, BASH_ENV, ... are
+//     never safe); printf -v, which assigns, is refused too;
+//   - printenv and env, which print the environment (secrets), are not
+//     read-only in this sense.
+//
+// When unsure it says false. It judges the command line, not the machine:
+// which program a name runs depends on PATH, and git runs what a
+// repository's own configuration names (an fsmonitor, a diff driver), so
+// in an untrusted checkout the sandbox is the boundary.
 func IsReadOnlyCommand(command string) bool {
-	cmds, ok := shellParse(command)
-	if !ok || len(cmds) == 0 {
+	if strings.TrimSpace(command) == "" || strings.IndexByte(command, 0) >= 0 {
+		return false // a NUL cannot reach bash in its argv
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
+	if err != nil || len(f.Stmts) == 0 {
 		return false
 	}
-	for _, c := range cmds {
-		if !shellReadOnlySimple(c) {
+	if !shellNodesSafe(f) {
+		return false
+	}
+	for _, s := range f.Stmts {
+		if !shellStmtReadOnly(s) {
 			return false
 		}
 	}
 	return true
 }
 
-// shellWord is one word of a simple command after quote removal.
-type shellWord struct {
-	text string
-	// expands is true when the word holds an unquoted or double-quoted $
-	// expansion or an unquoted glob: its value is not known statically.
-	expands bool
-}
-
-// shellParse splits command into simple commands. It returns false for
-// any construct the read-only check does not follow: command and process
-// substitution, here-documents, subshells and groups, redirections that
-// write to a file or open one read-write, and unterminated quotes.
-func shellParse(command string) ([][]shellWord, bool) {
-	var (
-		cmds    [][]shellWord
-		cur     []shellWord
-		word    strings.Builder
-		inWord  bool
-		expands bool
-		quoted  bool // the current word had quotes: it is not an fd number
-		// pendingRedir is the redirection operator whose target is the
-		// next word, or "".
-		pendingRedir string
-	)
-	endWord := func() bool {
-		if !inWord {
-			return true
-		}
-		w := shellWord{text: word.String(), expands: expands}
-		word.Reset()
-		inWord, expands, quoted = false, false, false
-		if pendingRedir != "" {
-			op := pendingRedir
-			pendingRedir = ""
-			return shellRedirectAllowed(op, w)
-		}
-		cur = append(cur, w)
-		return true
-	}
-	endCmd := func() bool {
-		if !endWord() || pendingRedir != "" {
+// shellNodesSafe rejects, anywhere in the tree, the constructs that run
+// code or assign while a word is expanded.
+func shellNodesSafe(f *syntax.File) bool {
+	ok := true
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if !ok {
 			return false
 		}
-		if len(cur) > 0 {
-			cmds = append(cmds, cur)
-			cur = nil
+		switch n := n.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.ArithmExp, *syntax.ArithmCmd,
+			*syntax.FuncDecl, *syntax.CoprocClause, *syntax.LetClause, *syntax.DeclClause,
+			*syntax.TestClause, *syntax.ExtGlob:
+			ok = false
+		case *syntax.ParamExp:
+			ok = shellParamSafe(n)
 		}
-		return true
-	}
-	s := command
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\':
-			if i+1 < len(s) {
-				i++
-				if s[i] != '\n' { // a backslash-newline joins lines
-					word.WriteByte(s[i])
-					inWord = true
-				}
-			}
-		case c == '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return nil, false
-			}
-			word.WriteString(s[i+1 : i+1+j])
-			inWord, quoted = true, true
-			i += j + 1
-		case c == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				switch s[i] {
-				case '\\':
-					if i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
-						i++
-					}
-				case '`':
-					return nil, false
-				case '$':
-					if i+1 < len(s) && s[i+1] == '(' {
-						return nil, false
-					}
-					expands = true
-				}
-				if i < len(s) {
-					word.WriteByte(s[i])
-				}
-			}
-			if i >= len(s) {
-				return nil, false
-			}
-			inWord, quoted = true, true
-		case c == '`':
-			return nil, false
-		case c == '$':
-			if i+1 < len(s) && s[i+1] == '(' {
-				return nil, false
-			}
-			word.WriteByte(c)
-			inWord, expands = true, true
-		case c == '#' && !inWord:
-			j := strings.IndexByte(s[i:], '\n')
-			if j < 0 {
-				i = len(s)
-			} else {
-				i += j - 1
-			}
-		case c == ' ' || c == '\t':
-			if !endWord() {
-				return nil, false
-			}
-		case c == '\n' || c == ';':
-			if !endCmd() {
-				return nil, false
-			}
-		case c == '&' || c == '|':
-			if c == '&' && i+1 < len(s) && s[i+1] == '>' {
-				// &> and &>> redirect both streams.
-				if !endWord() {
-					return nil, false
-				}
-				op := "&>"
-				i++
-				if i+1 < len(s) && s[i+1] == '>' {
-					op = "&>>"
-					i++
-				}
-				if pendingRedir != "" {
-					return nil, false
-				}
-				pendingRedir = op
-				continue
-			}
-			if !endCmd() || len(cmds) == 0 && len(cur) == 0 {
-				return nil, false
-			}
-			if i+1 < len(s) && (s[i+1] == c || c == '|' && s[i+1] == '&') {
-				i++
-			}
-		case c == '(' || c == ')' || c == '{' && !inWord || c == '}' && !inWord:
-			return nil, false
-		case c == '<' || c == '>':
-			// An all-digit word right before the operator is its fd.
-			if inWord && !quoted && !expands && shellAllDigits(word.String()) {
-				word.Reset()
-				inWord = false
-			} else if !endWord() {
-				return nil, false
-			}
-			op := string(c)
-			for i+1 < len(s) && strings.IndexByte("<>&|", s[i+1]) >= 0 && len(op) < 3 {
-				i++
-				op += string(s[i])
-			}
-			if pendingRedir != "" {
-				return nil, false
-			}
-			pendingRedir = op
-		case c == '*' || c == '?' || c == '[':
-			word.WriteByte(c)
-			inWord, expands = true, true
-		default:
-			word.WriteByte(c)
-			inWord = true
-		}
-	}
-	if !endCmd() {
-		return nil, false
-	}
-	return cmds, true
+		return ok
+	})
+	return ok
 }
 
-// shellRedirectAllowed decides one redirection: reading a file, duplicating
-// a descriptor, or writing to /dev/null, /dev/stdout or /dev/stderr.
-func shellRedirectAllowed(op string, target shellWord) bool {
-	switch op {
-	case "<", "<<<":
-		return true
-	case ">&", "<&":
-		return !target.expands && (target.text == "-" || shellAllDigits(target.text))
-	case ">", ">>", ">|", "&>", "&>>":
-		switch target.text {
-		case "/dev/null", "/dev/stdout", "/dev/stderr":
-			return !target.expands
-		}
+// shellParamSafe accepts $name, ${name}, ${#name} and the expansions that
+// only transform a value; ${name:=x} assigns, ${!name} and subscripts can
+// evaluate a variable's value as code, and ${name@P} expands a prompt.
+func shellParamSafe(p *syntax.ParamExp) bool {
+	if p.Param == nil || p.Excl || p.Index != nil || p.Slice != nil || p.Names != 0 || p.NestedParam != nil ||
+		p.Flags != nil || len(p.Modifiers) > 0 || p.Width || p.IsSet {
 		return false
 	}
-	return false // <<, <>, <(, >( and anything unusual
+	if p.Exp != nil {
+		switch p.Exp.Op {
+		case syntax.AssignUnset, syntax.AssignUnsetOrNull, syntax.OtherParamOps,
+			syntax.MatchEmpty, syntax.ArrayExclude, syntax.ArrayIntersect:
+			return false
+		}
+	}
+	return true
+}
+
+// shellStmtReadOnly judges one statement: its redirections and its
+// command, recursively through pipelines, lists, groups and subshells.
+func shellStmtReadOnly(s *syntax.Stmt) bool {
+	if s.Background || s.Coprocess || s.Disown {
+		return false
+	}
+	for _, r := range s.Redirs {
+		if !shellRedirectReadOnly(r) {
+			return false
+		}
+	}
+	switch c := s.Cmd.(type) {
+	case nil:
+		return true // bare redirections, judged above
+	case *syntax.CallExpr:
+		return shellCallReadOnly(c)
+	case *syntax.BinaryCmd:
+		return shellStmtReadOnly(c.X) && shellStmtReadOnly(c.Y)
+	case *syntax.Block:
+		return shellStmtsReadOnly(c.Stmts)
+	case *syntax.Subshell:
+		return shellStmtsReadOnly(c.Stmts)
+	}
+	return false // loops, if, case, time, functions: not followed
+}
+
+func shellStmtsReadOnly(stmts []*syntax.Stmt) bool {
+	for _, s := range stmts {
+		if !shellStmtReadOnly(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// shellRedirectReadOnly accepts reading a file, here-documents and
+// strings, duplicating a descriptor, and writing to /dev/null,
+// /dev/stdout or /dev/stderr.
+func shellRedirectReadOnly(r *syntax.Redirect) bool {
+	if r.N != nil && !shellAllDigits(r.N.Value) {
+		return false // {var}> assigns a descriptor number to var
+	}
+	w := shellWordOf(r.Word)
+	switch r.Op {
+	case syntax.RdrIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return true
+	case syntax.DplIn, syntax.DplOut:
+		if w.static && (w.val == "-" || shellAllDigits(w.val)) {
+			return true
+		}
+		return r.Op == syntax.DplOut && r.N == nil && w.static && shellDevOut(w.val) // >&file is &>file
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll:
+		return w.static && shellDevOut(w.val)
+	}
+	return false // <> opens read-write
+}
+
+func shellDevOut(p string) bool {
+	return p == "/dev/null" || p == "/dev/stdout" || p == "/dev/stderr"
 }
 
 func shellAllDigits(s string) bool {
@@ -236,7 +162,130 @@ func shellAllDigits(s string) bool {
 	return true
 }
 
-var shellAssignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+// shellWord is what is known of a word before the shell expands it.
+type shellWord struct {
+	// val is the word after quote removal when static; else its static
+	// prefix, up to the first expansion.
+	val string
+	// static is true when the word's value is val, whatever the
+	// environment and the files.
+	static bool
+	// multi is true when the word may expand to several words or none
+	// (an unquoted $VAR, a glob, a brace expansion).
+	multi bool
+}
+
+// maybeOption reports whether the word may be, or expand to, an option.
+func (w shellWord) maybeOption() bool {
+	if w.static {
+		return strings.HasPrefix(w.val, "-") && w.val != "-"
+	}
+	return w.val == "" || strings.HasPrefix(w.val, "-")
+}
+
+// shellWordOf computes what is known of w. A nil word is static and
+// empty.
+func shellWordOf(w *syntax.Word) shellWord {
+	out := shellWord{static: true}
+	if w == nil {
+		return out
+	}
+	var b strings.Builder
+	dynamic := func(multi bool) {
+		if out.static {
+			out.val = b.String()
+			out.static = false
+		}
+		out.multi = out.multi || multi
+	}
+	for i, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			v := p.Value
+			if i == 0 && strings.HasPrefix(v, "~") {
+				dynamic(false) // tilde expansion: a home directory
+			}
+			if j := shellGlobAt(v); j >= 0 {
+				// A glob or a brace expansion: b gets the text before it.
+				b.WriteString(shellUnescape(v[:j]))
+				dynamic(true)
+			}
+			b.WriteString(shellUnescape(v))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				dynamic(false) // $'...': escapes not decoded here
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				switch q := q.(type) {
+				case *syntax.Lit:
+					b.WriteString(shellUnescapeDouble(q.Value))
+				default:
+					dynamic(false)
+				}
+			}
+		default: // $VAR unquoted
+			dynamic(true)
+		}
+	}
+	if out.static {
+		out.val = b.String()
+	}
+	return out
+}
+
+// shellGlobAt returns the index of the first character of an unquoted
+// literal that may start a glob (* ?, [ with a ] after it) or a brace
+// expansion ({ with a } after it), or -1. Escaped ones count too: when
+// unsure, the word is taken as not known.
+func shellGlobAt(v string) int {
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '*', '?':
+			return i
+		case '[':
+			if strings.IndexByte(v[i:], ']') > 0 {
+				return i
+			}
+		case '{':
+			if strings.IndexByte(v[i:], '}') > 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// shellUnescape removes the backslashes of an unquoted literal.
+func shellUnescape(s string) string {
+	return shellUnescapeIf(s, func(byte) bool { return true })
+}
+
+// shellUnescapeDouble removes the backslashes that escape inside double
+// quotes: before $, `, ", \ and a newline.
+func shellUnescapeDouble(s string) string {
+	return shellUnescapeIf(s, func(c byte) bool { return strings.IndexByte("$`\"\\\n", c) >= 0 })
+}
+
+// shellUnescapeIf drops each backslash before a character escapes
+// accepts (a backslash-newline goes entirely).
+func shellUnescapeIf(s string, escapes func(byte) bool) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && escapes(s[i+1]) {
+			i++
+			if s[i] == '\n' {
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
 
 // shellSafeVar reports whether assigning a variable cannot change which
 // program runs or what it does beyond formatting.
@@ -248,259 +297,27 @@ func shellSafeVar(name string) bool {
 	return strings.HasPrefix(name, "LC_")
 }
 
-// shellReadOnlyPrograms are the programs that, without the options that
-// shellReadOnlySimple rejects, only read.
-var shellReadOnlyPrograms = map[string]bool{
-	"ls": true, "cat": true, "head": true, "tail": true, "wc": true, "grep": true, "egrep": true,
-	"fgrep": true, "rg": true, "find": true, "git": true, "echo": true, "printf": true, "pwd": true,
-	"sleep": true, "true": true, "false": true, "cd": true, "which": true, "basename": true,
-	"dirname": true, "realpath": true, "readlink": true, "stat": true, "du": true, "df": true,
-	"cut": true, "tr": true, "nl": true, "sort": true, "uniq": true, "diff": true, "cmp": true,
-	"comm": true, "md5sum": true, "sha1sum": true, "sha256sum": true, "sha512sum": true, "jq": true,
-	"test": true, "[": true, "sed": true, "whoami": true, "id": true, "uname": true, "date": true,
-	"printenv": true, "seq": true, "rev": true, "tac": true, "tree": true,
-}
-
-var shellReadOnlyGit = map[string]bool{
-	"status": true, "log": true, "diff": true, "show": true, "ls-files": true, "rev-parse": true,
-	"blame": true,
-}
-
-// shellReadOnlySimple checks one simple command.
-func shellReadOnlySimple(words []shellWord) bool {
-	for len(words) > 0 && shellAssignment.MatchString(words[0].text) {
-		name, _, _ := strings.Cut(words[0].text, "=")
-		if !shellSafeVar(name) {
+// shellCallReadOnly judges one simple command.
+func shellCallReadOnly(c *syntax.CallExpr) bool {
+	for _, a := range c.Assigns {
+		if a.Append || a.Naked || a.Index != nil || a.Array != nil || !shellSafeVar(a.Name.Value) {
 			return false
 		}
-		words = words[1:]
 	}
-	if len(words) == 0 {
+	if len(c.Args) == 0 {
 		return true // only harmless assignments
 	}
+	words := make([]shellWord, len(c.Args))
+	for i, a := range c.Args {
+		words[i] = shellWordOf(a)
+	}
 	name := words[0]
-	if name.expands || strings.Contains(name.text, "/") || !shellReadOnlyPrograms[name.text] {
+	if !name.static || strings.Contains(name.val, "/") {
 		return false
 	}
-	args := words[1:]
-	switch name.text {
-	case "find":
-		for _, a := range args {
-			switch a.text {
-			case "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls":
-				return false
-			}
-		}
-	case "rg":
-		for _, a := range args {
-			if a.text == "--pre" || strings.HasPrefix(a.text, "--pre=") {
-				return false
-			}
-		}
-	case "sort":
-		for _, a := range args {
-			if a.text == "-o" || strings.HasPrefix(a.text, "--output") || strings.HasPrefix(a.text, "--compress-program") ||
-				shellShortFlag(a.text, 'o') {
-				return false
-			}
-		}
-	case "uniq":
-		// uniq IN OUT writes OUT.
-		n := 0
-		for _, a := range args {
-			if !strings.HasPrefix(a.text, "-") || a.text == "-" {
-				n++
-			}
-		}
-		return n <= 1
-	case "tree":
-		for _, a := range args {
-			if a.text == "-o" || shellShortFlag(a.text, 'o') {
-				return false
-			}
-		}
-	case "date":
-		for _, a := range args {
-			if a.text == "-s" || strings.HasPrefix(a.text, "--set") || shellShortFlag(a.text, 's') {
-				return false
-			}
-		}
-	case "git":
-		return shellReadOnlyGitArgs(args)
-	case "sed":
-		return shellReadOnlySed(args)
-	}
-	return true
-}
-
-// shellShortFlag reports whether a is a cluster of short options that
-// contains f, as in -rno.
-func shellShortFlag(a string, f byte) bool {
-	return len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.IndexByte(a[1:], f) >= 0
-}
-
-func shellReadOnlyGitArgs(args []shellWord) bool {
-	// Global options before the subcommand: only -C DIR and --no-pager;
-	// -c could set a pager, an external diff or hooks.
-	for len(args) > 0 && strings.HasPrefix(args[0].text, "-") {
-		switch args[0].text {
-		case "--no-pager":
-			args = args[1:]
-		case "-C":
-			if len(args) < 2 {
-				return false
-			}
-			args = args[2:]
-		default:
-			return false
-		}
-	}
-	if len(args) == 0 || args[0].expands || !shellReadOnlyGit[args[0].text] {
-		return false
-	}
-	for _, a := range args[1:] {
-		if strings.HasPrefix(a.text, "--output") || a.text == "--ext-diff" || a.text == "-o" {
-			return false
-		}
-	}
-	return true
-}
-
-func shellReadOnlySed(args []shellWord) bool {
-	scripts := 0
-	expectScript := false
-	for _, a := range args {
-		t := a.text
-		switch {
-		case expectScript:
-			expectScript = false
-			if !shellSedScriptOK(t) {
-				return false
-			}
-			scripts++
-		case t == "-i" || strings.HasPrefix(t, "--in-place") || t == "-f" || strings.HasPrefix(t, "--file") ||
-			(len(t) > 1 && t[0] == '-' && t[1] != '-' && strings.ContainsAny(t[1:], "if")):
-			return false
-		case t == "-e" || t == "--expression":
-			expectScript = true
-		case strings.HasPrefix(t, "--expression="):
-			if !shellSedScriptOK(strings.TrimPrefix(t, "--expression=")) {
-				return false
-			}
-			scripts++
-		case strings.HasPrefix(t, "-") && t != "-":
-			// -n, -E, -r, -s, -z, -u and their long forms.
-		default:
-			if scripts == 0 {
-				// The first operand is the script when no -e was given.
-				if !shellSedScriptOK(t) {
-					return false
-				}
-				scripts++
-				continue
-			}
-			// The rest are input files.
-		}
-	}
-	return !expectScript && scripts > 0
-}
-
-// shellSedScriptOK accepts sed scripts that only print: commands
-// separated by ; or newlines, each an optional address and then p, d, q,
-// Q, =, l or an s command whose flags neither write (w) nor execute (e).
-// A ; inside an s command splits it and makes it fail: conservative.
-func shellSedScriptOK(script string) bool {
-	for _, part := range strings.FieldsFunc(script, func(r rune) bool { return r == ';' || r == '\n' }) {
-		if !shellSedCommandOK(strings.TrimSpace(part)) {
-			return false
-		}
-	}
-	return true
-}
-
-func shellSedCommandOK(c string) bool {
-	if c == "" {
-		return true
-	}
-	c, ok := shellSedSkipAddress(c)
+	spec, ok := shellPrograms[name.val]
 	if !ok {
 		return false
 	}
-	if c == "" {
-		return false
-	}
-	if len(c) == 1 && strings.IndexByte("pdqQ=l", c[0]) >= 0 {
-		return true
-	}
-	if c[0] != 's' || len(c) < 2 || c[1] == '\\' || c[1] == ' ' {
-		return false
-	}
-	delim := c[1]
-	i := 2
-	for field := 0; field < 2; field++ {
-		for ; i < len(c) && c[i] != delim; i++ {
-			if c[i] == '\\' {
-				i++
-			}
-		}
-		if i >= len(c) {
-			return false
-		}
-		i++
-	}
-	for _, f := range c[i:] {
-		if !strings.ContainsRune("gpiIm0123456789", f) {
-			return false
-		}
-	}
-	return true
-}
-
-// shellSedSkipAddress removes a leading address (N, $, /re/, with an
-// optional second part ,N ,$ ,/re/ ,+N ~N and a !) from a sed command.
-func shellSedSkipAddress(c string) (string, bool) {
-	one := func(c string) (string, bool) {
-		switch {
-		case c == "":
-			return c, true
-		case c[0] == '$':
-			return c[1:], true
-		case c[0] >= '0' && c[0] <= '9':
-			i := 0
-			for i < len(c) && (c[i] >= '0' && c[i] <= '9' || c[i] == '~') {
-				i++
-			}
-			return c[i:], true
-		case c[0] == '/':
-			for i := 1; i < len(c); i++ {
-				switch c[i] {
-				case '\\':
-					i++
-				case '/':
-					rest := c[i+1:]
-					// Regex flags I and M may follow an address.
-					rest = strings.TrimLeft(rest, "IM")
-					return rest, true
-				}
-			}
-			return "", false
-		}
-		return c, true
-	}
-	c, ok := one(c)
-	if !ok {
-		return "", false
-	}
-	if strings.HasPrefix(c, ",") {
-		c = c[1:]
-		if strings.HasPrefix(c, "+") || strings.HasPrefix(c, "~") {
-			c = c[1:]
-		}
-		if c, ok = one(c); !ok {
-			return "", false
-		}
-	}
-	c = strings.TrimSpace(c)
-	c = strings.TrimPrefix(c, "!")
-	return strings.TrimSpace(c), true
+	return spec.check(words[1:])
 }

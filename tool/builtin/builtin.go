@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/agentloop/agentloop/tool"
@@ -90,40 +88,6 @@ func checkRegular(p string, fi fs.FileInfo) error {
 		return nil
 	}
 	return fmt.Errorf("%s is not a regular file (%s); the file tools work on regular files only", p, fi.Mode().Type())
-}
-
-// writeFileAtomic replaces the file at path with data through a temporary
-// file in the same directory, so a crash leaves the old or the new content,
-// never a torn one. An existing file keeps its permission bits.
-func writeFileAtomic(path string, data []byte) error {
-	mode := fs.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		if fi.IsDir() {
-			return fmt.Errorf("%s is a directory", path)
-		}
-		mode = fi.Mode().Perm()
-	}
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, "."+base+".agentloop-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 // objectSchema is the JSON schema of an arguments object.

@@ -21,9 +21,13 @@
 // decomposed Unicode (NFD, as macOS file names often are) and a
 // typographic apostrophe.
 //
-// Confinement guards against a model's mistakes and path tricks, not
-// against a hostile process racing the tools inside the workspace (a path
-// is checked, then opened); bash's sandbox is the boundary for that.
+// Confinement holds by construction: a path is checked (for a clear
+// error), then opened through an os.Root of the workspace (or of the
+// readable directory it lies in), which resolves it one component at a
+// time and refuses any step out. A process that swaps a directory or a
+// file for a symlink between the check and the open makes the call fail,
+// never escape. Reads outside, when AllowReadOutside permits them, are
+// not confined. What bash does is bounded by its sandbox, not by this.
 //
 // Each tool implements [tool.Tool], [tool.ConcurrencyClassifier] (read, grep,
 // find and ls run beside other calls; write and edit run alone) and a

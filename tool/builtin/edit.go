@@ -105,8 +105,13 @@ func (t *EditTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 	if err != nil {
 		return tool.Result{}, err
 	}
+	name, err := t.ws.writeName(real)
+	if err != nil {
+		return tool.Result{}, err
+	}
 	defer lockFile(real)()
-	if st, err := os.Stat(real); err == nil {
+	root := t.ws.dir
+	if st, err := root.Stat(name); err == nil {
 		if st.IsDir() {
 			return tool.Result{}, fmt.Errorf("%s is a directory; edit changes files", a.Path)
 		}
@@ -118,12 +123,20 @@ func (t *EditTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 				a.Path, st.Size()>>20, EditMaxBytes>>20)
 		}
 	}
-	data, err := os.ReadFile(real)
+	data, err := root.ReadFile(name)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return tool.Result{}, fmt.Errorf("%s does not exist; use write to create a new file", a.Path)
 		}
 		return tool.Result{}, pathError(a.Path, err)
+	}
+	// A UTF-16 file (with its byte-order mark) is edited as text and
+	// written back in its encoding.
+	dec, enc := utf16WithBOM(data)
+	if dec != nil {
+		if data, err = dec.Bytes(data); err != nil {
+			return tool.Result{}, fmt.Errorf("%s starts like UTF-16 but does not decode: %v", a.Path, err)
+		}
 	}
 	if strings.IndexByte(string(data[:min(len(data), readSniffBytes)]), 0) >= 0 {
 		return tool.Result{}, fmt.Errorf("%s is a binary file; edit changes text files only", a.Path)
@@ -135,7 +148,13 @@ func (t *EditTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 	if err != nil {
 		return tool.Result{}, err
 	}
-	if err := writeFileAtomic(real, []byte(r.Text)); err != nil {
+	out := []byte(r.Text)
+	if enc != nil {
+		if out, err = enc.Bytes(out); err != nil {
+			return tool.Result{}, fmt.Errorf("%s: the new text cannot be written in UTF-16: %v", a.Path, err)
+		}
+	}
+	if err := writeFileAtomic(root, name, out); err != nil {
 		return tool.Result{}, fmt.Errorf("write %s: %w", a.Path, pathError(a.Path, err))
 	}
 	msg := fmt.Sprintf("Edited %s: %d %s replaced.", a.Path, len(a.Edits), plural(len(a.Edits), "block", "blocks"))

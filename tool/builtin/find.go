@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/agentloop/agentloop/tool"
@@ -79,7 +78,12 @@ func (t *FindTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 	if err != nil {
 		return tool.Result{}, err
 	}
-	fi, err := os.Stat(start)
+	tr, name, err := t.ws.readTree(start)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	defer tr.close()
+	fi, err := fs.Stat(tr.fsys, name)
 	if err != nil {
 		return tool.Result{}, pathError(a.Path, err)
 	}
@@ -90,7 +94,7 @@ func (t *FindTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 		out strings.Builder
 		d   FindDetails
 	)
-	err = walkFiles(ctx, start, ancestorIgnores(t.ws.Root(), start), func(abs, rel string, e fs.DirEntry) error {
+	err = walkFiles(ctx, tr, name, ancestorIgnores(tr, t.ws.Root(), name), func(abs, rel string, e fs.DirEntry) error {
 		if !g.match(rel) {
 			return nil
 		}

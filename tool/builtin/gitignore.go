@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -227,13 +226,14 @@ func ignored(files []*ignoreFile, abs string, isDir bool) bool {
 	return out
 }
 
-// loadIgnoreFile parses dir/.gitignore, or returns nil.
-func loadIgnoreFile(dir string) *ignoreFile {
-	data, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
+// loadIgnoreFile parses the .gitignore of directory dir of tr, or
+// returns nil.
+func loadIgnoreFile(tr tree, dir string) *ignoreFile {
+	data, err := fs.ReadFile(tr.fsys, joinName(dir, ".gitignore"))
 	if err != nil {
 		return nil
 	}
-	f := parseGitignore(dir, data)
+	f := parseGitignore(tr.abs(dir), data)
 	if len(f.rules) == 0 {
 		return nil
 	}
@@ -241,21 +241,22 @@ func loadIgnoreFile(dir string) *ignoreFile {
 }
 
 // ancestorIgnores loads the .gitignore files from the workspace root down
-// to start's parent, so a search below the root still honours them.
-func ancestorIgnores(root, start string) []*ignoreFile {
-	if !within(root, start) || start == root {
+// to the parent of start (a name in tr), so a search below the root still
+// honours them. Outside the workspace there are none.
+func ancestorIgnores(tr tree, wsRoot, start string) []*ignoreFile {
+	if tr.base != wsRoot || start == "." {
 		return nil
 	}
 	var dirs []string
-	for d := filepath.Dir(start); within(root, d); d = filepath.Dir(d) {
+	for d := path.Dir(start); ; d = path.Dir(d) {
 		dirs = append(dirs, d)
-		if d == root {
+		if d == "." || d == "/" {
 			break
 		}
 	}
 	var files []*ignoreFile
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if f := loadIgnoreFile(dirs[i]); f != nil {
+		if f := loadIgnoreFile(tr, dirs[i]); f != nil {
 			files = append(files, f)
 		}
 	}
@@ -265,24 +266,24 @@ func ancestorIgnores(root, start string) []*ignoreFile {
 // errStopWalk ends a walk early without an error.
 var errStopWalk = errors.New("stop walk")
 
-// walkFiles visits the tree under start in lexical order, depth first,
+// walkFiles visits the tree under start (a name in tr) in lexical order, depth first,
 // skipping .git directories and whatever the .gitignore files exclude. It
 // does not follow symlinks. fn gets the absolute path, the slash path
 // relative to start and the entry; returning fs.SkipDir for a directory
 // skips it, errStopWalk ends the walk. Unreadable directories are skipped.
-func walkFiles(ctx context.Context, start string, ignores []*ignoreFile, fn func(abs, rel string, d fs.DirEntry) error) error {
+func walkFiles(ctx context.Context, tr tree, start string, ignores []*ignoreFile, fn func(abs, rel string, d fs.DirEntry) error) error {
 	var walk func(dir, rel string, ign []*ignoreFile) error
 	walk = func(dir, rel string, ign []*ignoreFile) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		entries, err := os.ReadDir(dir)
+		entries, err := fs.ReadDir(tr.fsys, dir)
 		if err != nil {
 			return nil
 		}
 		for _, e := range entries {
 			if e.Name() == ".gitignore" {
-				if f := loadIgnoreFile(dir); f != nil {
+				if f := loadIgnoreFile(tr, dir); f != nil {
 					ign = append(ign[:len(ign):len(ign)], f)
 				}
 				break
@@ -294,7 +295,8 @@ func walkFiles(ctx context.Context, start string, ignores []*ignoreFile, fn func
 			if isDir && name == ".git" {
 				continue
 			}
-			abs := filepath.Join(dir, name)
+			child := joinName(dir, name)
+			abs := tr.abs(child)
 			if ignored(ign, abs, isDir) {
 				continue
 			}
@@ -309,7 +311,7 @@ func walkFiles(ctx context.Context, start string, ignores []*ignoreFile, fn func
 				return err
 			}
 			if isDir {
-				if err := walk(abs, r, ign); err != nil {
+				if err := walk(child, r, ign); err != nil {
 					return err
 				}
 			}

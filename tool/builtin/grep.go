@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -99,7 +98,12 @@ func (t *GrepTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 	if err != nil {
 		return tool.Result{}, err
 	}
-	fi, err := os.Stat(start)
+	tr, name, err := t.ws.readTree(start)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	defer tr.close()
+	fi, err := fs.Stat(tr.fsys, name)
 	if err != nil {
 		return tool.Result{}, pathError(a.Path, err)
 	}
@@ -107,18 +111,18 @@ func (t *GrepTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 		return tool.Result{}, err
 	}
 	if !fi.IsDir() {
-		if err := s.file(ctx, start); err != nil && err != errStopWalk {
+		if err := s.file(ctx, tr, name); err != nil && err != errStopWalk {
 			return tool.Result{}, err
 		}
 	} else {
-		err = walkFiles(ctx, start, ancestorIgnores(t.ws.Root(), start), func(abs, rel string, d fs.DirEntry) error {
+		err = walkFiles(ctx, tr, name, ancestorIgnores(tr, t.ws.Root(), name), func(abs, rel string, d fs.DirEntry) error {
 			if !d.Type().IsRegular() {
 				return nil
 			}
 			if s.glob != nil && !s.glob.match(rel) {
 				return nil
 			}
-			return s.file(ctx, abs)
+			return s.file(ctx, tr, tr.name(abs))
 		})
 		if err != nil {
 			return tool.Result{}, err
@@ -193,8 +197,9 @@ func newGrepSearch(ws *Workspace, a grepArgs) (*grepSearch, error) {
 }
 
 // file searches one file. It returns errStopWalk when a limit is reached.
-func (s *grepSearch) file(ctx context.Context, abs string) error {
-	f, err := os.Open(abs)
+func (s *grepSearch) file(ctx context.Context, tr tree, fname string) error {
+	abs := tr.abs(fname)
+	f, err := tr.fsys.Open(fname)
 	if err != nil {
 		return nil // unreadable files are skipped, as ripgrep does
 	}
@@ -250,7 +255,7 @@ func (s *grepSearch) file(ctx context.Context, abs string) error {
 }
 
 // readAll reads a file of about size bytes into the reused buffer.
-func (s *grepSearch) readAll(f *os.File, size int64) ([]byte, error) {
+func (s *grepSearch) readAll(f io.Reader, size int64) ([]byte, error) {
 	if int64(cap(s.buf)) < size+1 {
 		s.buf = make([]byte, 0, size+512)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -69,14 +68,19 @@ func (t *LsTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partia
 	if err != nil {
 		return tool.Result{}, err
 	}
-	fi, err := os.Stat(real)
+	tr, dir, err := t.ws.readTree(real)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	defer tr.close()
+	fi, err := fs.Stat(tr.fsys, dir)
 	if err != nil {
 		return tool.Result{}, pathError(a.Path, err)
 	}
 	if !fi.IsDir() {
 		return tool.Result{}, fmt.Errorf("%s is a file, not a directory; use read to see it", a.Path)
 	}
-	entries, err := os.ReadDir(real)
+	entries, err := fs.ReadDir(tr.fsys, dir)
 	if err != nil {
 		return tool.Result{}, pathError(a.Path, err)
 	}
@@ -88,7 +92,9 @@ func (t *LsTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partia
 			// A symlink to a directory lists as one. For a link out of the
 			// workspace that tells only that its target is a directory;
 			// listing it is refused like any path outside.
-			if st, err := os.Stat(filepath.Join(real, name)); err == nil && st.IsDir() {
+			// (Only the type of the target is looked at, never its
+			// contents, so this one stat is not made through the root.)
+			if st, err := os.Stat(tr.abs(joinName(dir, name))); err == nil && st.IsDir() {
 				isDir = true
 			}
 		}

@@ -14,10 +14,12 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io"
+	"io/fs"
 	"net/http"
-	"os"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/text/transform"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
@@ -99,12 +101,17 @@ func (t *ReadTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 	if err != nil {
 		return tool.Result{}, err
 	}
-	if st, err := os.Stat(real); err != nil {
+	tr, name, err := t.ws.readTree(real)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	defer tr.close()
+	if st, err := fs.Stat(tr.fsys, name); err != nil {
 		return tool.Result{}, pathError(a.Path, err)
 	} else if err := checkRegular(a.Path, st); err != nil {
 		return tool.Result{}, err
 	}
-	f, err := os.Open(real)
+	f, err := tr.fsys.Open(name)
 	if err != nil {
 		return tool.Result{}, pathError(a.Path, err)
 	}
@@ -123,6 +130,15 @@ func (t *ReadTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Part
 	}
 	if mime := imageType(head); mime != "" {
 		return readImage(a.Path, br, fi.Size(), mime)
+	}
+	// A byte-order mark says the file is text: UTF-8 with a BOM is read
+	// without it (edit keeps it), UTF-16 is decoded.
+	if bytes.HasPrefix(head, utf8BOM) {
+		_, _ = br.Discard(len(utf8BOM))
+		return readText(ctx, a, br)
+	}
+	if dec, _ := utf16WithBOM(head); dec != nil {
+		return readText(ctx, a, bufio.NewReaderSize(transform.NewReader(br, dec), 64<<10))
 	}
 	if bytes.IndexByte(head, 0) >= 0 {
 		return tool.Result{}, fmt.Errorf("%s is a binary file (%s); read returns text, and PNG, JPEG, GIF or WebP images",

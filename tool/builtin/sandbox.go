@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,19 +22,37 @@ import (
 var ErrSandboxUnavailable = errors.New("the shell sandbox is unavailable")
 
 // Sandbox runs shell commands under bubblewrap (bwrap): the whole
-// filesystem read-only, a private /tmp, fresh /dev and /proc, no network
-// (not even the host's loopback), its own pid namespace, and only the
-// workspace and the spill directory writable. It is Linux-only.
+// filesystem read-only, private /tmp, /var/tmp and /run (where the host's
+// Unix sockets live), fresh /dev and /proc, no network (not even the
+// host's loopback or its abstract sockets), and only the workspace and the
+// spill directory writable. The command runs as the unprivileged user
+// nobody (uid and gid 65534) with no capabilities, in its own user, pid,
+// UTS, IPC and network namespaces, and cannot make more user namespaces:
+// this holds whoever starts agentloop, root included. It is Linux-only.
+//
+// Inside its user namespace, nobody stands for the user who started
+// agentloop: files it writes in the workspace belong to that user.
 type Sandbox struct {
 	// Bwrap is the path of the bwrap binary.
 	Bwrap string
 	// Writable are more directories bound read-write, besides the
 	// workspace and the spill directory.
 	Writable []string
+	// Sockets are host Unix sockets (or directories of them) the command
+	// may connect to, bound at the same path; every other socket under
+	// /run, /var/run, /tmp and /var/tmp is out of sight.
+	Sockets []string
 	// Network keeps the host's network. Off by default: commands see only
 	// their own loopback.
 	Network bool
 }
+
+// SandboxUID and SandboxGID are the ids a sandboxed command runs as
+// (nobody and nogroup).
+const (
+	SandboxUID = 65534
+	SandboxGID = 65534
+)
 
 // NewSandbox finds bwrap and returns a sandbox that uses it. It fails,
 // wrapping ErrSandboxUnavailable, on systems other than Linux and when
@@ -85,16 +106,38 @@ func (s *Sandbox) Args(dir string, writable []string, argv []string) []string {
 		bwrap = "bwrap"
 	}
 	args := []string{bwrap,
+		// A user namespace whoever starts it: as root, bwrap would
+		// otherwise keep every capability and the host's uid 0.
+		"--unshare-user", "--uid", strconv.Itoa(SandboxUID), "--gid", strconv.Itoa(SandboxGID),
+		"--disable-userns", "--cap-drop", "ALL",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox", "--unshare-cgroup-try",
 		"--ro-bind", "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
-		"--tmpfs", "/tmp",
+	}
+	// Private temporary and runtime directories: the host's Unix sockets
+	// (a Docker daemon, a database, an agent) live there.
+	for _, d := range sandboxHidden {
+		args = append(args, "--tmpfs", d)
+	}
+	if s.Network {
+		// Name resolution may go through a socket or file under /run.
+		for _, d := range []string{"/run/systemd/resolve", "/run/resolvconf"} {
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+				args = append(args, "--ro-bind", d, d)
+			}
+		}
+	}
+	for _, p := range s.Sockets {
+		if p != "" && filepath.IsAbs(p) {
+			args = append(args, "--bind", p, p)
+		}
 	}
 	seen := map[string]bool{}
 	for _, d := range append(append([]string{dir}, writable...), s.Writable...) {
-		// Binding / or /tmp itself would undo the read-only root or the
-		// private /tmp.
-		if d == "" || d == "/" || d == "/tmp" || seen[d] {
+		// Binding / or a hidden directory itself would undo the read-only
+		// root or the private directory.
+		if d == "" || d == "/" || slices.Contains(sandboxHidden, d) || seen[d] {
 			continue
 		}
 		seen[d] = true
@@ -104,7 +147,6 @@ func (s *Sandbox) Args(dir string, writable []string, argv []string) []string {
 		args = append(args, "--unshare-net")
 	}
 	args = append(args,
-		"--unshare-pid",
 		"--die-with-parent",
 		// A new session stops a command from pushing input into the
 		// terminal agentloop runs in (TIOCSTI).
@@ -114,6 +156,20 @@ func (s *Sandbox) Args(dir string, writable []string, argv []string) []string {
 	)
 	return append(args, argv...)
 }
+
+// sandboxHidden are the directories the sandbox replaces with empty,
+// private ones: /tmp always, and /var/tmp, /run and /var/run where they
+// are directories (/var/run is a symlink to /run on current systems;
+// bwrap cannot mount over a path that is not there in the read-only root).
+var sandboxHidden = func() []string {
+	dirs := []string{"/tmp"}
+	for _, d := range []string{"/var/tmp", "/run", "/var/run"} {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}()
 
 // sandboxDir returns the real path of dir, which bwrap needs for binds
 // under symlinked directories.

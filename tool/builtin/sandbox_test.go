@@ -33,10 +33,16 @@ func TestSandboxArgs(t *testing.T) {
 	sb := &Sandbox{Bwrap: "/usr/bin/bwrap"}
 	got := sb.Args("/tmp/ws", []string{"/var/lib/agentloop/s1", "/tmp/ws", "/tmp", "/"}, []string{"bash", "-c", "ls"})
 	want := []string{"/usr/bin/bwrap",
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+		"--unshare-user", "--uid", "65534", "--gid", "65534", "--disable-userns", "--cap-drop", "ALL",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox", "--unshare-cgroup-try",
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
+	for _, d := range sandboxHidden {
+		want = append(want, "--tmpfs", d)
+	}
+	want = append(want,
 		"--bind", "/tmp/ws", "/tmp/ws", "--bind", "/var/lib/agentloop/s1", "/var/lib/agentloop/s1",
-		"--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session", "--chdir", "/tmp/ws",
-		"--", "bash", "-c", "ls"}
+		"--unshare-net", "--die-with-parent", "--new-session", "--chdir", "/tmp/ws",
+		"--", "bash", "-c", "ls")
 	if !slices.Equal(got, want) {
 		t.Errorf("Args:\n got %q\nwant %q", got, want)
 	}

@@ -66,6 +66,7 @@ type WorkspaceOptions struct {
 // real path (symlinks resolved). It is safe for concurrent use.
 type Workspace struct {
 	root             string
+	dir              *os.Root // root, opened: every path inside is opened through it
 	allowReadOutside bool
 	readOnly         bool
 
@@ -97,7 +98,11 @@ func NewWorkspace(dir string, opts *WorkspaceOptions) (*Workspace, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("workspace %s is not a directory", dir)
 	}
-	w := &Workspace{root: root, allowReadOutside: opts.AllowReadOutside, readOnly: opts.ReadOnly}
+	dirRoot, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	w := &Workspace{root: root, dir: dirRoot, allowReadOutside: opts.AllowReadOutside, readOnly: opts.ReadOnly}
 	for _, d := range opts.Readable {
 		if err := w.AddReadable(d); err != nil {
 			return nil, err

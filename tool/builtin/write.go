@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -67,17 +66,22 @@ func (t *WriteTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Par
 	if err := ctx.Err(); err != nil {
 		return tool.Result{}, err
 	}
+	name, err := t.ws.writeName(real)
+	if err != nil {
+		return tool.Result{}, err
+	}
 	defer lockFile(real)()
+	root := t.ws.dir
 	created := false
-	if fi, err := os.Stat(real); err == nil && fi.IsDir() {
+	if fi, err := root.Stat(name); err == nil && fi.IsDir() {
 		return tool.Result{}, fmt.Errorf("%s is a directory; give the path of a file", a.Path)
 	} else if err != nil {
 		created = true
 	}
-	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+	if err := root.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return tool.Result{}, fmt.Errorf("create the directories of %s: %w", a.Path, pathError(filepath.Dir(a.Path), err))
 	}
-	if err := writeFileAtomic(real, []byte(a.Content)); err != nil {
+	if err := writeFileAtomic(root, name, []byte(a.Content)); err != nil {
 		return tool.Result{}, fmt.Errorf("write %s: %w", a.Path, pathError(a.Path, err))
 	}
 	verb := "Overwrote"

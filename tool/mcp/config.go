@@ -33,6 +33,9 @@ type ServerConfig struct {
 	// URL and Headers reach an HTTP or SSE server.
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// Timeout bounds each tool call on this server, in milliseconds (as
+	// in Gemini CLI's settings); zero means Options.CallTimeout.
+	Timeout int64 `json:"timeout,omitempty"`
 
 	// Source is the file the definition came from; it is not read from
 	// JSON.

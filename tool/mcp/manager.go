@@ -54,6 +54,12 @@ type Options struct {
 	TrustAnnotations bool
 	// ClientName and ClientVersion introduce agentloop to servers.
 	ClientName, ClientVersion string
+	// EnvDeny and EnvAllow steer the environment a stdio server inherits
+	// from agentloop: provider keys and other secrets
+	// (proc.DefaultSecretVars) and the variables EnvDeny names are
+	// removed, those EnvAllow names kept. The server's own "env" entries
+	// of its configuration are always passed.
+	EnvDeny, EnvAllow []string
 }
 
 // State is where a server is in its life.
@@ -259,11 +265,10 @@ func (s *server) transport() (sdk.Transport, error) {
 	switch s.cfg.Transport() {
 	case TransportStdio:
 		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
-		if len(s.cfg.Env) > 0 {
-			cmd.Env = os.Environ()
-			for k, v := range s.cfg.Env {
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
+		policy := proc.EnvPolicy{Deny: s.m.opts.EnvDeny, Allow: s.m.opts.EnvAllow}
+		cmd.Env = policy.Filter(nil)
+		for k, v := range s.cfg.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 		var stderr io.Writer = s.stderr
 		if s.m.opts.Stderr != nil {

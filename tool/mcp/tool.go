@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -116,6 +117,9 @@ func (t *Tool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)
 		return tool.ErrorResult(fmt.Sprintf("MCP server %q is not running (%s), so %s is unavailable. Do not call its tools again in this run.", s.name, why, t.name)), nil
 	}
 	timeout := s.m.opts.CallTimeout
+	if s.cfg.Timeout > 0 {
+		timeout = time.Duration(s.cfg.Timeout) * time.Millisecond
+	}
 	timeoutCtx, cancelTimeout := context.WithTimeout(ctx, timeout)
 	defer cancelTimeout()
 	callCtx, cancel := context.WithCancelCause(timeoutCtx)
