@@ -132,11 +132,19 @@ func (c *Chunker) DrainFunc(force bool, emit func(string)) {
 		if !force && total < c.max {
 			break
 		}
-		if p, ok := c.pick(buf, spans, pos, minAt, winEnd); ok {
+		if p, ok := c.pick(buf, spans, pos, minAt, winEnd, force); ok {
 			send(reopen + rem[:p])
 			reopen = ""
 			pos += p
-			if pos < len(buf) && isSpace(buf[pos]) {
+			switch {
+			case pos < len(buf) && (buf[pos] == ' ' || buf[pos] == '\t'):
+				// A break inside a line drops the whole run of blanks, so
+				// the next block does not start indented (four spaces
+				// read as code).
+				for pos < len(buf) && (buf[pos] == ' ' || buf[pos] == '\t') {
+					pos++
+				}
+			case pos < len(buf) && isSpace(buf[pos]):
 				pos++
 			}
 			for pos < len(buf) && buf[pos] == '\n' {
@@ -154,6 +162,17 @@ func (c *Chunker) DrainFunc(force bool, emit func(string)) {
 			if nl := strings.LastIndexByte(rem[:h], '\n'); nl >= minAt && spanAt(spans, pos+nl) == s {
 				h = nl + 1 // keep code lines whole when one fits
 			}
+			for h > 1 && rem[h-1] != '\n' && fenceLike(strings.TrimLeft(rem[h:], " \t"), force) {
+				h-- // nor a code line cut where the rest would read as a marker line
+			}
+			if pos+h <= s.start+len(s.openLine) && s.start > pos {
+				// Room for the closing line pushed the cut back into the
+				// opening line: end the block before the fence instead.
+				send(reopen + rem[:s.start-pos])
+				reopen = ""
+				pos = s.start
+				continue
+			}
 			h = runeStart(buf, pos, h)
 			blk := reopen + rem[:h]
 			if !strings.HasSuffix(blk, "\n") {
@@ -170,7 +189,10 @@ func (c *Chunker) DrainFunc(force bool, emit func(string)) {
 		if ls := fenceLineBefore(buf, spans, pos+h, force); ls > pos {
 			h = ls - pos
 		}
-		for h > 1 && rem[h-1] != '\n' && h < len(rem) && fenceLike(rem[h:]) {
+		if !force && h == len(rem) && h > 1 && rem[h-1] != '\n' {
+			h-- // what comes next joins this line: keep a byte for it to join
+		}
+		for h > 1 && rem[h-1] != '\n' && h < len(rem) && fenceLike(strings.TrimLeft(rem[h:], " \t"), force) {
 			h--
 		}
 		h = runeStart(buf, pos, h)
@@ -275,7 +297,7 @@ func blankLineLen(s string) int {
 // (the block is the text before it, so it has at most winEnd bytes), by
 // preference: the last safe paragraph break, the last safe line end, the
 // last sentence end, the last safe whitespace.
-func (c *Chunker) pick(buf string, spans []fenceSpan, pos, minAt, winEnd int) (int, bool) {
+func (c *Chunker) pick(buf string, spans []fenceSpan, pos, minAt, winEnd int, force bool) (int, bool) {
 	rem := buf[pos:]
 	safe := func(i int) bool { return spanAt(spans, pos+i) == nil }
 	last := func(ok func(i int) bool) (int, bool) {
@@ -298,7 +320,7 @@ func (c *Chunker) pick(buf string, spans []fenceSpan, pos, minAt, winEnd int) (i
 	}
 	if c.prefer != BreakNewline {
 		if i, ok := last(func(i int) bool {
-			return isSpace(rem[i]) && i > 0 && (rem[i-1] == '.' || rem[i-1] == '!' || rem[i-1] == '?') && !makesFence(rem, i)
+			return isSpace(rem[i]) && i > 0 && (rem[i-1] == '.' || rem[i-1] == '!' || rem[i-1] == '?') && !makesFence(rem, i, force)
 		}); ok {
 			return i, true
 		}
@@ -308,19 +330,27 @@ func (c *Chunker) pick(buf string, spans []fenceSpan, pos, minAt, winEnd int) (i
 			return i, true
 		}
 	}
-	return last(func(i int) bool { return isSpace(rem[i]) && !makesFence(rem, i) })
+	return last(func(i int) bool { return isSpace(rem[i]) && !makesFence(rem, i, force) })
 }
 
 // makesFence reports whether a break at the space rem[i] in the middle of
-// a line would start the next block with backticks or tildes that a
-// renderer then takes for a fence.
-func makesFence(rem string, i int) bool {
-	return rem[i] != '\n' && fenceLike(rem[i+1:])
+// a line would start the next block (after the blanks the break drops)
+// with backticks or tildes that a renderer then takes for a fence.
+func makesFence(rem string, i int, final bool) bool {
+	return rem[i] != '\n' && fenceLike(strings.TrimLeft(rem[i+1:], " \t"), final)
 }
 
 // fenceLike reports whether s starts like a fence line: up to three
-// spaces, then three backticks or tildes.
-func fenceLike(s string) bool {
-	_, marker, _ := splitFenceLine(s[:min(len(s), 3+3)])
-	return marker != ""
+// spaces, then three backticks or tildes. Unless final, s is the unfinished
+// end of the stream when it holds no newline, and counts when it may still
+// grow into one (nothing yet, or only backticks or only tildes).
+func fenceLike(s string, final bool) bool {
+	if _, marker, _ := splitFenceLine(s[:min(len(s), 3+3)]); marker != "" {
+		return true
+	}
+	if final || strings.IndexByte(s, '\n') >= 0 {
+		return false
+	}
+	t := strings.TrimLeft(s, " ")
+	return strings.Trim(t, "`") == "" || strings.Trim(t, "~") == ""
 }
