@@ -51,6 +51,8 @@ type Transcript struct {
 	// of the file, enough for Context at the leaf it was read at and at
 	// the entries appended after it, and nothing else.
 	partial bool
+	// tailFrom is the offset of the first line read of a partial one.
+	tailFrom int64
 }
 
 // Entry returns the entry with the given id.

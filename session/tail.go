@@ -85,20 +85,27 @@ func readTail(r io.ReaderAt, size int64) (t *Transcript, ok bool, err error) {
 		case walkMore:
 			continue
 		}
+		from := start + int64(first)
 		if w.need == "" {
 			// The path goes back to its root: all of it is read.
-			return w.transcript(h), true, nil
+			return w.transcript(h, from), true, nil
 		}
 		if !w.complete() {
 			return nil, false, nil
 		}
-		if !w.thinkingOnPath {
-			found, err := containsInRange(r, headerEnd, start+int64(first), thinkingNeedle)
+		if !w.thinkingBefore() {
+			// Any other thinking change, read or not, might be on the
+			// path: parents can come after their children in a hand-edited
+			// file, so the path may leave the entries read and come back.
+			if w.anyThinking() {
+				return nil, false, nil
+			}
+			found, err := containsInRange(r, headerEnd, from, thinkingNeedle)
 			if err != nil || found {
 				return nil, false, err
 			}
 		}
-		return w.transcript(h), true, nil
+		return w.transcript(h, from), true, nil
 	}
 }
 
@@ -209,6 +216,37 @@ func (w *tailWalk) walk() walkResult {
 	return walkDone
 }
 
+// thinkingBefore says whether the path, followed on from where the walk
+// stopped through the entries read, has a thinking level change: Context
+// takes the last one on the whole path.
+func (w *tailWalk) thinkingBefore() bool {
+	if w.thinkingOnPath {
+		return true
+	}
+	id := w.need
+	for n := 0; id != "" && n <= len(w.rev); n++ {
+		i, ok := w.index[id]
+		if !ok {
+			return false
+		}
+		if w.rev[i].Type == EntryThinkingLevelChange {
+			return true
+		}
+		id = w.rev[i].ParentID
+	}
+	return false
+}
+
+// anyThinking says whether an entry read is a thinking level change.
+func (w *tailWalk) anyThinking() bool {
+	for i := range w.rev {
+		if w.rev[i].Type == EntryThinkingLevelChange {
+			return true
+		}
+	}
+	return false
+}
+
 // complete says whether the path read gives the context a full load
 // gives: every truncation's target is on it, and it names a model.
 func (w *tailWalk) complete() bool {
@@ -234,14 +272,14 @@ func (w *tailWalk) complete() bool {
 	return model
 }
 
-// transcript returns the entries read, in file order.
-func (w *tailWalk) transcript(h Header) *Transcript {
+// transcript returns the entries read, in file order, from offset from.
+func (w *tailWalk) transcript(h Header, from int64) *Transcript {
 	t := &Transcript{Header: h, Entries: make([]Entry, len(w.rev))}
 	for i := range w.rev {
 		t.Entries[len(w.rev)-1-i] = w.rev[i]
 	}
 	t.Leaf = t.Entries[len(t.Entries)-1].ID
-	t.partial = true
+	t.partial, t.tailFrom = true, from
 	return t
 }
 

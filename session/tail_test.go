@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -62,6 +63,7 @@ func randomTranscript(r *rand.Rand, n int, broken bool) []byte {
 				Content: []llm.Content{llm.Text("a"), llm.ToolCall(id, "echo", json.RawMessage(`{}`))}}
 			if r.IntN(10) > 0 {
 				m.Provider, m.Model = "p", "m"+strconv.Itoa(r.IntN(3))
+				m.Usage = &llm.Usage{Total: r.IntN(1000), Cost: llm.Cost{Total: 0.1 * float64(r.IntN(7))}}
 			}
 			add(MessageEntry(m))
 			add(MessageEntry(llm.Message{Role: llm.RoleToolResult, ToolCallID: id, ToolName: "echo",
@@ -356,7 +358,20 @@ func FuzzTail(f *testing.F) {
 		}
 		full, err := Parse("fuzz.jsonl", complete)
 		if err != nil {
-			t.Fatalf("the tail was taken from a file a full load refuses: %v", err)
+			// Only what was read is checked: a bad line before it is
+			// for a full load (show, export, repair) to find.
+			var ce *CorruptLineError
+			if !errors.As(err, &ce) {
+				t.Fatalf("the tail was taken from a file a full load refuses: %v", err)
+			}
+			off := 0
+			for range ce.Line - 1 {
+				off += bytes.IndexByte(complete[off:], '\n') + 1
+			}
+			if int64(off) >= tail.tailFrom {
+				t.Fatalf("line %d at offset %d is bad (%v), and the tail read from %d", ce.Line, off, err, tail.tailFrom)
+			}
+			return
 		}
 		if diff := cmp.Diff(full.Context(""), tail.Context("")); diff != "" {
 			t.Fatalf("context differs (-full +tail):\n%s", diff)
