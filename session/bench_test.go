@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/agentloop/agentloop/llm"
@@ -103,5 +104,96 @@ func BenchmarkRepair(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Repair(msgs, RepairOptions{API: llm.APIAnthropicMessages})
+	}
+}
+
+// compactedTranscript returns a session file of n entries of about 400
+// bytes, in the crash test's cycle, with a compaction every 1,000 entries
+// that keeps the last 40: a long session that was compacted as it grew.
+func compactedTranscript(n int) []byte {
+	h := Header{Type: "session", Version: CurrentVersion, ID: "0195e5a0-0000-7000-8000-000000000100", Timestamp: "2026-01-01T00:00:00.000Z", Cwd: "/bench"}
+	entries := make([]Entry, n)
+	pad := strings.Repeat("lorem ipsum ", 5)
+	parent := ""
+	for k := range entries {
+		e := crashEntry(k)
+		if k > 0 && k%1000 == 999 {
+			e = CompactionEntry("the conversation so far, summarised", entries[k-40].ID, 150_000)
+		} else if len(e.Message.Content) > 0 {
+			e.Message.Content[0].Text += " " + pad
+		}
+		e.ID = strconv.FormatInt(int64(0x10000000+k), 16)
+		e.ParentID = parent
+		e.Timestamp = "2026-01-01T00:00:00.000Z"
+		if e.Message != nil && e.Message.Role == llm.RoleAssistant {
+			e.Message.Provider, e.Message.Model, e.Message.API = "openai", "mock-model", "openai-completions"
+			e.Message.Usage = &llm.Usage{Input: 1200, Output: 80, CacheRead: 9000, Total: 10280, Cost: llm.Cost{Total: 0.0123}}
+		}
+		parent = e.ID
+		entries[k] = e
+	}
+	data, err := encodeTranscript(&h, entries)
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+// TestWriteBenchSession writes the 100,000-entry compacted session the
+// CLI is timed on (docs/benchmarks.md) to $AGENTLOOP_BENCH_SESSION.
+func TestWriteBenchSession(t *testing.T) {
+	path := os.Getenv("AGENTLOOP_BENCH_SESSION")
+	if path == "" {
+		t.Skip("set AGENTLOOP_BENCH_SESSION to the file to write")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, compactedTranscript(100_000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkOpen100kCompacted opens a 100,000-entry compacted session for
+// appending and builds its context: from its tail (what continuing a
+// session does), without and with a current summary cache (which spares
+// the search of the bytes before the tail for a thinking change), and,
+// for comparison, read whole.
+func BenchmarkOpen100kCompacted(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, CwdSlug("/bench"), "2026-01-01T00-00-00-000Z_bench.jsonl")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	data := compactedTranscript(100_000)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	st := &JSONLStore{Dir: dir, Sync: SyncNever}
+	ctx := context.Background()
+	for _, mode := range []string{"tail", "tail-listed", "full"} {
+		b.Run(mode, func(b *testing.B) {
+			os.Remove(filepath.Join(filepath.Dir(path), summaryFile))
+			if mode == "tail-listed" {
+				if _, err := st.List(ctx, ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if mode == "full" {
+				old := tailMinSize
+				tailMinSize = 1 << 62
+				b.Cleanup(func() { tailMinSize = old })
+			}
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				s, err := st.Open(ctx, path, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if c := s.Context(); len(c.Messages) < 40 {
+					b.Fatalf("context of %d messages", len(c.Messages))
+				}
+				s.Close()
+			}
+		})
 	}
 }

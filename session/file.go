@@ -199,7 +199,7 @@ func (s *FileSession) openTail(f *os.File, size int64) (ok bool, err error) {
 		}
 		warnings = append(warnings, tornWarning(int(size-end)))
 	}
-	t, ok, err := readTail(f, end)
+	t, ok, err := readTail(f, end, noThinkingBefore(s.path, f, end))
 	if err != nil || !ok {
 		return false, err
 	}

@@ -48,6 +48,10 @@ type fileSummary struct {
 	Tail    string `json:"tail"`   // hash of the summaryTail bytes before Summed
 	Header  Header `json:"header"`
 	Stats   Stats  `json:"stats"`
+	// Thinking says whether a line summed up is a thinking level change:
+	// when none is, a session read from its tail need not search those
+	// bytes for one (see readTail).
+	Thinking bool `json:"thinking,omitempty"`
 }
 
 func readSummaries(dir string) *summaryCache {
@@ -119,6 +123,9 @@ func summarizeFile(path string, f *os.File, size int64) (*fileSummary, error) {
 	}
 	complete, _ := splitTorn(data)
 	rec := &fileSummary{Summed: int64(len(complete)), Header: t.Header, Stats: t.Stats()}
+	for i := range t.Entries {
+		rec.Thinking = rec.Thinking || t.Entries[i].Type == EntryThinkingLevelChange
+	}
 	// The version the file has, not the one it migrates to in memory:
 	// only lines of the current version are summed up one by one.
 	rec.Header.Version = parseVersion(complete)
@@ -147,10 +154,24 @@ func addLines(f *os.File, rec *fileSummary, size int64) (*fileSummary, error) {
 			return nil, fmt.Errorf("not an appended entry")
 		}
 		out.Stats.count(&e)
+		out.Thinking = out.Thinking || e.Type == EntryThinkingLevelChange
 	}
 	out.Summed += int64(len(complete))
 	out.Tail = tailHash(f, out.Summed)
 	return &out, nil
+}
+
+// noThinkingBefore returns how many leading bytes of the transcript at
+// path its cached summary shows to hold no thinking level change (0 when
+// it shows nothing: no record, a record of another file, one with a
+// thinking change).
+func noThinkingBefore(path string, r io.ReaderAt, size int64) int64 {
+	rec := readSummaries(filepath.Dir(path)).Files[filepath.Base(path)]
+	if rec == nil || rec.Thinking || rec.Header.Version != CurrentVersion || rec.Summed > size ||
+		rec.Tail != tailHash(r, rec.Summed) {
+		return 0
+	}
+	return rec.Summed
 }
 
 // tailHash hashes the summaryTail bytes before end.

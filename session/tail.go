@@ -40,9 +40,11 @@ var (
 var thinkingNeedle = []byte(`thinking_level_change"`)
 
 // readTail reads the transcript held in the first size bytes of r, which
-// end with a newline. The Transcript it returns holds the entries from
-// where it stopped to the end, in file order, with Leaf the last one.
-func readTail(r io.ReaderAt, size int64) (t *Transcript, ok bool, err error) {
+// end with a newline; the first clean bytes are known to hold no thinking
+// level change (from the summary cache, 0 when unknown). The Transcript
+// it returns holds the entries from where it stopped to the end, in file
+// order, with Leaf the last one.
+func readTail(r io.ReaderAt, size, clean int64) (t *Transcript, ok bool, err error) {
 	h, headerEnd, ok, err := readHeader(r, size)
 	if err != nil || !ok {
 		return nil, false, err
@@ -100,7 +102,7 @@ func readTail(r io.ReaderAt, size int64) (t *Transcript, ok bool, err error) {
 			if w.anyThinking() {
 				return nil, false, nil
 			}
-			found, err := containsInRange(r, headerEnd, from, thinkingNeedle)
+			found, err := containsInRange(r, max(headerEnd, clean), from, thinkingNeedle)
 			if err != nil || found {
 				return nil, false, err
 			}

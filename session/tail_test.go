@@ -160,7 +160,7 @@ func TestTailContextMatchesFull(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		tail, ok, err := readTail(bytes.NewReader(data), int64(len(data)))
+		tail, ok, err := readTail(bytes.NewReader(data), int64(len(data)), 0)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -193,11 +193,28 @@ func TestTailSessionMatchesFull(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 21))
 		data := randomTranscript(r, 20+r.IntN(100), false)
 		dir := t.TempDir()
-		path := filepath.Join(dir, "s.jsonl")
+		path := filepath.Join(dir, CwdSlug("/p"), "2026-01-01T00-00-00-000Z_s.jsonl")
+		os.MkdirAll(filepath.Dir(path), 0o700)
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		st := &JSONLStore{Dir: dir, Sync: SyncNever}
+		if seed%2 == 1 {
+			// The summary cache then tells where no thinking change is.
+			if _, err := st.List(ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+			if seed%4 == 3 {
+				// ... until the file is rewritten, with one where none was.
+				lines := bytes.SplitAfter(data, []byte{'\n'})
+				te := `{"type":"thinking_level_change","id":"7e000000","parentId":null,"timestamp":"x","thinkingLevel":"high"}` + "\n"
+				data = bytes.Join(append(lines[:1:1], append([][]byte{[]byte(te)}, lines[1:]...)...), nil)
+				data = bytes.Replace(data, []byte(`"id":"00000001","parentId":null`), []byte(`"id":"00000001","parentId":"7e000000"`), 1)
+				if err := os.WriteFile(path, data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		sess, err := st.Open(ctx, path, nil)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
@@ -274,7 +291,7 @@ func TestTailFallsBack(t *testing.T) {
 		pad += user("p"+strconv.Itoa(i), "")
 	}
 	good := hdr + pad + user("k", "") + asst + comp + user("z", "c")
-	if _, ok, _ := readTail(bytes.NewReader([]byte(good)), int64(len(good))); !ok {
+	if _, ok, _ := readTail(bytes.NewReader([]byte(good)), int64(len(good)), 0); !ok {
 		t.Fatal("a compacted transcript was not read from its tail")
 	}
 	for name, data := range map[string]string{
@@ -287,7 +304,7 @@ func TestTailFallsBack(t *testing.T) {
 		"thinking before":    hdr + `{"type":"thinking_level_change","id":"t","parentId":null,"timestamp":"x","thinkingLevel":"high"}` + "\n" + pad + user("k", "t") + asst + comp + user("z", "c"),
 		"target not on path": hdr + pad + user("k", "") + asst + comp + `{"type":"tool_result_truncation","id":"tr","parentId":"c","timestamp":"x","targetId":"p3","toolCallId":"q"}` + "\n",
 	} {
-		_, ok, err := readTail(bytes.NewReader([]byte(data)), int64(len(data)))
+		_, ok, err := readTail(bytes.NewReader([]byte(data)), int64(len(data)), 0)
 		if err != nil || ok {
 			t.Errorf("%s: readTail took the tail (ok %v, err %v); it must leave the file to a full load", name, ok, err)
 		}
@@ -304,7 +321,7 @@ func TestTailTornLastLine(t *testing.T) {
 	var data []byte
 	for {
 		data = randomTranscript(r, 80, false)
-		if _, ok, _ := readTail(bytes.NewReader(data), int64(len(data))); ok {
+		if _, ok, _ := readTail(bytes.NewReader(data), int64(len(data)), 0); ok {
 			break
 		}
 	}
@@ -352,7 +369,7 @@ func FuzzTail(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		smallTailChunks(t)
 		complete, _ := splitTorn(data)
-		tail, ok, err := readTail(bytes.NewReader(complete), int64(len(complete)))
+		tail, ok, err := readTail(bytes.NewReader(complete), int64(len(complete)), 0)
 		if err != nil || !ok {
 			return
 		}
