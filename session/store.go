@@ -288,8 +288,13 @@ func (s *JSONLStore) List(ctx context.Context, cwd string) ([]Info, error) {
 }
 
 // Latest returns the most recently updated session of cwd, for
-// `--continue`; ErrNotFound when it has none.
+// `--continue`; ErrNotFound when it has none. From a JSONLStore its totals
+// (Stats) are zero unless a listing cached them: finding it reads no
+// transcript whole.
 func Latest(ctx context.Context, s Store, cwd string) (Info, error) {
+	if js, ok := s.(*JSONLStore); ok && cwd != "" {
+		return js.latest(ctx, cwd)
+	}
 	list, err := s.List(ctx, cwd)
 	if err != nil {
 		return Info{}, err

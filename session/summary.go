@@ -1,15 +1,20 @@
 package session
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"time"
 
 	"github.com/agentloop/agentloop/llm"
 )
@@ -73,10 +78,14 @@ func writeSummaries(dir string, c *summaryCache) error {
 	return writeFileAtomic(filepath.Join(dir, summaryFile), data, false)
 }
 
+// errNotSummed says a transcript has no usable cached record.
+var errNotSummed = errors.New("no current summary")
+
 // summarize returns the listing of the transcript at path, from the
 // cached record when it is current, and the record to cache (nil when
-// the file cannot be read).
-func summarize(path string, cached *fileSummary) (Info, *fileSummary, error) {
+// the file cannot be read). Without whole, a file it would have to read
+// whole is errNotSummed.
+func summarize(path string, cached *fileSummary, whole bool) (Info, *fileSummary, error) {
 	info := Info{ID: idFromPath(path), Path: path}
 	f, err := os.Open(path)
 	if err != nil {
@@ -98,6 +107,9 @@ func summarize(path string, cached *fileSummary) (Info, *fileSummary, error) {
 		}
 	default:
 		rec = nil
+	}
+	if rec == nil && !whole {
+		return info, nil, errNotSummed
 	}
 	if rec == nil {
 		if rec, err = summarizeFile(path, f, size); err != nil {
@@ -161,6 +173,76 @@ func addLines(f *os.File, rec *fileSummary, size int64) (*fileSummary, error) {
 	return &out, nil
 }
 
+// latest finds the most recently updated session of cwd for Latest
+// without reading whole transcripts: one with a cached summary is brought
+// up to date as a listing would; one without is taken on its header,
+// with no totals (listing it fills them in). Files that cannot be read
+// are passed over, as Latest passes over listed errors.
+func (s *JSONLStore) latest(ctx context.Context, cwd string) (Info, error) {
+	files, err := filepath.Glob(filepath.Join(s.Dir, globEscape(CwdSlug(cwd)), "*.jsonl"))
+	if err != nil {
+		return Info{}, fmt.Errorf("list sessions: %w", err)
+	}
+	type cand struct {
+		path string
+		mod  time.Time
+	}
+	cands := make([]cand, 0, len(files))
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			cands = append(cands, cand{f, st.ModTime()})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		if c := b.mod.Compare(a.mod); c != 0 {
+			return c
+		}
+		return cmp.Compare(idFromPath(b.path), idFromPath(a.path))
+	})
+	for _, c := range cands {
+		if err := ctx.Err(); err != nil {
+			return Info{}, err
+		}
+		dir, name := filepath.Dir(c.path), filepath.Base(c.path)
+		cache := readSummaries(dir)
+		old := cache.Files[name]
+		info, rec, err := summarize(c.path, old, false)
+		switch {
+		case err == nil:
+			if old == nil || *rec != *old {
+				cache.Files[name] = rec
+				_ = writeSummaries(dir, cache)
+			}
+			return info, nil
+		case errors.Is(err, errNotSummed):
+			if h, ok := headerOf(c.path); ok {
+				info.ID, info.Cwd, info.ParentSession = h.ID, h.Cwd, h.ParentSession
+				info.Created = parseTime(h.Timestamp)
+				return info, nil
+			}
+		}
+	}
+	return Info{}, fmt.Errorf("no session for %s: %w", cwd, ErrNotFound)
+}
+
+// headerOf reads the header line of a transcript, of any version.
+func headerOf(path string) (Header, bool) {
+	var h Header
+	f, err := os.Open(path)
+	if err != nil {
+		return h, false
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadSlice('\n')
+	if err != nil {
+		return h, false
+	}
+	if json.Unmarshal(line, &h) != nil || h.Type != "session" {
+		return h, false
+	}
+	return h, true
+}
+
 // noThinkingBefore returns how many leading bytes of the transcript at
 // path its cached summary shows to hold no thinking level change (0 when
 // it shows nothing: no record, a record of another file, one with a
@@ -199,7 +281,7 @@ func listDir(ctx context.Context, dir string, files []string) ([]Info, error) {
 		name := filepath.Base(f)
 		seen[name] = true
 		old := cache.Files[name]
-		info, rec, err := summarize(f, old)
+		info, rec, err := summarize(f, old, true)
 		if err != nil {
 			info.Err = err
 			if old != nil {

@@ -222,3 +222,47 @@ func BenchmarkList200(b *testing.B) {
 		})
 	}
 }
+
+// TestLatestReadsNoTranscriptWhole: Latest takes the most recent session
+// of the directory on its header (passing over one whose header is bad)
+// until a listing cached its totals, which it then keeps current.
+func TestLatestReadsNoTranscriptWhole(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := &JSONLStore{Dir: dir}
+	sub := filepath.Join(dir, CwdSlug("/p"))
+	os.MkdirAll(sub, 0o700)
+	r := rand.New(rand.NewPCG(5, 5))
+	older := filepath.Join(sub, "2026-01-01T00-00-00-000Z_older.jsonl")
+	newer := filepath.Join(sub, "2026-01-02T00-00-00-000Z_newer.jsonl")
+	os.WriteFile(older, randomTranscript(r, 20, false), 0o600)
+	// A bad line after the header is not read: the newer one is taken.
+	os.WriteFile(newer, append(randomTranscript(r, 20, false), "{oops\n"...), 0o600)
+	t0 := time.Now()
+	os.Chtimes(older, t0.Add(-time.Hour), t0.Add(-time.Hour))
+	in, err := Latest(ctx, st, "/p")
+	if err != nil || in.Path != newer || in.Messages != 0 || in.Cwd != "/p" {
+		t.Fatalf("latest %+v, %v; want the newer session, taken on its header", in, err)
+	}
+	// A bad header is passed over.
+	os.WriteFile(newer, []byte("{oops\n"), 0o600)
+	if in, err := Latest(ctx, st, "/p"); err != nil || in.Path != older {
+		t.Fatalf("latest %+v, %v; want the older session", in, err)
+	}
+	// Listed, the totals come from the cache, kept current as it grows.
+	os.Remove(newer)
+	if _, err := st.List(ctx, "/p"); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.OpenFile(older, os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"type":"message","id":"7f000000","parentId":null,"timestamp":"x","message":{"role":"user","content":[{"type":"text","text":"more"}],"timestamp":1}}` + "\n")
+	f.Close()
+	full, _ := LoadFile(older)
+	in, err = Latest(ctx, st, "/p")
+	if err != nil || in.Stats != full.Stats() {
+		t.Fatalf("latest %+v, %v; want the totals %+v", in.Stats, err, full.Stats())
+	}
+	if rec := readSummaries(sub).Files[filepath.Base(older)]; rec == nil || rec.Stats != full.Stats() {
+		t.Fatalf("the cache was not brought up to date: %+v", rec)
+	}
+}
