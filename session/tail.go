@@ -287,7 +287,10 @@ func (w *tailWalk) transcript(h Header, from int64) *Transcript {
 
 // containsInRange says whether r holds needle between from and to.
 func containsInRange(r io.ReaderAt, from, to int64, needle []byte) (bool, error) {
-	buf := make([]byte, tailMaxChunk)
+	if from >= to {
+		return false, nil
+	}
+	buf := make([]byte, min(tailMaxChunk, to-from))
 	for off := from; off < to; {
 		n := min(int64(len(buf)), to-off)
 		if _, err := r.ReadAt(buf[:n], off); err != nil {

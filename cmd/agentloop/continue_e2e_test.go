@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -139,17 +138,11 @@ func describe(m llm.Message) string {
 // without the system prompt.
 func lastRequest(t *testing.T, capture string) []string {
 	t.Helper()
-	f, err := os.Open(capture)
-	if err != nil {
-		t.Fatal(err)
+	lines := readLines(t, capture)
+	if len(lines) == 0 {
+		t.Fatal("mockllm captured no request")
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	var last []byte
-	for sc.Scan() {
-		last = append(last[:0], sc.Bytes()...)
-	}
+	last := []byte(lines[len(lines)-1])
 	var req struct {
 		Messages []struct {
 			Role       string          `json:"role"`
