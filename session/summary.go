@@ -123,8 +123,13 @@ func summarize(path string, cached *fileSummary, whole bool) (Info, *fileSummary
 	return info, rec, nil
 }
 
-// summarizeFile loads the first size bytes of f whole.
+// summarizeFile sums up the first size bytes of f: line by line when it
+// can, else through a full load, which says what is wrong or migrates an
+// older version.
 func summarizeFile(path string, f *os.File, size int64) (*fileSummary, error) {
+	if rec, ok := sumLines(f, size); ok {
+		return rec, nil
+	}
 	data := make([]byte, size)
 	if _, err := f.ReadAt(data, 0); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("load session: %w", err)
@@ -143,6 +148,54 @@ func summarizeFile(path string, f *os.File, size int64) (*fileSummary, error) {
 	rec.Header.Version = parseVersion(complete)
 	rec.Tail = tailHash(bytes.NewReader(complete), rec.Summed)
 	return rec, nil
+}
+
+// sumLines sums up a transcript of the current version holding one line
+// at a time. ok is false for anything a full load must judge: no header,
+// another version, a line that is not an entry.
+func sumLines(f *os.File, size int64) (rec *fileSummary, ok bool) {
+	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 64<<10)
+	rec = &fileSummary{}
+	header := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long := append([]byte(nil), line...)
+			for err == bufio.ErrBufferFull {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err == io.EOF {
+			break // a torn last line, or none: not summed up
+		}
+		if err != nil {
+			return nil, false
+		}
+		rec.Summed += int64(len(line))
+		line = bytes.TrimSpace(line)
+		switch {
+		case len(line) == 0:
+		case !header:
+			if json.Unmarshal(line, &rec.Header) != nil || rec.Header.Type != "session" || rec.Header.Version != CurrentVersion {
+				return nil, false
+			}
+			header = true
+		default:
+			e, err := decodeEntry(line)
+			if err != nil || e.Type == "" || e.ID == "" {
+				return nil, false
+			}
+			rec.Stats.count(&e)
+			rec.Thinking = rec.Thinking || e.Type == EntryThinkingLevelChange
+		}
+	}
+	if !header {
+		return nil, false
+	}
+	rec.Tail = tailHash(f, rec.Summed)
+	return rec, true
 }
 
 // addLines sums up the whole lines of f between rec.Summed and size into

@@ -192,6 +192,11 @@ func TestTailSessionMatchesFull(t *testing.T) {
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 21))
 		data := randomTranscript(r, 20+r.IntN(100), false)
+		if seed%4 == 1 {
+			// A thinking change at the root, which the listing then
+			// records as such.
+			data = withRootThinking(data)
+		}
 		dir := t.TempDir()
 		path := filepath.Join(dir, CwdSlug("/p"), "2026-01-01T00-00-00-000Z_s.jsonl")
 		os.MkdirAll(filepath.Dir(path), 0o700)
@@ -206,10 +211,7 @@ func TestTailSessionMatchesFull(t *testing.T) {
 			}
 			if seed%4 == 3 {
 				// ... until the file is rewritten, with one where none was.
-				lines := bytes.SplitAfter(data, []byte{'\n'})
-				te := `{"type":"thinking_level_change","id":"7e000000","parentId":null,"timestamp":"x","thinkingLevel":"high"}` + "\n"
-				data = bytes.Join(append(lines[:1:1], append([][]byte{[]byte(te)}, lines[1:]...)...), nil)
-				data = bytes.Replace(data, []byte(`"id":"00000001","parentId":null`), []byte(`"id":"00000001","parentId":"7e000000"`), 1)
+				data = withRootThinking(data)
 				if err := os.WriteFile(path, data, 0o600); err != nil {
 					t.Fatal(err)
 				}
@@ -262,6 +264,15 @@ func TestTailSessionMatchesFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// withRootThinking puts a thinking level change before the first entry,
+// as its parent.
+func withRootThinking(data []byte) []byte {
+	lines := bytes.SplitAfter(data, []byte{'\n'})
+	te := `{"type":"thinking_level_change","id":"7e000000","parentId":null,"timestamp":"x","thinkingLevel":"high"}` + "\n"
+	data = bytes.Join(append(lines[:1:1], append([][]byte{[]byte(te)}, lines[1:]...)...), nil)
+	return bytes.Replace(data, []byte(`"id":"00000001","parentId":null`), []byte(`"id":"00000001","parentId":"7e000000"`), 1)
 }
 
 // setLeaf moves a loaded transcript's leaf, as Branch does.
