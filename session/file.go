@@ -105,15 +105,19 @@ func openFileSession(path string, h Header, create bool, policy SyncPolicy, lock
 		f.Close()
 		return nil, fmt.Errorf("open session %s: %w", h.ID, err)
 	}
+	var warnings []string
 	if st.Size() >= tailMinSize {
-		if ok, err := s.openTail(f, st.Size()); err != nil || ok {
-			if err != nil {
-				f.Close()
-				return nil, fmt.Errorf("open session %s: %w", h.ID, err)
-			}
+		ok, cut, err := s.openTail(f, st.Size())
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("open session %s: %w", h.ID, err)
+		}
+		if ok {
 			return s, nil
 		}
-		// The tail cannot stand for the file: load it whole.
+		// The tail cannot stand for the file: load it whole (a torn
+		// line is cut off already).
+		warnings = cut
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
@@ -121,7 +125,6 @@ func openFileSession(path string, h Header, create bool, policy SyncPolicy, lock
 		return nil, fmt.Errorf("open session %s: %w", h.ID, err)
 	}
 	complete, torn := splitTorn(data)
-	var warnings []string
 	if len(torn) > 0 {
 		if err := s.cutTorn(f, int64(len(complete))); err != nil {
 			f.Close()
@@ -175,38 +178,38 @@ func (s *FileSession) cutTorn(f *os.File, size int64) error {
 }
 
 // openTail opens a big file from its tail (readTail). It cuts a torn
-// last line off first, as a full open does. With ok false nothing is
-// changed but that cut, and the caller loads the file whole.
-func (s *FileSession) openTail(f *os.File, size int64) (ok bool, err error) {
+// last line off first, as a full open does, and says so in warnings.
+// With ok false nothing is changed but that cut, and the caller loads
+// the file whole.
+func (s *FileSession) openTail(f *os.File, size int64) (ok bool, warnings []string, err error) {
 	// Find the end of the last complete line.
 	end := int64(-1)
 	for back := tailFirstChunk; end < 0; back *= 2 {
 		from := max(0, size-back)
 		buf := make([]byte, size-from)
 		if _, err := f.ReadAt(buf, from); err != nil {
-			return false, err
+			return false, nil, err
 		}
 		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
 			end = from + int64(i) + 1
 		} else if from == 0 {
-			return false, nil // no complete line at all
+			return false, nil, nil // no complete line at all
 		}
 	}
-	var warnings []string
 	if end < size {
 		if err := s.cutTorn(f, end); err != nil {
-			return false, fmt.Errorf("cut off an incomplete last line: %w", err)
+			return false, nil, fmt.Errorf("cut off an incomplete last line: %w", err)
 		}
 		warnings = append(warnings, tornWarning(int(size-end)))
 	}
 	t, ok, err := readTail(f, end, noThinkingBefore(s.path, f, end))
 	if err != nil || !ok {
-		return false, err
+		return false, warnings, err
 	}
 	t.Warnings = warnings
 	t.indexOf("")
 	s.t, s.f, s.size, s.created, s.tailLeaf = t, f, end, true, t.Leaf
-	return true, nil
+	return true, nil, nil
 }
 
 // full replaces a transcript read from its tail with the whole file, for

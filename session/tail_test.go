@@ -369,6 +369,41 @@ func TestTailTornLastLine(t *testing.T) {
 	}
 }
 
+// TestTailTornThenWhole: a torn line cut off by the tail read is still
+// reported when the file then has to be read whole.
+func TestTailTornThenWhole(t *testing.T) {
+	smallTailChunks(t)
+	var data []byte
+	for seed := uint64(0); ; seed++ {
+		// A transcript whose tail needs its older part, then a thinking
+		// change there, which the tail cannot place.
+		d := randomTranscript(rand.New(rand.NewPCG(seed, 8)), 60, false)
+		if _, ok, _ := readTail(bytes.NewReader(d), int64(len(d)), 0); !ok {
+			continue
+		}
+		if data = withRootThinking(d); !bytes.Equal(data, d) {
+			if _, ok, _ := readTail(bytes.NewReader(data), int64(len(data)), 0); !ok {
+				break
+			}
+		}
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.jsonl")
+	os.WriteFile(path, append(data, `{"type":"mess`...), 0o600)
+	sess, err := (&JSONLStore{Dir: dir, Sync: SyncNever}).Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	fs := sess.(*FileSession)
+	if fs.t.partial {
+		t.Fatal("read from the tail, with a thinking change it cannot place")
+	}
+	if w := fs.Warnings(); len(w) != 1 || w[0] != tornWarning(len(`{"type":"mess`)) {
+		t.Fatalf("warnings %q, want the torn line's", w)
+	}
+}
+
 // FuzzTail: on any bytes, readTail either refuses or gives the context a
 // full load gives.
 func FuzzTail(f *testing.F) {
