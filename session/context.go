@@ -347,20 +347,25 @@ type Stats struct {
 func (t *Transcript) Stats() Stats {
 	var s Stats
 	for i := range t.Entries {
-		m := t.Entries[i].Message
-		if t.Entries[i].Type != EntryMessage || m == nil {
-			continue
-		}
-		s.Messages++
-		if m.Role == llm.RoleAssistant && m.Usage != nil {
-			s.Tokens += m.Usage.Total
-			s.Cost += m.Usage.Cost.Total
-		}
-		if s.Title == "" && m.Role == llm.RoleUser {
-			s.Title = oneLine(m.Text(), 80)
-		}
+		s.count(&t.Entries[i])
 	}
 	return s
+}
+
+// count adds an entry that comes after those counted.
+func (s *Stats) count(e *Entry) {
+	m := e.Message
+	if e.Type != EntryMessage || m == nil {
+		return
+	}
+	s.Messages++
+	if m.Role == llm.RoleAssistant && m.Usage != nil {
+		s.Tokens += m.Usage.Total
+		s.Cost += m.Usage.Cost.Total
+	}
+	if s.Title == "" && m.Role == llm.RoleUser {
+		s.Title = oneLine(m.Text(), 80)
+	}
 }
 
 // oneLine flattens s to one line of at most n runes.

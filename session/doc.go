@@ -9,6 +9,12 @@
 // each; a torn last line is dropped on load and cut off before the next
 // append, so a crash never leaves a corrupt line in the middle of a file.
 //
+// Opening a long session to continue it reads the file from its end back
+// to where the context starts (tail.go), falling back to a full load when
+// the tail cannot be sure; listings read a cache of each transcript's
+// header and totals kept beside the transcripts (summary.go). Whole files
+// are read for show, export, repair, fork, and a branch off the path.
+//
 // The package also holds the repair pipeline applied to the outgoing history
 // before every model call: tool-call/result pairing repair, tool-call input
 // sanitising, history limits and provider turn validation. These are pure

@@ -78,6 +78,9 @@ type FileSession struct {
 	dirty   bool
 	broken  error
 	closed  bool
+	// tailLeaf is the leaf the file was read at when only its tail was
+	// read (t.partial): what is in memory serves it and what follows it.
+	tailLeaf string
 }
 
 // openFileSession opens path for appending, under an already held lock.
@@ -97,23 +100,37 @@ func openFileSession(path string, h Header, create bool, policy SyncPolicy, lock
 		}
 		return nil, fmt.Errorf("open session %s: %w", h.ID, err)
 	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open session %s: %w", h.ID, err)
+	}
+	var warnings []string
+	if st.Size() >= tailMinSize {
+		ok, cut, err := s.openTail(f, st.Size())
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("open session %s: %w", h.ID, err)
+		}
+		if ok {
+			return s, nil
+		}
+		// The tail cannot stand for the file: load it whole (a torn
+		// line is cut off already).
+		warnings = cut
+	}
 	data, err := io.ReadAll(f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open session %s: %w", h.ID, err)
 	}
 	complete, torn := splitTorn(data)
-	var warnings []string
 	if len(torn) > 0 {
-		if err := f.Truncate(int64(len(complete))); err != nil {
+		if err := s.cutTorn(f, int64(len(complete))); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("open session %s: cut off an incomplete last line: %w", h.ID, err)
 		}
-		if policy != SyncNever {
-			_ = f.Sync()
-		}
-		warnings = append(warnings, fmt.Sprintf(
-			"cut off an incomplete last line (%d bytes) left by a write that did not finish", len(torn)))
+		warnings = append(warnings, tornWarning(len(torn)))
 	}
 	s.f, s.size = f, int64(len(complete))
 	if len(bytes.TrimSpace(complete)) == 0 {
@@ -143,6 +160,93 @@ func openFileSession(path string, h Header, create bool, policy SyncPolicy, lock
 		}
 	}
 	return s, nil
+}
+
+func tornWarning(n int) string {
+	return fmt.Sprintf("cut off an incomplete last line (%d bytes) left by a write that did not finish", n)
+}
+
+// cutTorn cuts the file back to its last complete line.
+func (s *FileSession) cutTorn(f *os.File, size int64) error {
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	if s.policy != SyncNever {
+		_ = f.Sync()
+	}
+	return nil
+}
+
+// openTail opens a big file from its tail (readTail). It cuts a torn
+// last line off first, as a full open does, and says so in warnings.
+// With ok false nothing is changed but that cut, and the caller loads
+// the file whole.
+func (s *FileSession) openTail(f *os.File, size int64) (ok bool, warnings []string, err error) {
+	// Find the end of the last complete line.
+	end := int64(-1)
+	for back := tailFirstChunk; end < 0; back *= 2 {
+		from := max(0, size-back)
+		buf := make([]byte, size-from)
+		if _, err := f.ReadAt(buf, from); err != nil {
+			return false, nil, err
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			end = from + int64(i) + 1
+		} else if from == 0 {
+			return false, nil, nil // no complete line at all
+		}
+	}
+	if end < size {
+		if err := s.cutTorn(f, end); err != nil {
+			return false, nil, fmt.Errorf("cut off an incomplete last line: %w", err)
+		}
+		warnings = append(warnings, tornWarning(int(size-end)))
+	}
+	t, ok, err := readTail(f, end, noThinkingBefore(s.path, f, end))
+	if err != nil || !ok {
+		return false, warnings, err
+	}
+	t.Warnings = warnings
+	t.indexOf("")
+	s.t, s.f, s.size, s.created, s.tailLeaf = t, f, end, true, t.Leaf
+	return true, nil, nil
+}
+
+// full replaces a transcript read from its tail with the whole file, for
+// the uses that need every entry. The leaf stays where it is.
+func (s *FileSession) full() error {
+	if !s.t.partial {
+		return nil
+	}
+	data := make([]byte, s.size)
+	if _, err := s.f.ReadAt(data, 0); err != nil {
+		return fmt.Errorf("read session %s: %w", s.t.Header.ID, err)
+	}
+	t, err := Parse(s.path, data)
+	if err != nil {
+		return err
+	}
+	t.Warnings = append(s.t.Warnings, t.Warnings...)
+	t.Leaf = s.t.Leaf
+	t.indexOf("")
+	s.t = t
+	return nil
+}
+
+// reaches says whether the path from id back through the entries in
+// memory meets anc.
+func (t *Transcript) reaches(id, anc string) bool {
+	for n := 0; id != "" && n <= len(t.Entries); n++ {
+		if id == anc {
+			return true
+		}
+		i, ok := t.indexOf(id)
+		if !ok {
+			return false
+		}
+		id = t.Entries[i].ParentID
+	}
+	return false
 }
 
 // parseVersion reads the version field of the header line.
@@ -207,6 +311,11 @@ func (s *FileSession) Leaf() string {
 func (s *FileSession) Transcript() *Transcript {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.full(); err != nil {
+		c := s.t.clone()
+		c.Warnings = append(c.Warnings, "only the end of the file could be read: "+err.Error())
+		return c
+	}
 	return s.t.clone()
 }
 
@@ -221,6 +330,12 @@ func (s *FileSession) Context() Context {
 func (s *FileSession) Branch(entryID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.t.partial && entryID != "" && !s.t.reaches(entryID, s.tailLeaf) {
+		// The context of another branch may need entries not read.
+		if err := s.full(); err != nil {
+			return fmt.Errorf("branch session %s: %w", s.t.Header.ID, err)
+		}
+	}
 	if entryID != "" {
 		if _, ok := s.t.indexOf(entryID); !ok {
 			return fmt.Errorf("branch session %s: no entry %q", s.t.Header.ID, entryID)
@@ -248,7 +363,16 @@ func (s *FileSession) Append(ctx context.Context, e Entry) (string, error) {
 	case e.Type == "":
 		return "", fmt.Errorf("append to session %s: the entry has no type", s.t.Header.ID)
 	}
+	if _, known := s.t.indexOf(e.ID); e.ID != "" && !known && s.t.partial {
+		// Only the whole file can tell whether a given id is new.
+		if err := s.full(); err != nil {
+			return "", fmt.Errorf("append to session %s: %w", s.t.Header.ID, err)
+		}
+	}
 	if e.ID == "" {
+		// From a tail, an id is checked against the entries read: with
+		// 8 random hex digits, a clash with one of n older entries has a
+		// chance of n in 4 billion.
 		e.ID = newEntryID(func(id string) bool { _, ok := s.t.indexOf(id); return ok })
 	} else if _, dup := s.t.indexOf(e.ID); dup {
 		return "", fmt.Errorf("append to session %s: entry id %q is already used", s.t.Header.ID, e.ID)

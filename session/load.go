@@ -46,6 +46,13 @@ type Transcript struct {
 	Warnings []string
 
 	index map[string]int
+	// partial marks a transcript read from its tail (readTail): it holds
+	// the entries from where the current path's context starts to the end
+	// of the file, enough for Context at the leaf it was read at and at
+	// the entries appended after it, and nothing else.
+	partial bool
+	// tailFrom is the offset of the first line read of a partial one.
+	tailFrom int64
 }
 
 // Entry returns the entry with the given id.

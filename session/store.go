@@ -249,7 +249,9 @@ func idFromPath(path string) string {
 }
 
 // List describes the sessions of cwd ("" for every directory), the most
-// recently updated first.
+// recently updated first. It reads the summaries cached beside the
+// transcripts, and only what changed since they were made (see
+// summaryFile).
 func (s *JSONLStore) List(ctx context.Context, cwd string) ([]Info, error) {
 	pattern := filepath.Join(s.Dir, "*", "*.jsonl")
 	if cwd != "" {
@@ -259,25 +261,22 @@ func (s *JSONLStore) List(ctx context.Context, cwd string) ([]Info, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	out := make([]Info, 0, len(files))
+	byDir := map[string][]string{}
+	var dirs []string
 	for _, f := range files {
-		if err := ctx.Err(); err != nil {
+		d := filepath.Dir(f)
+		if byDir[d] == nil {
+			dirs = append(dirs, d)
+		}
+		byDir[d] = append(byDir[d], f)
+	}
+	out := make([]Info, 0, len(files))
+	for _, d := range dirs {
+		infos, err := listDir(ctx, d, byDir[d])
+		if err != nil {
 			return nil, err
 		}
-		info := Info{ID: idFromPath(f), Path: f}
-		if st, err := os.Stat(f); err == nil {
-			info.Updated = st.ModTime()
-		}
-		t, err := LoadFile(f)
-		if err != nil {
-			info.Err = err
-			out = append(out, info)
-			continue
-		}
-		info.ID, info.Cwd, info.ParentSession = t.Header.ID, t.Header.Cwd, t.Header.ParentSession
-		info.Created = parseTime(t.Header.Timestamp)
-		info.Stats = t.Stats()
-		out = append(out, info)
+		out = append(out, infos...)
 	}
 	slices.SortStableFunc(out, func(a, b Info) int {
 		if c := b.Updated.Compare(a.Updated); c != 0 {
@@ -289,8 +288,13 @@ func (s *JSONLStore) List(ctx context.Context, cwd string) ([]Info, error) {
 }
 
 // Latest returns the most recently updated session of cwd, for
-// `--continue`; ErrNotFound when it has none.
+// `--continue`; ErrNotFound when it has none. From a JSONLStore its totals
+// (Stats) are zero unless a listing cached them: finding it reads no
+// transcript whole.
 func Latest(ctx context.Context, s Store, cwd string) (Info, error) {
+	if js, ok := s.(*JSONLStore); ok && cwd != "" {
+		return js.latest(ctx, cwd)
+	}
 	list, err := s.List(ctx, cwd)
 	if err != nil {
 		return Info{}, err

@@ -18,4 +18,11 @@ func TestJSONLStoreConformance(t *testing.T) {
 			})
 		})
 	}
+	// Again with every reopened session read from its tail.
+	t.Run("Tail", func(t *testing.T) {
+		session.SmallTailChunks(t)
+		sessiontest.Run(t, func(t *testing.T) session.Store {
+			return &session.JSONLStore{Dir: t.TempDir(), Sync: session.SyncNever}
+		})
+	})
 }
