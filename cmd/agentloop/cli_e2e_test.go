@@ -5,9 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Tests that run agentloop as a user does (its own process, its own
@@ -57,4 +60,36 @@ func execCLI(t *testing.T, env []string, home string, args ...string) (int, stri
 		t.Fatal(err)
 	}
 	return code, out.String(), errb.String()
+}
+
+// watchPeakRSS follows the peak resident set (VmHWM, KiB) of the running
+// process pid until it exits; the function it returns waits for that and
+// gives the largest value seen. The child's rusage cannot be used: Go starts
+// children with CLONE_VM, so their ru_maxrss includes the test binary's own
+// memory at the time of exec.
+func watchPeakRSS(pid int) func() int64 {
+	var peak atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			if err != nil {
+				return
+			}
+			for line := range strings.Lines(string(b)) {
+				if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+					kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+					if kb > peak.Load() {
+						peak.Store(kb)
+					}
+				}
+			}
+			if strings.Contains(string(b), "State:\tZ") {
+				return
+			}
+			time.Sleep(5 * time.Millisecond) // sampling a child process
+		}
+	}()
+	return func() int64 { <-done; return peak.Load() }
 }
