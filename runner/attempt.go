@@ -181,7 +181,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				streamed := s.dropFailedTail(a)
 				st.Retries++
 				res.Retries = st.Retries
-				s.notice(EventRetry, Notice{Reason: d.Reason, DelayMs: d.Delay.Milliseconds(), Attempt: st.Retries,
+				s.notice(EventRetry, Notice{Reason: d.Reason, Delay: d.Delay, Attempt: st.Retries,
 					Max: policy.withDefaults().Attempts, Streamed: streamed, Message: d.Message})
 				if err := s.clock.Sleep(ctx, d.Delay); err != nil {
 					return s.stopped(ctx, res)
@@ -410,7 +410,7 @@ func (pr *profiles) left() int {
 	return n
 }
 
-// store is where the profiles' failures are kept: Params.Auth, else the
+// store is where the profiles' failures are kept: Config.Auth, else the
 // Runner's memory.
 func (pr *profiles) store() *auth.Store {
 	if st := pr.s.p.Auth; st != nil {

@@ -15,7 +15,7 @@ func BenchmarkRun20(b *testing.B) {
 	reg, _ := tool.NewRegistry(&tool.Func{ToolName: "echo", Run: func(_ context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
 		return tool.TextResult("ok"), nil
 	}})
-	r := New(nil)
+	r := testRunner(nil)
 	b.ReportAllocs()
 	for b.Loop() {
 		steps := make([]faux.Step, 0, 21)
@@ -23,7 +23,7 @@ func BenchmarkRun20(b *testing.B) {
 			steps = append(steps, faux.Call("", "echo", map[string]any{"i": i}))
 		}
 		steps = append(steps, faux.Say("done"))
-		res, err := r.Run(context.Background(), Params{Prompt: "go", Model: faux.New(steps...), Tools: reg})
+		res, err := r.runParams(context.Background(), params{Prompt: "go", Model: faux.New(steps...), Tools: reg})
 		if err != nil || !res.OK() {
 			b.Fatal(err, res.Reason)
 		}

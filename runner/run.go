@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,13 +25,15 @@ import (
 // hookWait bounds the wait for hooks at the end of a run.
 const hookWait = 10 * time.Second
 
-// run is the state of one Run call.
+// run is the state of one run.
 type run struct {
 	r     *Runner
-	p     Params
+	h     *Run
+	p     params
 	clock Clock
 
 	emitMu sync.Mutex
+	seq    *atomic.Int64
 
 	sess session.Session
 	// ids[i] is the entry id of the agent's message i ("" when not stored);
@@ -56,8 +57,6 @@ type run struct {
 	// overBudget is the budget a final reply crossed; the run is stopped
 	// only if the model is called again.
 	overBudget *BudgetError
-	// end is the run_end notice, sent last.
-	end *Notice
 	// lastPrompt is the estimated size of the messages last sent to the
 	// model, to tell whether a compaction made them smaller.
 	lastPrompt int
@@ -66,93 +65,95 @@ type run struct {
 	window int
 }
 
-func (s *run) emit(ev agent.Event) {
-	if s.p.OnEvent == nil {
-		return
-	}
+// emit stamps ev with the run's envelope and hands it out: to
+// Request.OnEvent, and to Run.Events' queue.
+func (s *run) emit(ev Event) {
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock()
-	s.p.OnEvent(ev)
+	ev.Seq = s.seq.Add(1)
+	ev.RunID, ev.SessionID = s.h.id, s.h.sessionID
+	if s.p.OnEvent != nil {
+		s.p.OnEvent(ev)
+	}
+	if s.h.queued {
+		s.h.push(stable(ev))
+	}
 }
 
-func (s *run) notice(t agent.EventType, n Notice) { s.emit(noticeEvent(t, n)) }
+func (s *run) emitAgent(ev agent.Event) { s.emit(Event{Type: ev.Type, Agent: &ev}) }
+
+func (s *run) notice(t agent.EventType, n Notice) { s.emit(Event{Type: t, Notice: &n}) }
 
 func (s *run) warn(msg string) {
 	s.warnings = append(s.warnings, msg)
 	s.notice(EventWarning, Notice{Message: msg})
 }
 
-// Run runs p: it resolves the session, waits for its lanes, opens the
-// session under its write lock, loads hooks and MCP servers, then runs
-// attempts until the run succeeds, fails for good, or reaches its iteration
-// cap. The error is non-nil only when the run could not start (a locked
-// session, a bad configuration, a cancelled wait in a lane); how a started
-// run ended is in the Result.
-func (r *Runner) Run(ctx context.Context, p Params) (res Result, err error) {
-	if p.Model == nil {
-		return Result{}, errors.New("runner: Params.Model is nil; resolve a model first (llm/provider)")
+// resolveSession picks the run's session id before the lanes (they are
+// keyed by it); the session is opened, under its lock, after them, so runs
+// of one process queue instead of failing on each other's lock.
+func (s *run) resolveSession(ctx context.Context) (sessID, source string, create bool, err error) {
+	p := &s.p
+	store := p.Store
+	if store == nil {
+		return "", "", false, nil
 	}
-	s := &run{r: r, p: p, clock: r.cfg.Clock}
-	s.window = s.startWindow()
+	if p.Session.Cwd == "" {
+		if wd, err := os.Getwd(); err == nil {
+			p.Session.Cwd = wd
+		}
+	}
+	switch {
+	case p.Session.Fork != "":
+		id, err := store.Fork(ctx, p.Session.Fork, "", session.CreateOptions{Cwd: p.Session.Cwd})
+		if err != nil {
+			return "", "", false, fmt.Errorf("fork session %s: %w", p.Session.Fork, err)
+		}
+		sessID, source = id, "resume"
+	case p.Session.ID != "":
+		sessID, source = p.Session.ID, "resume"
+	case p.Session.Continue:
+		info, err := session.Latest(ctx, store, p.Session.Cwd)
+		switch {
+		case errors.Is(err, session.ErrNotFound):
+			s.warnings = append(s.warnings, "no earlier session in this directory to continue: starting a new one")
+		case err != nil:
+			return "", "", false, fmt.Errorf("find the latest session: %w", err)
+		default:
+			sessID, source = info.ID, "resume"
+		}
+	}
+	if sessID == "" {
+		sessID, source, create = session.NewSessionID(), "startup", true
+	}
+	return sessID, source, create, nil
+}
+
+// execute is a started run: the lanes, the session under its write lock,
+// then attempts until the run succeeds, fails for good, or reaches its
+// iteration cap. The error is non-nil only when the run could not get
+// going (a locked session, a bad configuration, a cancelled wait in a
+// lane); how a going run ended is in the Result.
+func (s *run) execute(ctx context.Context, key, lane, sessID, source string, create bool) (res Result, err error) {
+	p := s.p
+	r := s.r
 	// run_end is the last event of a run: it is sent after everything the
 	// run's end does (session_end hooks, closing the session), so a client
 	// may stop reading at it.
 	defer func() {
-		if s.end != nil {
-			if s.sess != nil && s.end.SessionID == "" {
-				s.end.SessionID = s.sess.ID()
+		end := res
+		if end.Err == nil && err != nil {
+			end.Err = err
+			if end.Reason == "" {
+				end.Reason = string(llm.ReasonOf(err))
 			}
-			s.notice(EventRunEnd, *s.end)
 		}
+		s.emit(Event{Type: EventRunEnd, End: &end})
 	}()
-
-	// The session id is resolved before the lanes (they are keyed by it);
-	// the lock is taken after them, so runs of one process queue instead
-	// of failing on each other's lock.
-	store := p.Session.Store
-	if store != nil && p.Session.Cwd == "" {
-		if wd, err := os.Getwd(); err == nil {
-			p.Session.Cwd = wd
-			s.p.Session.Cwd = wd
-		}
-	}
-	var sessID, source string
-	create := false
-	if store != nil {
-		switch {
-		case p.Session.Fork != "":
-			id, err := store.Fork(ctx, p.Session.Fork, "", session.CreateOptions{Cwd: p.Session.Cwd})
-			if err != nil {
-				return Result{}, fmt.Errorf("fork session %s: %w", p.Session.Fork, err)
-			}
-			sessID, source = id, "resume"
-		case p.Session.ID != "":
-			sessID, source = p.Session.ID, "resume"
-		case p.Session.Continue:
-			info, err := session.Latest(ctx, store, p.Session.Cwd)
-			switch {
-			case errors.Is(err, session.ErrNotFound):
-				s.warn("no earlier session in this directory to continue: starting a new one")
-			case err != nil:
-				return Result{}, fmt.Errorf("find the latest session: %w", err)
-			default:
-				sessID, source = info.ID, "resume"
-			}
-		}
-		if sessID == "" {
-			sessID, source, create = session.NewSessionID(), "startup", true
-		}
-	}
-	key := p.SessionKey
-	if key == "" {
-		key = sessID
-	}
-	if key == "" {
-		key = "run-" + session.NewSessionID()
-	}
-	lane := p.Lane
-	if p.ParentLane != "" {
-		lane = ResolveNestedLane(p.ParentLane)
+	s.emit(Event{Type: EventRunStart, Start: s.startInfo(lane, source)})
+	// A warning of the session's resolution comes after run_start.
+	for _, w := range s.warnings {
+		s.notice(EventWarning, Notice{Message: w})
 	}
 
 	queuedAt := s.clock.Now()
@@ -168,11 +169,11 @@ func (r *Runner) Run(ctx context.Context, p Params) (res Result, err error) {
 	defer release()
 	if queued {
 		w := s.clock.Now().Sub(queuedAt)
-		s.notice(EventLaneAcquired, Notice{Lane: ResolveGlobalLane(lane), WaitedMs: w.Milliseconds(),
+		s.notice(EventLaneAcquired, Notice{Lane: ResolveGlobalLane(lane), Waited: w,
 			Message: fmt.Sprintf("started after waiting %s in the queue", roundSec(w))})
 	}
 
-	if store != nil {
+	if store := p.Store; store != nil {
 		var sess session.Session
 		if create {
 			sess, err = store.Create(ctx, session.CreateOptions{ID: sessID, Cwd: p.Session.Cwd, Lock: p.Session.Lock})
@@ -525,13 +526,17 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		Messages: history, MaxTurns: p.MaxTurns, TransformContext: transform, Hooks: hooks, Now: p.Now,
 		MaxOutputTokens: p.Info.MaxTokens})
 
+	s.h.bind(a, cancel, &s.compacting)
 	s.r.mu.Lock()
-	s.r.active[key] = &activeRun{agent: a, cancel: cancel, compacting: &s.compacting}
+	s.r.active[key] = s.h
 	s.r.mu.Unlock()
 	defer func() {
 		s.r.mu.Lock()
-		delete(s.r.active, key)
+		if s.r.active[key] == s.h {
+			delete(s.r.active, key)
+		}
 		s.r.mu.Unlock()
+		s.h.bind(nil, nil, nil)
 	}()
 
 	stopTimer := s.startTimer(cancel)
@@ -552,14 +557,6 @@ func (s *run) finish(res Result) Result {
 	res.Attempts = s.iterations
 	res.Compactions += s.compactions
 	res.Messages = s.added
-	n := Notice{Reason: res.Reason, StopReason: string(res.StopReason), Attempts: res.Attempts, Message: res.Message}
-	if s.sess != nil {
-		n.SessionID = s.sess.ID()
-	}
-	if res.Err != nil {
-		n.Error = res.Err.Error()
-	}
-	s.end = &n // sent by Run once everything else is done
 	return res
 }
 
@@ -602,7 +599,7 @@ func (s *run) reportHook(ctx context.Context, n hook.Notice) {
 		err = textError{text: n.Text, err: err}
 	}
 	if !agent.ReportHookError(ctx, string(n.Point), err) {
-		s.emit(agent.Event{Type: agent.EventHookError, Hook: string(n.Point), Err: err})
+		s.emitAgent(agent.Event{Type: agent.EventHookError, Hook: string(n.Point), Err: err})
 	}
 }
 
@@ -628,9 +625,8 @@ func (s *run) bindLoopGuard(h *agent.Hooks) {
 	cfg.OnEvent = func(ev loopguard.Event) {
 		// The event names its call, so a display can show the detection on
 		// the call's own line.
-		e := noticeEvent(EventLoopDetected, Notice{Reason: string(ev.Kind), Message: fmt.Sprintf("loop detection (%s, %s): %s", ev.Kind, ev.Tool, ev.Detection.Message), Attempt: ev.Detection.Count})
-		e.ToolCallID, e.ToolName = ev.CallID, ev.Tool
-		s.emit(e)
+		s.emit(Event{Type: EventLoopDetected, Loop: &ev, Notice: &Notice{Reason: string(ev.Kind),
+			Message: fmt.Sprintf("loop detection (%s, %s): %s", ev.Kind, ev.Tool, ev.Detection.Message), Attempt: ev.Detection.Count}})
 		if user != nil {
 			user(ev)
 		}
@@ -726,7 +722,7 @@ func (s *run) startTimer(cancel context.CancelCauseFunc) (stop func()) {
 		if RunTimeoutDuringCompaction(s.compacting.Load(), graceUsed) == TimeoutExtend {
 			graceUsed = true
 			stopFn = s.clock.AfterFunc(grace, fire)
-			s.notice(EventTimeoutExtended, Notice{DelayMs: grace.Milliseconds(),
+			s.notice(EventTimeoutExtended, Notice{Delay: grace,
 				Message: fmt.Sprintf("the run timeout came during a compaction: extended once by %s", roundSec(grace))})
 			return
 		}
@@ -768,11 +764,7 @@ func (s *run) compactEvent(ev compact.Event) {
 				Message: fmt.Sprintf("the prompt was over budget: shortened %d tool results instead of compacting", ev.Truncated)})
 		}
 	}
-	data, err := json.Marshal(ev)
-	if err != nil {
-		return
-	}
-	s.emit(agent.Event{Type: agent.EventType(ev.Type), Data: data})
+	s.emit(Event{Type: agent.EventType(ev.Type), Compaction: &ev})
 }
 
 // onAgentEvent persists what an attempt produced and forwards its events.
@@ -804,7 +796,7 @@ func (s *run) onAgentEvent(ctx context.Context, ev agent.Event) {
 			}
 		}
 	}
-	s.emit(ev)
+	s.emitAgent(ev)
 }
 
 func (s *run) store(ctx context.Context, m llm.Message) {

@@ -386,7 +386,7 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 		res.IsError = true
 	}
 	res.Content = []llm.Content{llm.Text(text)}
-	res.Details, _ = json.Marshal(d)
+	res.Details, _ = llm.MarshalJSON(d)
 	if d.Aborted {
 		return res, ctx.Err()
 	}

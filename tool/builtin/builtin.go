@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"sync"
 
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -56,7 +57,7 @@ func decodeToolArgs(call tool.Call, v any) error {
 // detailsJSON marshals tool details; they are informational, so a failure
 // yields none rather than an error.
 func detailsJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
+	b, err := llm.MarshalJSON(v)
 	if err != nil {
 		return nil
 	}
