@@ -58,7 +58,7 @@ func TestRunMapsToolNames(t *testing.T) {
 func TestRunMCPServerFailureIsAWarning(t *testing.T) {
 	ev := &events{}
 	cfg := mcp.Config{Servers: map[string]mcp.ServerConfig{"broken": {Command: "/nonexistent/mcp-server"}}}
-	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "hi", Model: faux.New(faux.Say("hello")), MCP: &MCPSpec{Config: cfg}, OnEvent: ev.add})
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "hi", Model: faux.New(faux.Say("hello")), ToolSources: []tool.Source{&mcp.Source{Config: cfg}}, OnEvent: ev.add})
 	if err != nil || !res.OK() {
 		t.Fatal(err, res)
 	}

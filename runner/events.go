@@ -103,10 +103,9 @@ type RunStart struct {
 	Cwd string
 	// Lane is the global lane the run waits in.
 	Lane string
-	// Tools names the run's own tools (its policy applied); MCPServers
-	// the servers whose tools are added once they have started.
-	Tools      []string
-	MCPServers []string
+	// Tools names the run's own tools (its policy applied); the tools of
+	// Config.ToolSources (MCP servers) are added once they have started.
+	Tools []string
 	// Resumed is set when the session existed before the run.
 	Resumed bool
 }

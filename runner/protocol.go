@@ -41,12 +41,11 @@ type line struct {
 	Count      int             `json:"count,omitempty"`
 
 	// run_start.
-	Model      string   `json:"model,omitempty"`
-	Cwd        string   `json:"cwd,omitempty"`
-	Lane       string   `json:"lane,omitempty"`
-	Tools      []string `json:"tools,omitempty"`
-	MCPServers []string `json:"mcpServers,omitempty"`
-	Resumed    bool     `json:"resumed,omitempty"`
+	Model   string   `json:"model,omitempty"`
+	Cwd     string   `json:"cwd,omitempty"`
+	Lane    string   `json:"lane,omitempty"`
+	Tools   []string `json:"tools,omitempty"`
+	Resumed bool     `json:"resumed,omitempty"`
 
 	// The runner's notices and compaction's events.
 	Text     string `json:"text,omitempty"`
@@ -124,7 +123,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		w.agent(a)
 	}
 	if st := e.Start; st != nil {
-		w.Model, w.Cwd, w.Lane, w.Tools, w.MCPServers, w.Resumed = st.Model, st.Cwd, st.Lane, st.Tools, st.MCPServers, st.Resumed
+		w.Model, w.Cwd, w.Lane, w.Tools, w.Resumed = st.Model, st.Cwd, st.Lane, st.Tools, st.Resumed
 	}
 	if n := e.Notice; n != nil {
 		w.Text, w.Reason, w.DelayMs, w.Attempt, w.Max = n.Message, n.Reason, n.Delay.Milliseconds(), n.Attempt, n.Max

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"github.com/agentloop/agentloop/loopguard"
 	"github.com/agentloop/agentloop/session"
 	"github.com/agentloop/agentloop/tool"
-	"github.com/agentloop/agentloop/tool/mcp"
 )
 
 // hookWait bounds the wait for hooks at the end of a run.
@@ -339,42 +337,13 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		prompt.Content = append(prompt.Content, llm.Text(promptContext))
 	}
 
-	// Tools, with MCP servers started before the first model call.
-	reg := p.Tools
-	if p.MCP != nil && len(p.MCP.Config.Servers) > 0 {
-		var mo mcp.Options
-		if p.MCP.Options != nil {
-			mo = *p.MCP.Options
-		}
-		if mo.Logger == nil {
-			// Failures are reported as warnings of the run, below.
-			mo.Logger = slog.New(slog.DiscardHandler)
-		}
-		m, err := mcp.Start(runCtx, p.MCP.Config, &mo)
-		if err != nil {
-			return Result{Err: err}, fmt.Errorf("start MCP servers: %w", err)
-		}
-		defer m.Close()
-		for _, st := range m.Status() {
-			if st.State != mcp.StateReady {
-				from := ""
-				if st.Source != "" {
-					from = " (from " + st.Source + ")"
-				}
-				s.warn(fmt.Sprintf("MCP server %s%s is not available: %v; its tools are left out", st.Name, from, st.Err))
-			}
-		}
-		var tools []tool.Tool
-		if reg != nil {
-			tools = reg.Tools()
-		}
-		tools = append(tools, m.Tools()...)
-		nr, err := tool.NewRegistry(tools...)
-		if err != nil {
-			return Result{Err: err}, fmt.Errorf("add MCP tools: %w", err)
-		}
-		reg = nr
+	// Tools, with the sources (MCP servers) started before the first
+	// model call.
+	reg, closeSources, err := s.startTools(runCtx, p.Tools)
+	if err != nil {
+		return Result{Err: err}, err
 	}
+	defer closeSources()
 	if p.ToolPolicy != nil {
 		if reg == nil {
 			reg, _ = tool.NewRegistry()

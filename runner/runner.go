@@ -18,7 +18,6 @@ import (
 	"github.com/agentloop/agentloop/loopguard"
 	"github.com/agentloop/agentloop/session"
 	"github.com/agentloop/agentloop/tool"
-	"github.com/agentloop/agentloop/tool/mcp"
 )
 
 // Reason codes of a Result besides the agent's (stop, max_turns, aborted)
@@ -136,9 +135,11 @@ type Config struct {
 	Hooks         *hook.LoadOptions
 	RegisterHooks func(*hook.Bus)
 	Bus           *hook.Bus
-	// MCP are the MCP servers every run offers the tools of, started for
-	// each run before its first model call.
-	MCP *MCPSpec
+	// ToolSources give every run tools besides its own: each is started
+	// for the run before its first model call (after the prompt's hooks,
+	// so a refused prompt starts nothing) and closed at its end. MCP
+	// servers are one (package tool/mcp, mcp.Source).
+	ToolSources []tool.Source
 	// Compaction configures the context budget; LoopGuard the tool-loop
 	// detection (nil: on, defaults; Disabled turns it off).
 	Compaction *CompactionSpec
@@ -193,7 +194,7 @@ func New(cfg Config) (*Runner, error) {
 var ErrClosed = errors.New("runner: the Runner is closed")
 
 // Close aborts the runs in progress (queued ones too) and waits for them to end, with what
-// they started (MCP servers, timers, hooks). Start fails after it.
+// they started (tool sources such as MCP servers, timers, hooks). Start fails after it.
 func (r *Runner) Close() error {
 	r.mu.Lock()
 	r.closed = true
@@ -256,12 +257,6 @@ type SessionSpec struct {
 	Opened func(id, path string)
 }
 
-// MCPSpec is the MCP servers of a run.
-type MCPSpec struct {
-	Config  mcp.Config
-	Options *mcp.Options
-}
-
 // Compactor is what the runner needs of context compaction;
 // *compact.Compactor implements it.
 type Compactor interface {
@@ -307,7 +302,7 @@ type params struct {
 	Hooks         *hook.LoadOptions
 	RegisterHooks func(*hook.Bus)
 	Bus           *hook.Bus
-	MCP           *MCPSpec
+	ToolSources   []tool.Source
 	Compaction    *CompactionSpec
 	LoopGuard     *loopguard.Config
 
@@ -360,8 +355,8 @@ type Request struct {
 	AuthProfiles []string
 	UseProfile   func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error)
 
-	// Tools are the run's own tools; the tools of Config.MCP are added to
-	// a copy. ToolPolicy, when set, decides which tools the run offers over
+	// Tools are the run's own tools; those of Config.ToolSources are added
+	// to a copy. ToolPolicy, when set, decides which tools the run offers over
 	// every source at once, once they are started. Approval decides tool
 	// calls (after the before_tool_call hooks); with a nil ReadOnly it is
 	// given the ReadOnly of the run's final registry.
@@ -399,7 +394,7 @@ func (r *Runner) params(q Request) params {
 		ParentLane: q.ParentLane, Session: q.Session, Model: q.Model, Info: q.Info, ResolveModel: c.ResolveModel,
 		FallbackModels: q.FallbackModels, Tools: q.Tools, ToolPolicy: q.ToolPolicy, SystemPrompt: q.SystemPrompt,
 		Options: q.Options, MaxTurns: q.MaxTurns, Approval: q.Approval, Hooks: c.Hooks, RegisterHooks: c.RegisterHooks,
-		Bus: c.Bus, MCP: c.MCP, Compaction: c.Compaction, LoopGuard: c.LoopGuard, Timeout: q.Timeout,
+		Bus: c.Bus, ToolSources: c.ToolSources, Compaction: c.Compaction, LoopGuard: c.LoopGuard, Timeout: q.Timeout,
 		CompactionTimeout: q.CompactionTimeout, MaxCost: q.MaxCost, MaxTokens: q.MaxTokens,
 		AuthProfiles: q.AuthProfiles, UseProfile: q.UseProfile, Auth: c.Auth, Windows: c.Windows,
 		Profiles: q.Profiles, MaxIterations: q.MaxIterations, Retry: q.Retry, OnEvent: q.OnEvent, Now: c.Now,

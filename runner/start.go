@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -290,12 +289,6 @@ func (s *run) startInfo(lane, source string) *RunStart {
 			}
 		}
 		st.Tools = reg.Names()
-	}
-	if p.MCP != nil {
-		for name := range p.MCP.Config.Servers {
-			st.MCPServers = append(st.MCPServers, name)
-		}
-		slices.Sort(st.MCPServers)
 	}
 	return st
 }

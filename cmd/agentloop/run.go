@@ -274,8 +274,12 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		cfg.Store = session.NewJSONLStore(dir)
 		q.Session = runner.SessionSpec{Cwd: cwd, ID: f.session, Continue: f.cont, Fork: f.fork, Opened: spill.opened}
 	}
-	if cfg.MCP, err = mcpSpec(env, f, home, cwd, settings.ToolEnv); err != nil {
+	mcpServers, err := mcpSource(env, f, home, cwd, settings.ToolEnv)
+	if err != nil {
 		return err
+	}
+	if mcpServers != nil {
+		cfg.ToolSources = []tool.Source{mcpServers}
 	}
 
 	rn, err := runner.New(cfg)
@@ -325,9 +329,9 @@ func checkRunFlags(f *runFlags) error {
 	return nil
 }
 
-// mcpSpec loads the MCP servers of a run: $AGENTLOOP_HOME/mcp.json, the
+// mcpSource loads the MCP servers of a run: $AGENTLOOP_HOME/mcp.json, the
 // workspace's .mcp.json when it is trusted, and --mcp-config files.
-func mcpSpec(env *cliEnv, f *runFlags, home, cwd string, toolEnv toolEnvSettings) (*runner.MCPSpec, error) {
+func mcpSource(env *cliEnv, f *runFlags, home, cwd string, toolEnv toolEnvSettings) (*mcp.Source, error) {
 	if f.noMCP || f.noTools { // --no-tools offers none of their tools either
 		return nil, nil
 	}
@@ -349,7 +353,7 @@ func mcpSpec(env *cliEnv, f *runFlags, home, cwd string, toolEnv toolEnvSettings
 	// file they named): a tool they annotate readOnlyHint counts as
 	// read-only, for --read-only, the readonly profile, approval and early
 	// start alike. They run without the secrets of the environment.
-	return &runner.MCPSpec{Config: cfg, Options: &mcp.Options{Logger: slog.New(slog.DiscardHandler), TrustAnnotations: true,
+	return &mcp.Source{Config: cfg, Options: &mcp.Options{Logger: slog.New(slog.DiscardHandler), TrustAnnotations: true,
 		EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow}}, nil
 }
 

@@ -110,7 +110,6 @@ type protoLine struct {
 	Cwd          string            `json:"cwd"`
 	Lane         string            `json:"lane"`
 	Tools        []string          `json:"tools"`
-	MCPServers   []string          `json:"mcpServers"`
 	Resumed      bool              `json:"resumed"`
 	Text         string            `json:"text"`
 	DelayMs      int64             `json:"delayMs"`
