@@ -265,31 +265,13 @@ func (s *run) dropFailedTail(a *agent.Agent) (streamed bool) {
 	if err := a.SetMessages(msgs[:n-1]); err != nil {
 		return streamed
 	}
-	if len(s.ids) == n {
-		id := s.ids[n-1]
-		s.ids = s.ids[:n-1]
-		if s.sess != nil && id != "" && s.sess.Leaf() == id {
-			if err := s.sess.Branch(s.leafBefore); err != nil {
-				s.sessionError(err)
-			}
-		}
-	}
-	if k := len(s.added); k > 0 && s.added[k-1].Role == llm.RoleAssistant && s.added[k-1].StopReason.Failed() {
-		s.added = s.added[:k-1]
-	}
+	s.tr.dropLast(n)
 	return streamed
 }
 
 // record appends a non-message entry (a model or thinking-level change) to
 // the session, when the run has one.
-func (s *run) record(ctx context.Context, e session.Entry) {
-	if s.sess == nil {
-		return
-	}
-	if _, err := s.sess.Append(context.WithoutCancel(ctx), e); err != nil {
-		s.sessionError(err)
-	}
-}
+func (s *run) record(ctx context.Context, e session.Entry) { s.tr.record(ctx, e) }
 
 // errNothingRemoved says compaction could not make a refused prompt smaller.
 var errNothingRemoved = errors.New("nothing could be removed from the prompt")
@@ -342,16 +324,10 @@ func (s *run) truncate(ctx context.Context, a *agent.Agent, window int) int {
 	if len(recs) == 0 || a.SetMessages(out) != nil {
 		return 0
 	}
-	if s.sess != nil {
-		var ids []string // the entry of each message, when the mirror is in step
-		if len(s.ids) == len(msgs) {
-			ids = s.ids
-		}
-		for _, t := range recs {
-			if _, err := s.sess.Append(context.WithoutCancel(ctx), session.TruncationEntry(entryAt(ids, t.Index), t.ToolCallID, t.Content)); err != nil {
-				s.sessionError(err)
-				break
-			}
+	ids := s.tr.entryIDs(len(msgs))
+	for _, t := range recs {
+		if !s.tr.record(ctx, session.TruncationEntry(entryAt(ids, t.Index), t.ToolCallID, t.Content)) {
+			break
 		}
 	}
 	return len(recs)

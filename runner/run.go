@@ -34,11 +34,8 @@ type run struct {
 	seq    *atomic.Int64
 
 	sess session.Session
-	// ids[i] is the entry id of the agent's message i ("" when not stored);
-	// leafBefore is the leaf before the last appended message.
-	ids        []string
-	leafBefore string
-	sessErr    bool
+	// tr mirrors the agent's history in the session.
+	tr transcript
 
 	model            *attemptModel
 	compacting       atomic.Bool
@@ -49,7 +46,6 @@ type run struct {
 	iterations       int
 
 	usage    llm.Usage
-	added    []llm.Message
 	cancel   context.CancelCauseFunc
 	warnings []string
 	// overBudget is the budget a final reply crossed; the run is stopped
@@ -219,17 +215,11 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	defer cancel(nil)
 	s.cancel = cancel
 
-	history := p.History
-	s.ids = make([]string, len(history))
+	s.tr.sess, s.tr.warn = s.sess, s.warn
+	history := s.tr.begin(p.History)
 	sessionID := ""
 	transcript := ""
 	if s.sess != nil {
-		c := s.sess.Context()
-		history = c.Messages
-		s.ids = append([]string(nil), c.EntryIDs...)
-		for len(s.ids) < len(history) {
-			s.ids = append(s.ids, "")
-		}
 		sessionID = s.sess.ID()
 		if fs, ok := s.sess.(interface{ Path() string }); ok {
 			transcript = fs.Path()
@@ -396,7 +386,7 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 				cc.ReserveTokens = p.Compaction.ReserveTokens
 			}
 			if s.sess != nil {
-				cc.Recorder = &SessionRecorder{Session: s.sess, EntryIDs: func() []string { return s.ids }}
+				cc.Recorder = &SessionRecorder{Session: s.sess, EntryIDs: func() []string { return s.tr.ids }}
 			}
 			if bus != nil {
 				cc.BeforeCompaction = func(ctx context.Context, st compact.CompactionStart) {
@@ -525,7 +515,7 @@ func (s *run) finish(res Result) Result {
 	}
 	res.Attempts = s.iterations
 	res.Compactions += s.compactions
-	res.Messages = s.added
+	res.Messages = s.tr.added
 	return res
 }
 
@@ -742,8 +732,7 @@ func (s *run) onAgentEvent(ctx context.Context, ev agent.Event) {
 	case agent.EventMessageEnd:
 		if ev.Message != nil {
 			m := *ev.Message
-			s.added = append(s.added, m)
-			s.store(ctx, m)
+			s.tr.add(ctx, m)
 			if m.Role == llm.RoleAssistant && m.Usage != nil {
 				s.usage.Add(*m.Usage)
 				s.checkBudget(finalReply(m))
@@ -759,34 +748,9 @@ func (s *run) onAgentEvent(ctx context.Context, ev agent.Event) {
 	case agent.EventTurnStart:
 		s.precheckCounted, s.turn = false, ev.Turn
 	case agent.EventTurnEnd:
-		if s.sess != nil {
-			if err := s.sess.EndTurn(); err != nil {
-				s.sessionError(err)
-			}
-		}
+		s.tr.endTurn()
 	}
 	s.emitAgent(ev)
-}
-
-func (s *run) store(ctx context.Context, m llm.Message) {
-	if s.sess == nil {
-		s.ids = append(s.ids, "")
-		return
-	}
-	s.leafBefore = s.sess.Leaf()
-	id, err := s.sess.Append(context.WithoutCancel(ctx), session.MessageEntry(m))
-	if err != nil {
-		s.sessionError(err)
-	}
-	s.ids = append(s.ids, id)
-}
-
-func (s *run) sessionError(err error) {
-	if s.sessErr {
-		return
-	}
-	s.sessErr = true
-	s.warn(fmt.Sprintf("the transcript could not be written: %v", err))
 }
 
 // checkBudget stops the run once it has crossed a budget. A final reply
