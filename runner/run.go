@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +13,6 @@ import (
 	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/loopguard"
 	"github.com/agentloop/agentloop/session"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -81,46 +78,6 @@ func (s *run) notice(t agent.EventType, n Notice) { s.emit(Event{Type: t, Notice
 func (s *run) warn(msg string) {
 	s.warnings = append(s.warnings, msg)
 	s.notice(EventWarning, Notice{Message: msg})
-}
-
-// resolveSession picks the run's session id before the lanes (they are
-// keyed by it); the session is opened, under its lock, after them, so runs
-// of one process queue instead of failing on each other's lock.
-func (s *run) resolveSession(ctx context.Context) (sessID, source string, create bool, err error) {
-	p := &s.p
-	store := p.Store
-	if store == nil {
-		return "", "", false, nil
-	}
-	if p.Session.Cwd == "" {
-		if wd, err := os.Getwd(); err == nil {
-			p.Session.Cwd = wd
-		}
-	}
-	switch {
-	case p.Session.Fork != "":
-		id, err := store.Fork(ctx, p.Session.Fork, "", session.CreateOptions{Cwd: p.Session.Cwd})
-		if err != nil {
-			return "", "", false, fmt.Errorf("fork session %s: %w", p.Session.Fork, err)
-		}
-		sessID, source = id, "resume"
-	case p.Session.ID != "":
-		sessID, source = p.Session.ID, "resume"
-	case p.Session.Continue:
-		info, err := session.Latest(ctx, store, p.Session.Cwd)
-		switch {
-		case errors.Is(err, session.ErrNotFound):
-			s.warnings = append(s.warnings, "no earlier session in this directory to continue: starting a new one")
-		case err != nil:
-			return "", "", false, fmt.Errorf("find the latest session: %w", err)
-		default:
-			sessID, source = info.ID, "resume"
-		}
-	}
-	if sessID == "" {
-		sessID, source, create = session.NewSessionID(), "startup", true
-	}
-	return sessID, source, create, nil
 }
 
 // execute is a started run: the lanes, the session under its write lock,
@@ -226,38 +183,9 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		}
 	}
 
-	// Hooks.
-	bus := p.Bus
-	if p.Hooks != nil {
-		lo := *p.Hooks
-		lo.SessionID, lo.TranscriptPath = sessionID, transcript
-		bo := hook.Options{}
-		if lo.BusOptions != nil {
-			bo = *lo.BusOptions
-		}
-		bo.Report = s.reportHook
-		lo.BusOptions = &bo
-		lo.Bus = bus
-		b, warns, err := hook.Load(lo)
-		if err != nil {
-			return Result{Err: err}, err
-		}
-		bus = b
-		for _, w := range warns {
-			s.warn(w)
-		}
-	}
-	if p.RegisterHooks != nil {
-		switch {
-		case bus == nil:
-			bus = hook.New(&hook.Options{Report: s.reportHook})
-		case bus == p.Bus:
-			// The caller's bus may serve many runs: this run's Go hooks go
-			// on a bus derived from it, or every run would add its own to
-			// the shared one and they would pile up.
-			bus = bus.Derive()
-		}
-		p.RegisterHooks(bus)
+	bus, err := s.bindBus(sessionID, transcript)
+	if err != nil {
+		return Result{Err: err}, err
 	}
 	if bus != nil {
 		defer func() {
@@ -362,49 +290,9 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	}
 
 	// Compaction, recorded into the session.
-	var comp Compactor
-	if p.Compaction == nil || !p.Compaction.Disabled {
-		if p.Compaction != nil && p.Compaction.Compactor != nil {
-			comp = p.Compaction.Compactor
-		} else {
-			window := p.Info.ContextWindow
-			if window == 0 {
-				window = llm.DefaultContextWindow
-			}
-			// New guards the declared window; a learned one is set after.
-			cc := compact.Config{Window: window, SystemPrompt: p.SystemPrompt, Tools: specs, OnEvent: s.compactEvent, Now: p.Now}
-			if p.Compaction != nil {
-				cc.Summarizer = p.Compaction.Summarizer
-				if sum := cc.Summarizer; sum != nil && sum.Model == nil {
-					// The run's own model, as it is when it compacts:
-					// after a profile rotation or a fallback, the one
-					// that works.
-					own := *sum
-					own.Model = s.model
-					cc.Summarizer = &own
-				}
-				cc.ReserveTokens = p.Compaction.ReserveTokens
-			}
-			if s.sess != nil {
-				cc.Recorder = &SessionRecorder{Session: s.sess, EntryIDs: func() []string { return s.tr.ids }}
-			}
-			if bus != nil {
-				cc.BeforeCompaction = func(ctx context.Context, st compact.CompactionStart) {
-					bus.BeforeCompaction(ctx, hook.CompactionEvent{Trigger: trigger(st.Trigger), Messages: st.Messages, TokensBefore: st.TokensBefore})
-				}
-				cc.AfterCompaction = func(ctx context.Context, rec compact.CompactionRecord) {
-					bus.AfterCompaction(ctx, hook.CompactionEvent{Trigger: trigger(rec.Trigger), TokensBefore: rec.TokensBefore, TokensAfter: rec.TokensAfter, Summary: rec.Summary})
-				}
-			}
-			c, err := compact.New(cc)
-			if err != nil {
-				return Result{Err: err, Reason: string(llm.ReasonUnknown), Message: err.Error()}, err
-			}
-			comp = c
-			if s.window < window {
-				s.setWindow(c, s.window)
-			}
-		}
+	comp, err := s.newCompactor(bus, specs)
+	if err != nil {
+		return Result{Err: err, Reason: string(llm.ReasonUnknown), Message: err.Error()}, err
 	}
 
 	// TransformContext: compaction, then wire names, then the history
@@ -519,213 +407,6 @@ func (s *run) finish(res Result) Result {
 	return res
 }
 
-func joinNonEmpty(parts ...string) string {
-	out := ""
-	for _, p := range parts {
-		if p == "" {
-			continue
-		}
-		if out != "" {
-			out += "\n\n"
-		}
-		out += p
-	}
-	return out
-}
-
-func trigger(t compact.Trigger) string {
-	if t == compact.TriggerManual {
-		return "manual"
-	}
-	return "auto"
-}
-
-// reportHook routes a hook's notice into the run's events.
-func (s *run) reportHook(ctx context.Context, n hook.Notice) {
-	if n.Kind == hook.NoticeMessage {
-		s.notice(EventHookMessage, Notice{Message: n.Text, Reason: string(n.Point)})
-		return
-	}
-	// Text says which hook and what it printed ("exit status 1" alone
-	// would not); Err stays in the chain for errors.Is.
-	err := n.Err
-	switch {
-	case err == nil:
-		err = errors.New(n.Text)
-	case n.Text != "" && !strings.Contains(n.Text, err.Error()):
-		err = fmt.Errorf("%s: %w", n.Text, err)
-	case n.Text != "":
-		err = textError{text: n.Text, err: err}
-	}
-	if !agent.ReportHookError(ctx, string(n.Point), err) {
-		s.emitAgent(agent.Event{Type: agent.EventHookError, Hook: string(n.Point), Err: err})
-	}
-}
-
-// textError shows a notice's full text while keeping its error for
-// errors.Is and errors.As.
-type textError struct {
-	text string
-	err  error
-}
-
-func (e textError) Error() string { return e.text }
-func (e textError) Unwrap() error { return e.err }
-
-// bindLoopGuard puts loop detection first among the tool hooks: a call it
-// refuses never reaches the user's hooks or the approval question, and its
-// warning is appended last, after every rewrite of the result.
-func (s *run) bindLoopGuard(h *agent.Hooks) {
-	cfg := loopguard.Config{}
-	if s.p.LoopGuard != nil {
-		cfg = *s.p.LoopGuard
-	}
-	user := cfg.OnEvent
-	cfg.OnEvent = func(ev loopguard.Event) {
-		// The event names its call, so a display can show the detection on
-		// the call's own line.
-		s.emit(Event{Type: EventLoopDetected, Loop: &ev, Notice: &Notice{Reason: string(ev.Kind),
-			Message: fmt.Sprintf("loop detection (%s, %s): %s", ev.Kind, ev.Tool, ev.Detection.Message), Attempt: ev.Detection.Count}})
-		if user != nil {
-			user(ev)
-		}
-	}
-	g := loopguard.New(&cfg).Hooks(func(err error) { s.cancel(err) })
-	before, after, persist := h.BeforeToolCall, h.AfterToolCall, h.ToolResultPersist
-	h.BeforeToolCall = func(ctx context.Context, call tool.Call) (tool.Call, *tool.Result) {
-		call, res := g.BeforeToolCall(ctx, call)
-		if res != nil || before == nil {
-			return call, res
-		}
-		return before(ctx, call)
-	}
-	h.AfterToolCall = func(ctx context.Context, call tool.Call, res tool.Result) {
-		g.AfterToolCall(ctx, call, res)
-		if after != nil {
-			after(ctx, call, res)
-		}
-	}
-	h.ToolResultPersist = func(ctx context.Context, call tool.Call, res tool.Result) tool.Result {
-		if persist != nil {
-			res = persist(ctx, call, res)
-		}
-		return g.ToolResultPersist(ctx, call, res)
-	}
-}
-
-// finalizeRevisionNudge is the instruction of a before_agent_finalize hook
-// that asks for a revision without saying what to change.
-const finalizeRevisionNudge = "A before_agent_finalize hook asked you to revise your answer before it is final."
-
-// finalizeOnce binds before_agent_finalize so that it fires exactly once
-// each time the run is about to end. The bus's Stop seam asks it already
-// when no stop hook keeps the run going; but once the agent's stop
-// continuations are spent it no longer calls Stop, and the finalize hooks
-// would never hear of the real end. BeforeFinalize asks them then, and
-// only then: when the Stop seam just ran and let the run end, they have
-// already answered.
-func finalizeOnce(bus *hook.Bus, stop func(context.Context, llm.Message) (bool, []llm.Message)) (
-	func(context.Context, llm.Message) (bool, []llm.Message), func(context.Context, llm.Message) string) {
-	var asked bool // the agent calls both from its loop goroutine
-	onStop := func(ctx context.Context, last llm.Message) (bool, []llm.Message) {
-		asked = false // stays false if stop panics
-		cont, inject := stop(ctx, last)
-		asked = !cont
-		return cont, inject
-	}
-	onFinalize := func(ctx context.Context, last llm.Message) string {
-		if asked {
-			asked = false
-			return ""
-		}
-		out := bus.BeforeAgentFinalize(ctx, hook.BeforeAgentFinalizeInput{Last: last})
-		if out.Action != hook.FinalizeContinue && out.Action != hook.FinalizeRevise {
-			return ""
-		}
-		texts := []string{out.Reason}
-		for _, m := range out.Messages {
-			texts = append(texts, m.Text())
-		}
-		if t := joinNonEmpty(texts...); t != "" {
-			return t
-		}
-		return finalizeRevisionNudge
-	}
-	return onStop, onFinalize
-}
-
-// startTimer arms the run timeout; it is extended once when it fires during
-// a compaction.
-func (s *run) startTimer(cancel context.CancelCauseFunc) (stop func()) {
-	d := s.p.Timeout
-	if d == 0 {
-		d = DefaultRunTimeout
-	}
-	if d < 0 {
-		return func() {}
-	}
-	grace := s.p.CompactionTimeout
-	if grace <= 0 {
-		grace = DefaultCompactionTimeout
-	}
-	var mu sync.Mutex
-	graceUsed, stopped := false, false
-	var stopFn func() bool
-	var fire func()
-	fire = func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		if RunTimeoutDuringCompaction(s.compacting.Load(), graceUsed) == TimeoutExtend {
-			graceUsed = true
-			stopFn = s.clock.AfterFunc(grace, fire)
-			s.notice(EventTimeoutExtended, Notice{Delay: grace,
-				Message: fmt.Sprintf("the run timeout came during a compaction: extended once by %s", roundSec(grace))})
-			return
-		}
-		cancel(ErrRunTimeout)
-	}
-	mu.Lock()
-	stopFn = s.clock.AfterFunc(d, fire)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		stopFn()
-	}
-}
-
-// compactEvent forwards a Compactor event into the run's stream.
-func (s *run) compactEvent(ev compact.Event) {
-	switch ev.Type {
-	case compact.EventCompactionStart:
-		s.compacting.Store(true)
-	case compact.EventCompactionEnd, compact.EventFallback:
-		s.compacting.Store(false)
-		if ev.Type == compact.EventCompactionEnd && ev.Err == nil {
-			s.attemptCompacted = true
-			s.compactions++
-		}
-	case compact.EventTruncation:
-		if !s.precheckCounted && s.turn <= 1 && (ev.Route == compact.RouteTruncate || len(ev.Records) > 0 && ev.Records[0].Reason != "cap") {
-			// The precheck shortened or cleared tool results instead of
-			// sending a prompt over budget (OpenClaw's truncation-only
-			// route): the call goes ahead on the shortened context, which
-			// counts as a fresh attempt, not a failure. Like OpenClaw's
-			// precheck, only the one before an attempt's first call counts:
-			// the cap bounds recoveries, not the turns of a long run.
-			s.precheckCounted = true
-			s.iterations++
-			s.notice(EventPrecheckTruncation, Notice{Reason: string(ev.Route), Attempt: ev.Truncated,
-				Message: fmt.Sprintf("the prompt was over budget: shortened %d tool results instead of compacting", ev.Truncated)})
-		}
-	}
-	s.emit(Event{Type: agent.EventType(ev.Type), Compaction: &ev})
-}
-
 // onAgentEvent persists what an attempt produced and forwards its events.
 func (s *run) onAgentEvent(ctx context.Context, ev agent.Event) {
 	switch ev.Type {
@@ -751,49 +432,6 @@ func (s *run) onAgentEvent(ctx context.Context, ev agent.Event) {
 		s.tr.endTurn()
 	}
 	s.emitAgent(ev)
-}
-
-// checkBudget stops the run once it has crossed a budget. A final reply
-// (the answer, with no tool call) that crosses it is kept and the run ends
-// normally, with a warning: the money is spent and the answer is there.
-// Only if something would call the model again (a Stop hook, a follow-up)
-// is the run stopped, before that call (see beforeModelCall).
-func (s *run) checkBudget(final bool) {
-	var be *BudgetError
-	if s.p.MaxCost > 0 && s.usage.Cost.Total > s.p.MaxCost {
-		be = &BudgetError{Kind: ReasonBudgetCost, Limit: s.p.MaxCost, Used: s.usage.Cost.Total}
-	} else if s.p.MaxTokens > 0 {
-		u := s.usage
-		if used := u.Input + u.Output + u.CacheRead + u.CacheWrite; used > s.p.MaxTokens {
-			be = &BudgetError{Kind: ReasonBudgetTokens, Limit: float64(s.p.MaxTokens), Used: float64(used)}
-		}
-	}
-	switch {
-	case be == nil:
-	case final:
-		if s.overBudget == nil {
-			s.overBudget = be
-			s.warn(be.Error() + " with its final reply; the reply is kept")
-		}
-	default:
-		s.cancel(be)
-	}
-}
-
-// beforeModelCall stops a run that crossed a budget with what looked like
-// its final reply, when something asks the model for more anyway.
-func (s *run) beforeModelCall() error {
-	if s.overBudget != nil {
-		s.cancel(s.overBudget)
-		return s.overBudget
-	}
-	return nil
-}
-
-// finalReply reports whether m ends the run as far as the model is
-// concerned: a complete answer that calls no tool.
-func finalReply(m llm.Message) bool {
-	return m.StopReason == llm.StopReasonStop && len(m.ToolCalls()) == 0
 }
 
 // jitter is the default source of backoff jitter.
