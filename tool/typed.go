@@ -42,31 +42,40 @@ func New[In any](name, description string, run func(ctx context.Context, in In, 
 
 // SchemaFor derives the JSON Schema of the arguments In stands for, with
 // github.com/google/jsonschema-go. Unlike that package's default, objects
-// accept properties the schema does not name: models add some, and a call
-// should not fail for a field the tool ignores. A caller may refine the
+// accept properties the schema does not name (models add some, and a call
+// should not fail for a field the tool ignores), and a pointer or slice
+// field is of its element's type, not also "null" (an optional argument is
+// left out, and some providers refuse type lists). A caller may refine the
 // result (a minimum, an enum) before using it.
 func SchemaFor[In any]() (*jsonschema.Schema, error) {
 	s, err := jsonschema.For[In](nil)
 	if err != nil {
 		return nil, err
 	}
-	openObjects(s)
+	tidy(s)
 	return s, nil
 }
 
-// openObjects drops "additionalProperties": false from s and the schemas
-// inside it.
-func openObjects(s *jsonschema.Schema) {
+// tidy drops "additionalProperties": false and "null" from the type lists
+// of s and the schemas inside it.
+func tidy(s *jsonschema.Schema) {
 	if s == nil {
 		return
 	}
 	if ap := s.AdditionalProperties; ap != nil && ap.Not != nil {
 		s.AdditionalProperties = nil
 	}
-	for _, p := range s.Properties {
-		openObjects(p)
+	if len(s.Types) == 2 && (s.Types[0] == "null" || s.Types[1] == "null") {
+		s.Type = s.Types[0]
+		if s.Type == "null" {
+			s.Type = s.Types[1]
+		}
+		s.Types = nil
 	}
-	openObjects(s.Items)
+	for _, p := range s.Properties {
+		tidy(p)
+	}
+	tidy(s.Items)
 }
 
 // DecodeArgs decodes a call's validated arguments into v; no arguments

@@ -13,6 +13,7 @@ type greetArgs struct {
 	Name  string   `json:"name" jsonschema:"who to greet"`
 	Times int      `json:"times,omitempty" jsonschema:"how many times"`
 	Tags  []string `json:"tags,omitempty"`
+	Note  *string  `json:"note,omitempty"`
 	Loud  bool     `json:"loud,omitempty"`
 }
 
@@ -31,7 +32,7 @@ func TestNewTypedTool(t *testing.T) {
 	}
 	props := schema["properties"].(map[string]any)
 	if schema["type"] != "object" || props["name"].(map[string]any)["description"] != "who to greet" ||
-		props["times"].(map[string]any)["type"] != "integer" || len(schema["required"].([]any)) != 1 || schema["additionalProperties"] != nil {
+		props["times"].(map[string]any)["type"] != "integer" || props["tags"].(map[string]any)["type"] != "array" || props["note"].(map[string]any)["type"] != "string" || len(schema["required"].([]any)) != 1 || schema["additionalProperties"] != nil {
 		t.Errorf("schema %s", greet.Schema())
 	}
 	reg, err := NewRegistry(greet)

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -91,13 +93,31 @@ func checkRegular(p string, fi fs.FileInfo) error {
 	return fmt.Errorf("%s is not a regular file (%s); the file tools work on regular files only", p, fi.Mode().Type())
 }
 
-// objectSchema is the JSON schema of an arguments object.
-func objectSchema(properties string, required ...string) json.RawMessage {
-	req, _ := json.Marshal(required)
-	if required == nil {
-		req = []byte("[]")
+// schemaOf is the arguments schema of a built-in tool, derived from its
+// arguments type (tool.SchemaFor: descriptions in jsonschema tags, optional
+// fields omitempty); refine sets what tags cannot say (minimums).
+func schemaOf[In any](refine func(*jsonschema.Schema)) json.RawMessage {
+	s, err := tool.SchemaFor[In]()
+	if err != nil {
+		panic(err) // the argument types are ours
 	}
-	return json.RawMessage(`{"type":"object","properties":{` + properties + `},"required":` + string(req) + `}`)
+	if refine != nil {
+		refine(s)
+	}
+	b, err := llm.MarshalJSON(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// atLeast sets the minimum of integer properties of s.
+func atLeast(n float64, props ...string) func(*jsonschema.Schema) {
+	return func(s *jsonschema.Schema) {
+		for _, p := range props {
+			s.Properties[p].Minimum = &n
+		}
+	}
 }
 
 func plural(n int, one, many string) string {
