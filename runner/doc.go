@@ -25,7 +25,7 @@
 //     detection (package loopguard);
 //   - runs attempts, each one pass of package agent over the repaired
 //     context, until the run succeeds, fails for good, or reaches its
-//     iteration cap (MaxIterations). Between attempts Decide, a pure
+//     iteration cap (MaxIterations). Between attempts decide, a pure
 //     function, applies the cascade: overflow → compaction (3 times) →
 //     one tool-result truncation → a user-facing error; a big timed-out
 //     prompt → compaction; a refused thinking level → a level the provider

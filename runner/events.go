@@ -11,6 +11,9 @@ import (
 // The runner's event types, with a Notice, in the same stream as the
 // attempts' events.
 const (
+	// EventRunStart: the run starts, always its first event; Start says
+	// what it runs on.
+	EventRunStart agent.EventType = "run_start"
 	// EventLaneWait: the run waits in a lane (position 1 is next).
 	EventLaneWait agent.EventType = "lane_wait"
 	// EventLaneAcquired: a run that waited got its slots.
@@ -91,9 +94,6 @@ type Event struct {
 	Compaction *compact.Event
 	End        *Result
 }
-
-// EventRunStart is the first event of every run.
-const EventRunStart agent.EventType = "run_start"
 
 // RunStart says what a run runs on, in its first event.
 type RunStart struct {

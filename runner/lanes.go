@@ -18,25 +18,25 @@ const (
 // listed runs one run at a time.
 var DefaultLaneCaps = map[string]int{LaneMain: 4, LaneSubagent: 8, LaneCron: 1, LaneNested: 1}
 
-// SessionLanePrefix starts the name of a session's lane.
-const SessionLanePrefix = "session:"
+// sessionLanePrefix starts the name of a session's lane.
+const sessionLanePrefix = "session:"
 
-// ResolveSessionLane names the lane of a session key: the trimmed key with
+// resolveSessionLane names the lane of a session key: the trimmed key with
 // the "session:" prefix (added once); an empty key is "main".
-func ResolveSessionLane(key string) string {
+func resolveSessionLane(key string) string {
 	key = strings.TrimSpace(key)
 	if key == "" {
 		key = LaneMain
 	}
-	if strings.HasPrefix(key, SessionLanePrefix) {
+	if strings.HasPrefix(key, sessionLanePrefix) {
 		return key
 	}
-	return SessionLanePrefix + key
+	return sessionLanePrefix + key
 }
 
-// ResolveGlobalLane names the global lane of a run: the trimmed lane, main
+// resolveGlobalLane names the global lane of a run: the trimmed lane, main
 // when empty.
-func ResolveGlobalLane(lane string) string {
+func resolveGlobalLane(lane string) string {
 	lane = strings.TrimSpace(lane)
 	if lane == "" {
 		return LaneMain
@@ -44,11 +44,11 @@ func ResolveGlobalLane(lane string) string {
 	return lane
 }
 
-// ResolveNestedLane names the lane of a run started from inside a run on
+// resolveNestedLane names the lane of a run started from inside a run on
 // parent: the parent's own lane, except that an unnamed parent and a cron
 // parent give nested (the cron lane's one slot is the parent's: a child
 // there would wait for it forever).
-func ResolveNestedLane(parent string) string {
+func resolveNestedLane(parent string) string {
 	parent = strings.TrimSpace(parent)
 	if parent == "" || parent == LaneCron {
 		return LaneNested
@@ -149,7 +149,7 @@ func (l *lanes) handOff(name string, ln *lane) {
 }
 
 func (l *lanes) gc(name string, ln *lane) {
-	if ln.active == 0 && len(ln.waiters) == 0 && strings.HasPrefix(name, SessionLanePrefix) {
+	if ln.active == 0 && len(ln.waiters) == 0 && strings.HasPrefix(name, sessionLanePrefix) {
 		delete(l.lanes, name)
 	}
 }
@@ -165,8 +165,8 @@ func (l *lanes) capOf(name string) int {
 // returns the function that frees both. onQueued is told the lane and the
 // position whenever the run has to wait in one.
 func (l *lanes) Acquire(ctx context.Context, sessionKey, globalLane string, onQueued func(lane string, pos int)) (release func(), err error) {
-	sl := ResolveSessionLane(sessionKey)
-	gl := ResolveGlobalLane(globalLane)
+	sl := resolveSessionLane(sessionKey)
+	gl := resolveGlobalLane(globalLane)
 	q := func(name string) func(int) {
 		if onQueued == nil {
 			return nil

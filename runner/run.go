@@ -120,7 +120,7 @@ func (s *run) execute(ctx context.Context, key, lane, sessID, source string, cre
 	defer release()
 	if queued {
 		w := s.clock.Now().Sub(queuedAt)
-		s.notice(EventLaneAcquired, Notice{Lane: ResolveGlobalLane(lane), Waited: w,
+		s.notice(EventLaneAcquired, Notice{Lane: resolveGlobalLane(lane), Waited: w,
 			Message: fmt.Sprintf("started after waiting %s in the queue", roundSec(w))})
 	}
 

@@ -240,7 +240,7 @@ func TestRunIterationCap(t *testing.T) {
 		if res.Reason != ReasonRetryLimit || m.Calls() != 32 || res.Attempts != 32 {
 			t.Fatalf("reason %s after %d calls (%d attempts), want retry_limit after 32", res.Reason, m.Calls(), res.Attempts)
 		}
-		if res.Message != RetryLimitUserMessage {
+		if res.Message != retryLimitUserMessage {
 			t.Errorf("message %q", res.Message)
 		}
 	})

@@ -44,6 +44,8 @@ var (
 	ErrAborted = errors.New("the run was aborted")
 	// ErrBudget is matched by every *BudgetError.
 	ErrBudget = errors.New("the run's budget was exceeded")
+	// ErrClosed is returned by Start after Close.
+	ErrClosed = errors.New("runner: the Runner is closed")
 )
 
 // BudgetError says which budget a run crossed.
@@ -190,9 +192,6 @@ func New(cfg Config) (*Runner, error) {
 	return &Runner{cfg: cfg, lanes: newLanes(cfg.LaneCaps), active: map[string]*Run{}, started: map[*Run]struct{}{}, seqs: map[string]*atomic.Int64{}, cooldowns: mem}, nil
 }
 
-// ErrClosed is returned by Start after Close.
-var ErrClosed = errors.New("runner: the Runner is closed")
-
 // Close aborts the runs in progress (queued ones too) and waits for them to end, with what
 // they started (tool sources such as MCP servers, timers, hooks). Start fails after it.
 func (r *Runner) Close() error {
@@ -335,7 +334,7 @@ type Request struct {
 	// SessionKey names the run's session lane; "" means the session id.
 	// Lane is the global lane (main, subagent, cron, nested); "" is main.
 	// ParentLane, when set, marks a run started from inside a run on that
-	// lane: it runs on ResolveNestedLane(ParentLane) instead.
+	// lane: it runs on resolveNestedLane(ParentLane) instead.
 	SessionKey, Lane, ParentLane string
 
 	// Model and Info are the resolved model (llm/provider resolves specs).

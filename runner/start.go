@@ -96,7 +96,7 @@ func (r *Runner) start(ctx context.Context, p params, queued bool) (*Run, error)
 	h.key = key
 	lane := p.Lane
 	if p.ParentLane != "" {
-		lane = ResolveNestedLane(p.ParentLane)
+		lane = resolveNestedLane(p.ParentLane)
 	}
 	seqKey := sessID
 	if seqKey == "" {
@@ -278,7 +278,7 @@ func newRun(r *Runner, p params, clock Clock) *run {
 // startInfo is the payload of run_start.
 func (s *run) startInfo(lane, source string) *RunStart {
 	p := &s.p
-	st := &RunStart{Cwd: p.Session.Cwd, Lane: ResolveGlobalLane(lane), Resumed: source == "resume"}
+	st := &RunStart{Cwd: p.Session.Cwd, Lane: resolveGlobalLane(lane), Resumed: source == "resume"}
 	if p.Info.ID != "" {
 		st.Model = p.Info.Provider + "/" + p.Info.ID
 	}

@@ -30,7 +30,7 @@ func (s *run) startTimer(cancel context.CancelCauseFunc) (stop func()) {
 		if stopped {
 			return
 		}
-		if RunTimeoutDuringCompaction(s.compacting.Load(), graceUsed) == TimeoutExtend {
+		if runTimeoutDuringCompaction(s.compacting.Load(), graceUsed) == timeoutExtend {
 			graceUsed = true
 			stopFn = s.clock.AfterFunc(grace, fire)
 			s.notice(EventTimeoutExtended, Notice{Delay: grace,
