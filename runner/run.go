@@ -336,13 +336,9 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 
 	hooks := agent.Hooks{}
 	if bus != nil {
-		// Field by field: the agent's hooks may grow seams the bus does
-		// not have yet.
-		sm := bus.Seams(hook.SeamsOptions{Approval: p.Approval, Registry: reg, SessionID: sessionID,
+		hooks = bus.Seams(hook.SeamsOptions{Approval: p.Approval, Registry: reg, SessionID: sessionID,
 			Halt: func(reason string) { cancel(&HaltError{Reason: reason}) }})
-		hooks = agent.Hooks{Approve: sm.Approve, BeforeToolCall: sm.BeforeToolCall, AfterToolCall: sm.AfterToolCall,
-			ToolResultPersist: sm.ToolResultPersist, LLMInput: sm.LLMInput, LLMOutput: sm.LLMOutput, AgentEnd: sm.AgentEnd}
-		hooks.Stop, hooks.BeforeFinalize = finalizeOnce(bus, sm.Stop)
+		hooks.Stop, hooks.BeforeFinalize = finalizeOnce(bus, hooks.Stop)
 	} else if ap := p.Approval; ap != nil {
 		// Asked in BeforeToolCall, as the bus's seams ask it, so that loop
 		// detection (bound in front of it) refuses a looping call before
