@@ -29,3 +29,34 @@ func BenchmarkRun20(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRun20Events is BenchmarkRun20 read through Start and Events:
+// the cost of handing every event out as a typed value.
+func BenchmarkRun20Events(b *testing.B) {
+	reg, _ := tool.NewRegistry(&tool.Func{ToolName: "echo", Run: func(_ context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
+		return tool.TextResult("ok"), nil
+	}})
+	r := testRunner(nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		steps := make([]faux.Step, 0, 21)
+		for i := range 20 {
+			steps = append(steps, faux.Call("", "echo", map[string]any{"i": i}))
+		}
+		steps = append(steps, faux.Say("done"))
+		h, err := r.Start(context.Background(), Request{Prompt: "go", Model: faux.New(steps...), Tools: reg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for _, err := range h.Events() {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if res, _ := h.Wait(); !res.OK() || n < 200 {
+			b.Fatal(res.Reason, n)
+		}
+	}
+}

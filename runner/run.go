@@ -71,7 +71,17 @@ func (s *run) emit(ev Event) {
 	}
 }
 
-func (s *run) emitAgent(ev agent.Event) { s.emit(Event{Type: ev.Type, Agent: &ev}) }
+// emitAgent forwards an agent event. Without a reader (no OnEvent, not
+// started by Start) it only counts it: the event is not copied to the heap.
+func (s *run) emitAgent(ev agent.Event) {
+	if s.p.OnEvent == nil && !s.h.queued {
+		s.seq.Add(1)
+		return
+	}
+	s.emitAgentCopy(ev)
+}
+
+func (s *run) emitAgentCopy(ev agent.Event) { s.emit(Event{Type: ev.Type, Agent: &ev}) }
 
 func (s *run) notice(t agent.EventType, n Notice) { s.emit(Event{Type: t, Notice: &n}) }
 
