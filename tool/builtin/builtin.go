@@ -45,17 +45,6 @@ func New(ws *Workspace) []tool.Tool {
 	return append(tools, NewGrep(ws), NewFind(ws), NewLs(ws))
 }
 
-// decodeToolArgs unmarshals validated arguments into v.
-func decodeToolArgs(call tool.Call, v any) error {
-	if len(call.Args) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(call.Args, v); err != nil {
-		return fmt.Errorf("arguments of %s: %v", call.Name, err)
-	}
-	return nil
-}
-
 // detailsJSON marshals tool details; they are informational, so a failure
 // yields none rather than an error.
 func detailsJSON(v any) json.RawMessage {

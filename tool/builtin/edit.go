@@ -87,7 +87,7 @@ type EditDetails struct {
 // Execute applies the edits.
 func (t *EditTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
 	var a editArgs
-	if err := decodeToolArgs(call, &a); err != nil {
+	if err := tool.DecodeArgs(call, &a); err != nil {
 		return tool.Result{}, err
 	}
 	if a.OldText != nil {

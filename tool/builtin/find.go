@@ -56,7 +56,7 @@ type FindDetails struct {
 // Execute runs the search.
 func (t *FindTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
 	var a findArgs
-	if err := decodeToolArgs(call, &a); err != nil {
+	if err := tool.DecodeArgs(call, &a); err != nil {
 		return tool.Result{}, err
 	}
 	if a.Path == "" {

@@ -79,7 +79,7 @@ const grepMaxMatchBytes = 1 << 20
 // Execute runs the search.
 func (t *GrepTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
 	var a grepArgs
-	if err := decodeToolArgs(call, &a); err != nil {
+	if err := tool.DecodeArgs(call, &a); err != nil {
 		return tool.Result{}, err
 	}
 	if a.Path == "" {

@@ -54,7 +54,7 @@ type LsDetails struct {
 // Execute lists the directory.
 func (t *LsTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
 	var a lsArgs
-	if err := decodeToolArgs(call, &a); err != nil {
+	if err := tool.DecodeArgs(call, &a); err != nil {
 		return tool.Result{}, err
 	}
 	if a.Path == "" {

@@ -91,7 +91,7 @@ const readSniffBytes = 8192
 // Execute reads the file.
 func (t *ReadTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
 	var a readArgs
-	if err := decodeToolArgs(call, &a); err != nil {
+	if err := tool.DecodeArgs(call, &a); err != nil {
 		return tool.Result{}, err
 	}
 	real, err := t.ws.ResolveRead(a.Path)

@@ -53,7 +53,7 @@ type WriteDetails struct {
 // Execute writes the file.
 func (t *WriteTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
 	var a writeArgs
-	if err := decodeToolArgs(call, &a); err != nil {
+	if err := tool.DecodeArgs(call, &a); err != nil {
 		return tool.Result{}, err
 	}
 	if strings.HasSuffix(a.Path, "/") {
