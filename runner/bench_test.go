@@ -12,17 +12,11 @@ import (
 // compaction, repair, loop detection bound; no session), to compare with the
 // agent's own BenchmarkLoop20: the runner's cost per run and per turn.
 func BenchmarkRun20(b *testing.B) {
-	reg, _ := tool.NewRegistry(&tool.Func{ToolName: "echo", Run: func(_ context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
-		return tool.TextResult("ok"), nil
-	}})
+	reg := echoTools()
 	r := testRunner(nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		steps := make([]faux.Step, 0, 21)
-		for i := range 20 {
-			steps = append(steps, faux.Call("", "echo", map[string]any{"i": i}))
-		}
-		steps = append(steps, faux.Say("done"))
+		steps := loopSteps()
 		res, err := r.runParams(context.Background(), params{Prompt: "go", Model: faux.New(steps...), Tools: reg})
 		if err != nil || !res.OK() {
 			b.Fatal(err, res.Reason)
@@ -33,17 +27,11 @@ func BenchmarkRun20(b *testing.B) {
 // BenchmarkRun20Events is BenchmarkRun20 read through Start and Events:
 // the cost of handing every event out as a typed value.
 func BenchmarkRun20Events(b *testing.B) {
-	reg, _ := tool.NewRegistry(&tool.Func{ToolName: "echo", Run: func(_ context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
-		return tool.TextResult("ok"), nil
-	}})
+	reg := echoTools()
 	r := testRunner(nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		steps := make([]faux.Step, 0, 21)
-		for i := range 20 {
-			steps = append(steps, faux.Call("", "echo", map[string]any{"i": i}))
-		}
-		steps = append(steps, faux.Say("done"))
+		steps := loopSteps()
 		h, err := r.Start(context.Background(), Request{Prompt: "go", Model: faux.New(steps...), Tools: reg})
 		if err != nil {
 			b.Fatal(err)
@@ -59,4 +47,21 @@ func BenchmarkRun20Events(b *testing.B) {
 			b.Fatal(res.Reason, n)
 		}
 	}
+}
+
+// echoTools is the one tool of the benchmark loops.
+func echoTools() *tool.Registry {
+	reg, _ := tool.NewRegistry(&tool.Func{ToolName: "echo", Run: func(_ context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
+		return tool.TextResult("ok"), nil
+	}})
+	return reg
+}
+
+// loopSteps is a 20-round tool loop, then an answer.
+func loopSteps() []faux.Step {
+	steps := make([]faux.Step, 0, 21)
+	for i := range 20 {
+		steps = append(steps, faux.Call("", "echo", map[string]any{"i": i}))
+	}
+	return append(steps, faux.Say("done"))
 }
