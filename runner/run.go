@@ -379,7 +379,7 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		Messages: history, MaxTurns: p.MaxTurns, TransformContext: transform, Hooks: hooks, Now: p.Now,
 		MaxOutputTokens: p.Info.MaxTokens})
 
-	s.h.bind(a, cancel, &s.compacting)
+	s.h.bind(a, &s.compacting)
 	s.r.mu.Lock()
 	s.r.active[key] = s.h
 	s.r.mu.Unlock()
@@ -389,7 +389,7 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 			delete(s.r.active, key)
 		}
 		s.r.mu.Unlock()
-		s.h.bind(nil, nil, nil)
+		s.h.bind(nil, nil)
 	}()
 
 	stopTimer := s.startTimer(cancel)

@@ -182,7 +182,7 @@ func (h *Run) inject(m llm.Message, follow bool) bool {
 
 // bind makes a the agent that steering goes to (nil when the attempts are
 // over), handing it what came before.
-func (h *Run) bind(a *agent.Agent, _ context.CancelCauseFunc, compacting *atomic.Bool) {
+func (h *Run) bind(a *agent.Agent, compacting *atomic.Bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.agent, h.compacting = a, compacting
