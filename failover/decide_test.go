@@ -174,11 +174,7 @@ func TestFailoverError(t *testing.T) {
 	}
 }
 
-func TestCandidatesAndGate(t *testing.T) {
-	got := Candidates("a/1", []string{"b/2", "", "a/1", "c/3"}, "b/2")
-	if strings.Join(got, ",") != "a/1,b/2,c/3" {
-		t.Errorf("Candidates = %v", got)
-	}
+func TestGate(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
