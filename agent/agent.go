@@ -146,6 +146,10 @@ type Agent struct {
 	subs   atomic.Pointer[[]subscriber]
 	subMu  sync.Mutex
 	nextID int
+
+	// reporter collects the errors hooks report (ReportHookError) while
+	// the current run is inside a hook call; nil between runs.
+	reporter atomic.Pointer[hookReporter]
 }
 
 type subscriber struct {
@@ -256,6 +260,7 @@ func (a *Agent) begin(cont bool) error {
 }
 
 func (a *Agent) finish() {
+	a.reporter.Store(nil)
 	a.mu.Lock()
 	a.running = false
 	a.mu.Unlock()

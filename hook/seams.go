@@ -14,7 +14,7 @@ import (
 // delays the run. A panicking seam is reported as a hook_error event and
 // treated as its safe default (a panicking Approve or BeforeToolCall blocks
 // the call). A seam may report an error of its own with
-// agent.ReportHookError(ctx, ...). Bus.Seams fills them from the bus, but
+// Agent.ReportHookError while it runs. Bus.Seams fills them from the bus, but
 // for Approve (folded into BeforeToolCall, after the before_tool_call
 // hooks, so that a hook can answer or force the question first, as Claude
 // Code's PreToolUse hooks do) and BeforeFinalize (the caller binds it).

@@ -28,7 +28,7 @@ func (s *run) reportHook(ctx context.Context, n hook.Notice) {
 	case n.Text != "":
 		err = textError{text: n.Text, err: err}
 	}
-	if !agent.ReportHookError(ctx, string(n.Point), err) {
+	if a := s.h.current(); a == nil || !a.ReportHookError(string(n.Point), err) {
 		s.emitAgent(agent.Event{Type: agent.EventHookError, Hook: string(n.Point), Err: err})
 	}
 }

@@ -180,6 +180,13 @@ func (h *Run) inject(m llm.Message, follow bool) bool {
 	return true
 }
 
+// current is the agent of the attempt in progress, nil outside attempts.
+func (h *Run) current() *agent.Agent {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.agent
+}
+
 // bind makes a the agent that steering goes to (nil when the attempts are
 // over), handing it what came before.
 func (h *Run) bind(a *agent.Agent, compacting *atomic.Bool) {
