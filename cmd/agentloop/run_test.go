@@ -220,6 +220,39 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
+// A transcript, and what sessions export and show make of it, keep a tool
+// call's markup as typed (it used to be stored as \u003e and \u0026).
+func TestSessionExportKeepsMarkup(t *testing.T) {
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "a<b>&c.txt"), "alpha\n")
+	script := writeFile(t, filepath.Join(t.TempDir(), "s.json"), `{"steps":[
+		{"toolCalls":[{"name":"read","arguments":{"path":"a<b>&c.txt"}}]},
+		{"text":"done"}]}`)
+	home := t.TempDir()
+	env, _, errs := testEnv(home, "")
+	if code := execute(context.Background(), env, []string{"run", "--script", script, "--cwd", ws, "look"}); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, errs)
+	}
+	id := ""
+	for _, l := range strings.Split(errs.String(), "\n") {
+		if rest, ok := strings.CutPrefix(l, "session: "); ok {
+			id = strings.TrimSpace(rest)
+		}
+	}
+	if id == "" {
+		t.Fatalf("no session id in\n%s", errs)
+	}
+	for _, args := range [][]string{{"sessions", "export", id}, {"sessions", "show", id}} {
+		env, out, errs := testEnv(home, "")
+		if code := execute(context.Background(), env, args); code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, errs)
+		}
+		if !strings.Contains(out.String(), `a<b>&c.txt`) || strings.Contains(out.String(), `\u003c`) || strings.Contains(out.String(), `\u0026`) {
+			t.Errorf("%v does not show the path as typed:\n%s", args, out)
+		}
+	}
+}
+
 func TestRunPromptSources(t *testing.T) {
 	ws := t.TempDir()
 	script := writeFile(t, filepath.Join(ws, "echo.json"), `{"steps":[{"text":"ok"}]}`)
