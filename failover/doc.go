@@ -14,9 +14,6 @@
 //     model failover. A rate limit with several profiles rotates at once; a
 //     Retry-After longer than MaxRetryAfterWait rotates rather than waits; a
 //     context overflow never fails over (it belongs to compaction);
-//   - Decide is resolveRunFailoverDecision, OpenClaw's per-stage table
-//     (prompt, assistant, retry limit), kept because the reference vectors
-//     pin it; the runner does not call it (Next is its path);
 //   - PickFallbackThinkingLevel reads an "unsupported thinking level" error;
 //   - MergeRetryFailoverReason keeps the reason a retry-limit failover
 //     reports;
