@@ -39,7 +39,7 @@ func goldenRun(t *testing.T) []byte {
 		faux.Say("Done: x > f && y."),
 	)
 	m.Now = now
-	echo := &tool.Func{ToolName: "echo", ToolDescription: "Echoes text.", Concurrent: true,
+	echo := &tool.Func{ToolName: "echo", ToolDescription: "Echoes text.",
 		Parameters: []byte(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
 		Run: func(_ context.Context, c tool.Call, _ func(tool.Partial)) (tool.Result, error) {
 			return tool.TextResult(string(c.Args)), nil
