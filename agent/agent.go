@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -100,42 +101,10 @@ type Config struct {
 	Now func() int64
 }
 
-// Hooks are function-typed seams around the loop; every field is optional.
-// They are called from the goroutine running the loop, never concurrently
-// with each other, so a slow hook delays the run. A panicking hook is
-// reported as a hook_error event and treated as its safe default (a
-// panicking Approve or BeforeToolCall blocks the call). A hook may report
-// an error of its own with ReportHookError(ctx, ...).
-type Hooks struct {
-	// Approve decides whether a call may run; a denial becomes an error
-	// result carrying reason. Nil allows everything.
-	Approve func(ctx context.Context, call tool.Call) (allow bool, reason string)
-	// BeforeToolCall runs after Approve. It may return a rewritten call
-	// (its arguments are validated again) or block the call by returning a
-	// result, which is then the call's result.
-	BeforeToolCall func(ctx context.Context, call tool.Call) (tool.Call, *tool.Result)
-	// AfterToolCall observes each result when its call completes.
-	AfterToolCall func(ctx context.Context, call tool.Call, res tool.Result)
-	// ToolResultPersist may rewrite a result before it is appended to the
-	// conversation. It runs for every call, refused or not; its ctx says
-	// whether the tool was executed (tool.Executed).
-	ToolResultPersist func(ctx context.Context, call tool.Call, res tool.Result) tool.Result
-	// LLMInput observes (or adjusts) each request before it is sent.
-	LLMInput func(ctx context.Context, req *llm.Request)
-	// LLMOutput observes each final assistant message.
-	LLMOutput func(ctx context.Context, msg llm.Message)
-	// Stop runs when the agent would stop. Returning cont keeps the run
-	// going with the inject messages (a default nudge when empty), at most
-	// MaxStopContinuations times per run.
-	Stop func(ctx context.Context, last llm.Message) (cont bool, inject []llm.Message)
-	// BeforeFinalize runs when the run is about to end with last as its
-	// final answer (after Stop). Returning a non-blank instruction asks for
-	// a revision: it is sent to the model as a user message and the run
-	// goes on, at most MaxFinalizeRevisions times per run. "" finalizes.
-	BeforeFinalize func(ctx context.Context, last llm.Message) (revise string)
-	// AgentEnd runs at the end of every run with the messages it added.
-	AgentEnd func(ctx context.Context, messages []llm.Message)
-}
+// Hooks are the function-typed seams around the loop: hook.Seams, the one
+// type the hook bus fills (Bus.Seams) and the loop calls, so nobody copies
+// one into the other field by field. See hook.Seams for each seam.
+type Hooks = hook.Seams
 
 // Cascader is implemented by tools that say whether a failed call cancels
 // the calls running beside it and skips the queued ones.
@@ -177,6 +146,10 @@ type Agent struct {
 	subs   atomic.Pointer[[]subscriber]
 	subMu  sync.Mutex
 	nextID int
+
+	// reporter collects the errors hooks report (ReportHookError) while
+	// the current run is inside a hook call; nil between runs.
+	reporter atomic.Pointer[hookReporter]
 }
 
 type subscriber struct {
@@ -287,6 +260,7 @@ func (a *Agent) begin(cont bool) error {
 }
 
 func (a *Agent) finish() {
+	a.reporter.Store(nil)
 	a.mu.Lock()
 	a.running = false
 	a.mu.Unlock()

@@ -25,6 +25,8 @@
 // hooks and tools cannot crash the run (panics become results or hook_error
 // events); nothing the run starts outlives it.
 //
-// agent imports llm and tool only. Policies (approval, hooks, compaction,
-// persistence) are function-typed fields of Config that the caller binds.
+// agent imports llm, tool and hook (for the seam type only: Hooks is
+// hook.Seams, so the bus's seams are handed to the loop whole). Policies
+// (approval, hooks, compaction, persistence) are function-typed fields of
+// Config that the caller binds.
 package agent

@@ -2,9 +2,8 @@ package agent_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
+	"strings"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
@@ -58,21 +57,24 @@ func ExampleAgent_Subscribe() {
 	model := faux.New(faux.Say("Hi!"))
 	model.Now = func() int64 { return 1 }
 	a := agent.New(agent.Config{Model: model, Now: func() int64 { return 1 }})
-	enc := json.NewEncoder(os.Stdout)
 	a.Subscribe(func(ev agent.Event) {
-		if ev.Type != agent.EventMessageUpdate {
-			_ = enc.Encode(ev)
+		switch {
+		case ev.Type == agent.EventMessageUpdate:
+		case ev.Message != nil && ev.Type != agent.EventTurnEnd:
+			fmt.Println(strings.TrimSpace(fmt.Sprint(ev.Type, " ", ev.Turn, " ", ev.Message.Role, " ", ev.Message.Text())))
+		default:
+			fmt.Println(strings.TrimSpace(fmt.Sprint(ev.Type, " ", ev.Turn, " ", ev.StopReason)))
 		}
 	})
 	for range a.Run(context.Background(), llm.Message{Role: llm.RoleUser, Content: []llm.Content{llm.Text("hello")}, Timestamp: 1}) {
 	}
 	// Output:
-	// {"v":1,"type":"agent_start"}
-	// {"v":1,"type":"turn_start","turn":1}
-	// {"v":1,"type":"message_start","turn":1,"message":{"role":"user","content":[{"type":"text","text":"hello"}],"timestamp":1}}
-	// {"v":1,"type":"message_end","turn":1,"message":{"role":"user","content":[{"type":"text","text":"hello"}],"timestamp":1}}
-	// {"v":1,"type":"message_start","turn":1,"message":{"role":"assistant","content":[],"provider":"faux","model":"faux-1","api":"faux","timestamp":1}}
-	// {"v":1,"type":"message_end","turn":1,"message":{"role":"assistant","content":[{"type":"text","text":"Hi!"}],"provider":"faux","model":"faux-1","api":"faux","usage":{"input":3,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":4,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":1}}
-	// {"v":1,"type":"turn_end","turn":1,"stopReason":"stop"}
-	// {"v":1,"type":"agent_end","stopReason":"stop","reason":"stop","usage":{"input":3,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":4,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}
+	// agent_start 0
+	// turn_start 1
+	// message_start 1 user hello
+	// message_end 1 user hello
+	// message_start 1 assistant
+	// message_end 1 assistant Hi!
+	// turn_end 1 stop
+	// agent_end 0 stop
 }

@@ -153,9 +153,10 @@ func TestStopHookIsBounded(t *testing.T) {
 
 func TestReportHookError(t *testing.T) {
 	m := faux.New(faux.Say("ok"))
-	a := New(Config{Model: m, Hooks: Hooks{
+	var a *Agent
+	a = New(Config{Model: m, Hooks: Hooks{
 		LLMInput: func(ctx context.Context, _ *llm.Request) {
-			ReportHookError(ctx, "llm_input", errors.New("shell hook exited 1"))
+			a.ReportHookError("llm_input", errors.New("shell hook exited 1"))
 		},
 	}})
 	evs := runAll(t, a, context.Background(), llm.UserText("go"))
@@ -163,8 +164,8 @@ func TestReportHookError(t *testing.T) {
 	if i < 0 || evs[i].Hook != "llm_input" || !strings.Contains(evs[i].Err.Error(), "exited 1") {
 		t.Fatalf("events %v", typesOf(evs))
 	}
-	if ReportHookError(context.Background(), "x", errors.New("y")) {
-		t.Error("ReportHookError outside a hook reported")
+	if a.ReportHookError("x", errors.New("y")) {
+		t.Error("ReportHookError outside a hook call reported")
 	}
 }
 

@@ -15,7 +15,7 @@ type run struct {
 	cfg     *Config
 	ctx     context.Context // cancelled when the consumer breaks off
 	cancel  context.CancelFunc
-	hookCtx context.Context // ctx carrying the hook-error reporter
+	hookCtx context.Context // the ctx hooks are called with
 	yield   func(Event, error) bool
 	stopped bool // the Run iterator's consumer is gone
 
@@ -40,7 +40,8 @@ type run struct {
 func newRun(a *Agent, ctx context.Context, yield func(Event, error) bool) *run {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &run{a: a, cfg: &a.cfg, ctx: ctx, cancel: cancel, yield: yield, reporter: &hookReporter{}}
-	r.hookCtx = context.WithValue(ctx, reporterKey{}, r.reporter)
+	r.hookCtx = ctx
+	a.reporter.Store(r.reporter)
 	return r
 }
 
@@ -164,10 +165,12 @@ func (r *run) end(reason string, stop llm.StopReason, err error) {
 }
 
 // callHook runs f, turning a panic into a hook_error event; it reports
-// whether f returned normally. Errors the hook reported with
-// ReportHookError are emitted after it returns.
+// whether f returned normally. Errors reported with Agent.ReportHookError
+// while it runs are emitted after it returns.
 func (r *run) callHook(name string, f func()) (ok bool) {
+	r.reporter.enter()
 	defer func() {
+		r.reporter.leave()
 		if p := recover(); p != nil {
 			r.reporter.add(name, fmt.Errorf("hook %s panicked: %v", name, p))
 			ok = false
@@ -180,8 +183,6 @@ func (r *run) callHook(name string, f func()) (ok bool) {
 	return true
 }
 
-type reporterKey struct{}
-
 type hookErr struct {
 	hook string
 	err  error
@@ -189,8 +190,23 @@ type hookErr struct {
 
 // hookReporter collects the errors hooks report during a call.
 type hookReporter struct {
-	mu   sync.Mutex
-	errs []hookErr
+	mu    sync.Mutex
+	depth int // hook calls in progress
+	errs  []hookErr
+}
+
+func (h *hookReporter) enter() { h.mu.Lock(); h.depth++; h.mu.Unlock() }
+func (h *hookReporter) leave() { h.mu.Lock(); h.depth--; h.mu.Unlock() }
+
+// addInCall adds err when a hook call is in progress.
+func (h *hookReporter) addInCall(hook string, err error) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.depth == 0 {
+		return false
+	}
+	h.errs = append(h.errs, hookErr{hook, err})
+	return true
 }
 
 func (h *hookReporter) add(hook string, err error) {
@@ -208,16 +224,16 @@ func (h *hookReporter) take() []hookErr {
 }
 
 // ReportHookError reports a hook's own failure (a shell hook that exited
-// badly, a timeout) as a hook_error event of the run. ctx must be the
-// context the agent passed to the hook; with any other context it does
-// nothing and returns false. The error never stops the run.
-func ReportHookError(ctx context.Context, hook string, err error) bool {
-	h, ok := ctx.Value(reporterKey{}).(*hookReporter)
-	if !ok || err == nil {
+// badly, a timeout) as a hook_error event of the run, emitted in the loop's
+// order right after the hook call in progress returns. It does nothing and
+// returns false when no hook call of a run is in progress: the caller then
+// reports the error itself. The error never stops the run.
+func (a *Agent) ReportHookError(hook string, err error) bool {
+	h := a.reporter.Load()
+	if h == nil || err == nil {
 		return false
 	}
-	h.add(hook, err)
-	return true
+	return h.addInCall(hook, err)
 }
 
 // errStreamEnded is the error of a stream that closed without a final

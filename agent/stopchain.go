@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -109,19 +108,12 @@ func (r *run) maxTokens() int {
 func (r *run) resetCutOff(m llm.Message, limit int) {
 	r.escalated = true
 	r.raisedMaxTokens = limit
-	data, _ := json.Marshal(struct {
-		MaxTokens int `json:"maxTokens"`
-	}{limit})
-	r.emit(Event{Type: EventRetryReset, Turn: r.turn, Message: &m, Usage: m.Usage, Reason: ContinueMaxTokens, Data: data})
+	r.emit(Event{Type: EventRetryReset, Turn: r.turn, Message: &m, Usage: m.Usage, Reason: ContinueMaxTokens, MaxTokens: limit})
 }
 
 // continued reports a stop-chain continuation.
 func (r *run) continued(reason string, count, limit int) {
-	data, _ := json.Marshal(struct {
-		Count int `json:"count"`
-		Max   int `json:"max,omitempty"`
-	}{count, limit})
-	r.emit(Event{Type: EventStopContinuation, Turn: r.turn, Reason: reason, Data: data})
+	r.emit(Event{Type: EventStopContinuation, Turn: r.turn, Reason: reason, Count: count, Max: limit})
 }
 
 // cutOffContinuation returns the continuation prompt after a reply kept

@@ -603,7 +603,7 @@ func (c *Compactor) compact(ctx context.Context, msgs []llm.Message, v view, tri
 		if instructions != "" {
 			s.Instructions.Focus = joinNonEmpty(s.Instructions.Focus, instructions)
 		}
-		summary, err = s.Summarize(ctx, body[:cut], stripFiles(c.st.summary))
+		summary, err = s.Summarize(ctx, body[:cut], StripFiles(c.st.summary))
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -694,7 +694,7 @@ func (c *Compactor) prune(ctx context.Context, msgs []llm.Message, v view, trigg
 			cause, cut, r.DroppedTokens)
 	}
 	files := FileOps(body[:cut], c.st.files)
-	summary := withFiles(joinNonEmpty(stripFiles(c.st.summary), note), files)
+	summary := withFiles(joinNonEmpty(StripFiles(c.st.summary), note), files)
 	rec := c.commit(msgs, v, cut, summary, files)
 	rec.Trigger, rec.TokensBefore, rec.Fallback, rec.FallbackErr = trigger, before, true, cause
 	msg := fmt.Sprintf("pruned %d older messages without a summary", cut)
@@ -729,9 +729,10 @@ func joinNonEmpty(a, b string) string {
 	return a + "\n\n" + b
 }
 
-// stripFiles removes the file lists withFiles appended, so they are not
-// repeated when a summary is carried into the next one.
-func stripFiles(summary string) string {
+// StripFiles removes the file lists a summary carries at its end, so they
+// are not repeated when a summary is carried into the next one or shown
+// beside its record's Files.
+func StripFiles(summary string) string {
 	for _, tag := range []string{"\n\n<read-files>", "\n\n<modified-files>"} {
 		if i := strings.Index(summary, tag); i >= 0 {
 			summary = summary[:i]

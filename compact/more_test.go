@@ -2,7 +2,6 @@ package compact
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -170,30 +169,5 @@ func TestSetRequestCounts(t *testing.T) {
 	}
 	if len(h.rec.compactions) != 1 {
 		t.Error("a larger system prompt did not count against the budget")
-	}
-}
-
-func TestEventJSON(t *testing.T) {
-	rec := &CompactionRecord{Summary: withFiles("## Goal\nx", FileLists{Read: []string{"a.go"}}), FirstKeptIndex: 7,
-		TokensBefore: 100, TokensAfter: 40, Trigger: TriggerThreshold, Files: FileLists{Read: []string{"a.go"}}, DroppedMessages: 7}
-	tests := []struct {
-		e    Event
-		want string
-	}{
-		{Event{Type: EventCompactionStart, Trigger: TriggerManual, TokensBefore: 100},
-			`{"v":1,"type":"auto_compaction_start","trigger":"manual","tokensBefore":100}`},
-		{Event{Type: EventCompactionEnd, Trigger: TriggerThreshold, TokensBefore: 100, TokensAfter: 40, Record: rec},
-			`{"v":1,"type":"auto_compaction_end","trigger":"threshold","tokensBefore":100,"tokensAfter":40,"record":{"summary":"## Goal\nx","firstKeptIndex":7,"tokensBefore":100,"tokensAfter":40,"trigger":"threshold","files":{"readFiles":["a.go"]},"droppedMessages":7}}`},
-		{Event{Type: EventFallback, Err: errors.New("boom"), Message: "pruned"},
-			`{"v":1,"type":"compaction_fallback","error":"boom","message":"pruned"}`},
-		{Event{Type: EventTruncation, Truncated: 1, Records: []Truncation{{Index: 3, ToolCallID: "c", ToolName: "read",
-			Content: []llm.Content{llm.Text("x")}, OriginalChars: 9, KeptChars: 1, Reason: "cap"}}},
-			`{"v":1,"type":"tool_result_truncation","truncated":1,"records":[{"index":3,"toolCallId":"c","toolName":"read","originalChars":9,"keptChars":1,"reason":"cap"}]}`},
-	}
-	for _, tt := range tests {
-		b, err := json.Marshal(tt.e)
-		if err != nil || string(b) != tt.want {
-			t.Errorf("got %s (%v)\nwant %s", b, err, tt.want)
-		}
 	}
 }

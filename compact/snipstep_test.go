@@ -2,7 +2,6 @@ package compact
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -138,19 +137,6 @@ func TestSnipDisabled(t *testing.T) {
 	}
 	if len(h.rec.snips) != 0 || len(h.rec.compactions) != 1 {
 		t.Errorf("%d snips, %d compactions; want none and one", len(h.rec.snips), len(h.rec.compactions))
-	}
-}
-
-func TestSnipEventJSON(t *testing.T) {
-	e := Event{Type: EventSnip, TokensBefore: 9, TokensAfter: 3,
-		Snip: &SnipRecord{FirstDroppedIndex: 2, FirstKeptIndex: 8, Note: "n", DroppedMessages: 6, DroppedTokens: 40}}
-	b, err := json.Marshal(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"v":1,"type":"history_snip","tokensBefore":9,"tokensAfter":3,"snip":{"firstDroppedIndex":2,"firstKeptIndex":8,"note":"n","droppedMessages":6,"droppedTokens":40}}`
-	if string(b) != want {
-		t.Errorf("got  %s\nwant %s", b, want)
 	}
 }
 

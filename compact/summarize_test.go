@@ -155,7 +155,7 @@ func TestFileOps(t *testing.T) {
 	if !strings.Contains(s, "<read-files>\na.go\nold.go\n</read-files>") || !strings.Contains(s, "<modified-files>") {
 		t.Errorf("file lists: %q", s)
 	}
-	if stripFiles(s) != "sum" {
-		t.Errorf("stripFiles = %q", stripFiles(s))
+	if StripFiles(s) != "sum" {
+		t.Errorf("stripFiles = %q", StripFiles(s))
 	}
 }

@@ -16,26 +16,6 @@ const (
 	MinProbeInterval = 30 * time.Second
 )
 
-// Candidates lists the models a run tries, in order: the requested model,
-// then the fallbacks, then the configured primary; empty entries and
-// repeats are left out.
-func Candidates(requested string, fallbacks []string, primary string) []string {
-	out := make([]string, 0, len(fallbacks)+2)
-	seen := make(map[string]bool, len(fallbacks)+2)
-	add := func(m string) {
-		if m != "" && !seen[m] {
-			seen[m] = true
-			out = append(out, m)
-		}
-	}
-	add(requested)
-	for _, m := range fallbacks {
-		add(m)
-	}
-	add(primary)
-	return out
-}
-
 // Gate describes a candidate model whose provider has no usable profile:
 // every one is cooling down or disabled.
 type Gate struct {

@@ -2,38 +2,38 @@ package failover
 
 import "github.com/agentloop/agentloop/llm"
 
-// Stage is where in an attempt a failure was seen.
-type Stage string
+// stage is where in an attempt a failure was seen.
+type stage string
 
-// The stages of Decide.
+// The stages of decide.
 const (
-	// StagePrompt is a model call that failed before it produced a reply
+	// stagePrompt is a model call that failed before it produced a reply
 	// (the request was refused, the connection failed).
-	StagePrompt Stage = "prompt"
-	// StageAssistant is a reply that ended in error, or an attempt that
+	stagePrompt stage = "prompt"
+	// stageAssistant is a reply that ended in error, or an attempt that
 	// timed out, after the model had started answering.
-	StageAssistant Stage = "assistant"
-	// StageRetryLimit is a run that reached its iteration cap.
-	StageRetryLimit Stage = "retry_limit"
+	stageAssistant stage = "assistant"
+	// stageRetryLimit is a run that reached its iteration cap.
+	stageRetryLimit stage = "retry_limit"
 )
 
-// Action is what Decide tells the runner to do.
-type Action string
+// action is what decide tells the runner to do.
+type action string
 
-// The actions of Decide.
+// The actions of decide.
 const (
-	// ActionRotateProfile tries the next auth profile of the same model.
-	ActionRotateProfile Action = "rotate_profile"
-	// ActionFallbackModel ends this model's part of the run with a
+	// actRotateProfile tries the next auth profile of the same model.
+	actRotateProfile action = "rotate_profile"
+	// actFallbackModel ends this model's part of the run with a
 	// *FailoverError, so the next model of the chain takes over.
-	ActionFallbackModel Action = "fallback_model"
-	// ActionSurfaceError ends the run with the error as it is.
-	ActionSurfaceError Action = "surface_error"
-	// ActionContinueNormal carries on: the failure is not a failover matter.
-	ActionContinueNormal Action = "continue_normal"
-	// ActionReturnErrorPayload ends a run at its iteration cap with the
+	actFallbackModel action = "fallback_model"
+	// actSurfaceError ends the run with the error as it is.
+	actSurfaceError action = "surface_error"
+	// actContinueNormal carries on: the failure is not a failover matter.
+	actContinueNormal action = "continue_normal"
+	// actReturnErrorPayload ends a run at its iteration cap with the
 	// retry-limit message.
-	ActionReturnErrorPayload Action = "return_error_payload"
+	actReturnErrorPayload action = "return_error_payload"
 )
 
 // ReasonSessionExpired is a failure reason some harnesses report (an
@@ -41,9 +41,9 @@ const (
 // wire package produces it, but retry-limit decisions know it.
 const ReasonSessionExpired llm.Reason = "session_expired"
 
-// Input is what Decide reads. Reason "" stands for "not classified".
-type Input struct {
-	Stage Stage
+// input is what decide reads. Reason "" stands for "not classified".
+type input struct {
+	Stage stage
 	// Aborted is set when the attempt was aborted; ExternalAbort when the
 	// caller (not a timeout) aborted it.
 	Aborted       bool
@@ -62,14 +62,17 @@ type Input struct {
 	ProfileRotated bool
 }
 
-// Decision is Decide's answer.
-type Decision struct {
-	Action Action
+// decision is decide's answer.
+type decision struct {
+	Action action
 	// Reason is the failure reason the action is taken for ("" when none).
 	Reason llm.Reason
 }
 
-// Decide is the per-stage failover table (reference §4.1):
+// decide is OpenClaw's per-stage failover table (resolveRunFailoverDecision,
+// reference §4.1). The runner does not take this path (Next is its one
+// decision path); it is kept, unexported, because the reference vectors pin
+// it (vectors_test.go), as the record of where Next departs from OpenClaw:
 //
 //   - retry limit: fall back when a fallback is configured and the reason
 //     is one a different model can help with (not "", timeout,
@@ -81,46 +84,46 @@ type Decision struct {
 //   - assistant: an external abort surfaces; a failure (or a timeout not
 //     during compaction) rotates, then falls back (reason timeout when it
 //     timed out); no failure carries on normally.
-func Decide(in Input) Decision {
+func decide(in input) decision {
 	r := in.Reason
 	switch in.Stage {
-	case StageRetryLimit:
+	case stageRetryLimit:
 		switch r {
 		case "", llm.ReasonTimeout, llm.ReasonModelNotFound, llm.ReasonFormat, ReasonSessionExpired:
-			return Decision{Action: ActionReturnErrorPayload}
+			return decision{Action: actReturnErrorPayload}
 		}
 		if in.FallbackConfigured {
-			return Decision{Action: ActionFallbackModel, Reason: r}
+			return decision{Action: actFallbackModel, Reason: r}
 		}
-		return Decision{Action: ActionReturnErrorPayload}
-	case StagePrompt:
+		return decision{Action: actReturnErrorPayload}
+	case stagePrompt:
 		if in.ExternalAbort {
-			return Decision{Action: ActionSurfaceError, Reason: r}
+			return decision{Action: actSurfaceError, Reason: r}
 		}
 		if !in.ProfileRotated && in.FailoverFailure && r != llm.ReasonTimeout {
-			return Decision{Action: ActionRotateProfile, Reason: r}
+			return decision{Action: actRotateProfile, Reason: r}
 		}
 		if in.FallbackConfigured && in.FailoverFailure {
-			return Decision{Action: ActionFallbackModel, Reason: orUnknown(r)}
+			return decision{Action: actFallbackModel, Reason: orUnknown(r)}
 		}
-		return Decision{Action: ActionSurfaceError, Reason: r}
-	default: // StageAssistant
+		return decision{Action: actSurfaceError, Reason: r}
+	default: // stageAssistant
 		if in.ExternalAbort {
-			return Decision{Action: ActionSurfaceError, Reason: r}
+			return decision{Action: actSurfaceError, Reason: r}
 		}
 		shouldRotate := (!in.Aborted && (in.FailoverFailure || r != "")) || (in.TimedOut && !in.TimedOutDuringCompaction)
 		switch {
 		case !shouldRotate:
-			return Decision{Action: ActionContinueNormal, Reason: r}
+			return decision{Action: actContinueNormal, Reason: r}
 		case !in.ProfileRotated:
-			return Decision{Action: ActionRotateProfile, Reason: r}
+			return decision{Action: actRotateProfile, Reason: r}
 		case in.FallbackConfigured:
 			if in.TimedOut {
-				return Decision{Action: ActionFallbackModel, Reason: llm.ReasonTimeout}
+				return decision{Action: actFallbackModel, Reason: llm.ReasonTimeout}
 			}
-			return Decision{Action: ActionFallbackModel, Reason: orUnknown(r)}
+			return decision{Action: actFallbackModel, Reason: orUnknown(r)}
 		}
-		return Decision{Action: ActionSurfaceError, Reason: r}
+		return decision{Action: actSurfaceError, Reason: r}
 	}
 }
 

@@ -14,40 +14,40 @@ import (
 func TestDecide(t *testing.T) {
 	tests := []struct {
 		name string
-		in   Input
-		want Decision
+		in   input
+		want decision
 	}{
-		{"retry limit without fallback", Input{Stage: StageRetryLimit, Reason: llm.ReasonRateLimit},
-			Decision{Action: ActionReturnErrorPayload}},
-		{"retry limit timeout", Input{Stage: StageRetryLimit, FallbackConfigured: true, Reason: llm.ReasonTimeout},
-			Decision{Action: ActionReturnErrorPayload}},
-		{"retry limit no reason", Input{Stage: StageRetryLimit, FallbackConfigured: true},
-			Decision{Action: ActionReturnErrorPayload}},
-		{"retry limit overloaded", Input{Stage: StageRetryLimit, FallbackConfigured: true, Reason: llm.ReasonOverloaded},
-			Decision{Action: ActionFallbackModel, Reason: llm.ReasonOverloaded}},
-		{"prompt timeout does not rotate", Input{Stage: StagePrompt, FailoverFailure: true, FallbackConfigured: true, Reason: llm.ReasonTimeout},
-			Decision{Action: ActionFallbackModel, Reason: llm.ReasonTimeout}},
-		{"prompt unclassified failover text falls back as unknown", Input{Stage: StagePrompt, FailoverFailure: true, FallbackConfigured: true, ProfileRotated: true},
-			Decision{Action: ActionFallbackModel, Reason: llm.ReasonUnknown}},
-		{"prompt exhausted without fallback", Input{Stage: StagePrompt, FailoverFailure: true, Reason: llm.ReasonAuth, ProfileRotated: true},
-			Decision{Action: ActionSurfaceError, Reason: llm.ReasonAuth}},
-		{"assistant no failure", Input{Stage: StageAssistant, FallbackConfigured: true},
-			Decision{Action: ActionContinueNormal}},
-		{"assistant timeout rotates", Input{Stage: StageAssistant, TimedOut: true, Aborted: true},
-			Decision{Action: ActionRotateProfile}},
-		{"assistant timeout falls back as timeout", Input{Stage: StageAssistant, TimedOut: true, Aborted: true, ProfileRotated: true, FallbackConfigured: true},
-			Decision{Action: ActionFallbackModel, Reason: llm.ReasonTimeout}},
-		{"assistant timeout during compaction", Input{Stage: StageAssistant, TimedOut: true, TimedOutDuringCompaction: true, Aborted: true},
-			Decision{Action: ActionContinueNormal}},
-		{"assistant exhausted without fallback", Input{Stage: StageAssistant, Reason: llm.ReasonBilling, ProfileRotated: true},
-			Decision{Action: ActionSurfaceError, Reason: llm.ReasonBilling}},
-		{"assistant external abort", Input{Stage: StageAssistant, ExternalAbort: true, Aborted: true, Reason: llm.ReasonRateLimit},
-			Decision{Action: ActionSurfaceError, Reason: llm.ReasonRateLimit}},
+		{"retry limit without fallback", input{Stage: stageRetryLimit, Reason: llm.ReasonRateLimit},
+			decision{Action: actReturnErrorPayload}},
+		{"retry limit timeout", input{Stage: stageRetryLimit, FallbackConfigured: true, Reason: llm.ReasonTimeout},
+			decision{Action: actReturnErrorPayload}},
+		{"retry limit no reason", input{Stage: stageRetryLimit, FallbackConfigured: true},
+			decision{Action: actReturnErrorPayload}},
+		{"retry limit overloaded", input{Stage: stageRetryLimit, FallbackConfigured: true, Reason: llm.ReasonOverloaded},
+			decision{Action: actFallbackModel, Reason: llm.ReasonOverloaded}},
+		{"prompt timeout does not rotate", input{Stage: stagePrompt, FailoverFailure: true, FallbackConfigured: true, Reason: llm.ReasonTimeout},
+			decision{Action: actFallbackModel, Reason: llm.ReasonTimeout}},
+		{"prompt unclassified failover text falls back as unknown", input{Stage: stagePrompt, FailoverFailure: true, FallbackConfigured: true, ProfileRotated: true},
+			decision{Action: actFallbackModel, Reason: llm.ReasonUnknown}},
+		{"prompt exhausted without fallback", input{Stage: stagePrompt, FailoverFailure: true, Reason: llm.ReasonAuth, ProfileRotated: true},
+			decision{Action: actSurfaceError, Reason: llm.ReasonAuth}},
+		{"assistant no failure", input{Stage: stageAssistant, FallbackConfigured: true},
+			decision{Action: actContinueNormal}},
+		{"assistant timeout rotates", input{Stage: stageAssistant, TimedOut: true, Aborted: true},
+			decision{Action: actRotateProfile}},
+		{"assistant timeout falls back as timeout", input{Stage: stageAssistant, TimedOut: true, Aborted: true, ProfileRotated: true, FallbackConfigured: true},
+			decision{Action: actFallbackModel, Reason: llm.ReasonTimeout}},
+		{"assistant timeout during compaction", input{Stage: stageAssistant, TimedOut: true, TimedOutDuringCompaction: true, Aborted: true},
+			decision{Action: actContinueNormal}},
+		{"assistant exhausted without fallback", input{Stage: stageAssistant, Reason: llm.ReasonBilling, ProfileRotated: true},
+			decision{Action: actSurfaceError, Reason: llm.ReasonBilling}},
+		{"assistant external abort", input{Stage: stageAssistant, ExternalAbort: true, Aborted: true, Reason: llm.ReasonRateLimit},
+			decision{Action: actSurfaceError, Reason: llm.ReasonRateLimit}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Decide(tt.in); got != tt.want {
-				t.Errorf("Decide = %+v, want %+v", got, tt.want)
+			if got := decide(tt.in); got != tt.want {
+				t.Errorf("decide = %+v, want %+v", got, tt.want)
 			}
 		})
 	}
@@ -174,11 +174,7 @@ func TestFailoverError(t *testing.T) {
 	}
 }
 
-func TestCandidatesAndGate(t *testing.T) {
-	got := Candidates("a/1", []string{"b/2", "", "a/1", "c/3"}, "b/2")
-	if strings.Join(got, ",") != "a/1,b/2,c/3" {
-		t.Errorf("Candidates = %v", got)
-	}
+func TestGate(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string

@@ -7,10 +7,8 @@
 // its tests) can apply the answer. The tables follow OpenClaw's embedded
 // runner (reference openclaw-runtime.md §3.3-3.6 and §4.1-4.2):
 //
-//   - Decide is resolveRunFailoverDecision, the per-stage table (prompt,
-//     assistant, retry limit) that says rotate the profile, fall back to the
-//     next model, surface the error or carry on;
-//   - Next is the prompt-error cascade as agentloop runs it, in reference
+//   - Next is the decision path the runner takes: the prompt-error cascade
+//     as agentloop runs it, in reference
 //     order: one auth refresh, then the next auth profile, then a lower
 //     thinking level when the error says the level is unsupported, then
 //     model failover. A rate limit with several profiles rotates at once; a
@@ -20,8 +18,8 @@
 //   - MergeRetryFailoverReason keeps the reason a retry-limit failover
 //     reports;
 //   - MaxIterations is a run's iteration cap;
-//   - Candidates and GateCandidate order and gate the models of a fallback
-//     chain; *FailoverError carries a run from one model to the next.
+//   - GateCandidate gates the models of a fallback chain; *FailoverError
+//     carries a run from one model to the next.
 //
 // failover imports only llm (and the standard library). Package auth keeps
 // the profiles and cooldowns these decisions are made about; package runner

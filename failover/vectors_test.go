@@ -103,8 +103,8 @@ func checkDecision(t *testing.T, v vector) {
 			t.Fatalf("no adapter for expected.%s", k)
 		}
 	}
-	got := Decide(Input{
-		Stage: Stage(in.Stage), Aborted: in.Aborted, ExternalAbort: in.ExternalAbort,
+	got := decide(input{
+		Stage: stage(in.Stage), Aborted: in.Aborted, ExternalAbort: in.ExternalAbort,
 		FallbackConfigured: in.FallbackConfigured, FailoverFailure: in.FailoverFailure,
 		Reason: reasonOf(in.FailoverReason), TimedOut: in.TimedOut,
 		TimedOutDuringCompaction: in.TimedOutDuringCompaction, ProfileRotated: in.ProfileRotated,

@@ -79,8 +79,8 @@ type Spec struct {
 // Options configure a Bus. The zero value is usable.
 type Options struct {
 	// Report receives every notice, with the context of the fire call
-	// that led to it (so a caller can route it to its run, e.g. with
-	// agent.ReportHookError). It may be called from several goroutines at
+	// that led to it (a caller routes it to its run, e.g. with
+	// Agent.ReportHookError). It may be called from several goroutines at
 	// once and must not block. nil logs notices with slog.Default().
 	Report func(ctx context.Context, n Notice)
 	// Timeout bounds one hook call whose Spec sets none; 0 means

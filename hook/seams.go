@@ -8,23 +8,45 @@ import (
 	"github.com/agentloop/agentloop/tool"
 )
 
-// Seams are the bus in the shape of the agent loop's function-typed hooks
-// (agent.Hooks): the same field names and function types, so a caller copies
-// them field by field. agent.Hooks has seams the bus does not fill here
-// (BeforeFinalize: before_agent_finalize is asked inside Stop), so the two
-// types are not convertible.
+// Seams are the function-typed seams around the agent loop (agent.Hooks is
+// this type); every field is optional. The loop calls them from the
+// goroutine running it, never concurrently with each other, so a slow hook
+// delays the run. A panicking seam is reported as a hook_error event and
+// treated as its safe default (a panicking Approve or BeforeToolCall blocks
+// the call). A seam may report an error of its own with
+// Agent.ReportHookError while it runs. Bus.Seams fills them from the bus, but
+// for Approve (folded into BeforeToolCall, after the before_tool_call
+// hooks, so that a hook can answer or force the question first, as Claude
+// Code's PreToolUse hooks do) and BeforeFinalize (the caller binds it).
 type Seams struct {
-	// Approve is nil: approval is folded into BeforeToolCall, after the
-	// before_tool_call hooks, so that a hook can answer or force the
-	// question first, as Claude Code's PreToolUse hooks do.
-	Approve           func(ctx context.Context, call tool.Call) (allow bool, reason string)
-	BeforeToolCall    func(ctx context.Context, call tool.Call) (tool.Call, *tool.Result)
-	AfterToolCall     func(ctx context.Context, call tool.Call, res tool.Result)
+	// Approve decides whether a call may run; a denial becomes an error
+	// result carrying reason. Nil allows everything.
+	Approve func(ctx context.Context, call tool.Call) (allow bool, reason string)
+	// BeforeToolCall runs after Approve. It may return a rewritten call
+	// (its arguments are validated again) or block the call by returning a
+	// result, which is then the call's result.
+	BeforeToolCall func(ctx context.Context, call tool.Call) (tool.Call, *tool.Result)
+	// AfterToolCall observes each result when its call completes.
+	AfterToolCall func(ctx context.Context, call tool.Call, res tool.Result)
+	// ToolResultPersist may rewrite a result before it is appended to the
+	// conversation. It runs for every call, refused or not; its ctx says
+	// whether the tool was executed (tool.Executed).
 	ToolResultPersist func(ctx context.Context, call tool.Call, res tool.Result) tool.Result
-	LLMInput          func(ctx context.Context, req *llm.Request)
-	LLMOutput         func(ctx context.Context, msg llm.Message)
-	Stop              func(ctx context.Context, last llm.Message) (cont bool, inject []llm.Message)
-	AgentEnd          func(ctx context.Context, messages []llm.Message)
+	// LLMInput observes (or adjusts) each request before it is sent.
+	LLMInput func(ctx context.Context, req *llm.Request)
+	// LLMOutput observes each final assistant message.
+	LLMOutput func(ctx context.Context, msg llm.Message)
+	// Stop runs when the agent would stop. Returning cont keeps the run
+	// going with the inject messages (a default nudge when empty), at most
+	// agent.Config.MaxStopContinuations times per run.
+	Stop func(ctx context.Context, last llm.Message) (cont bool, inject []llm.Message)
+	// BeforeFinalize runs when the run is about to end with last as its
+	// final answer (after Stop). Returning a non-blank instruction asks for
+	// a revision: it is sent to the model as a user message and the run
+	// goes on, at most agent.Config.MaxFinalizeRevisions times per run. "" finalizes.
+	BeforeFinalize func(ctx context.Context, last llm.Message) (revise string)
+	// AgentEnd runs at the end of every run with the messages it added.
+	AgentEnd func(ctx context.Context, messages []llm.Message)
 }
 
 // SeamsOptions configure the seams of one run.

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentloop/agentloop/llm"
 )
 
 // TrustFile is the name of the file under the agentloop home that records
@@ -27,16 +29,14 @@ type trustEntry struct {
 	Since time.Time `json:"since"`
 }
 
-// Home returns the agentloop home: $AGENTLOOP_HOME, else ~/.agentloop.
+// Home returns the agentloop home: $AGENTLOOP_HOME, else ~/.agentloop
+// (llm.Home).
 func Home() (string, error) {
-	if h := os.Getenv("AGENTLOOP_HOME"); h != "" {
-		return h, nil
-	}
-	u, err := os.UserHomeDir()
+	h, err := llm.Home(nil)
 	if err != nil {
-		return "", fmt.Errorf("find the agentloop home: %w; set AGENTLOOP_HOME", err)
+		return "", fmt.Errorf("find the agentloop home: %w", err)
 	}
-	return filepath.Join(u, ".agentloop"), nil
+	return h, nil
 }
 
 func homeOr(home string) (string, error) {

@@ -43,31 +43,3 @@ type Event struct {
 	Err     error    `json:"-"`
 	Partial *Message `json:"-"`
 }
-
-// MarshalJSON writes the event as one protocol line: "v":1, the type, and
-// only what the event adds (deltas carry only the delta, never the partial
-// message, so a stream's encoding grows linearly).
-func (e Event) MarshalJSON() ([]byte, error) {
-	type wire struct {
-		V            int        `json:"v"`
-		Type         EventType  `json:"type"`
-		ContentIndex *int       `json:"contentIndex,omitempty"`
-		Delta        string     `json:"delta,omitempty"`
-		Reason       StopReason `json:"reason,omitempty"`
-		Block        *Content   `json:"block,omitempty"`
-		Message      *Message   `json:"message,omitempty"`
-		Error        string     `json:"error,omitempty"`
-	}
-	w := wire{V: ProtocolVersion, Type: e.Type, Delta: e.Delta, Reason: e.Reason, Block: e.Block, Message: e.Message}
-	if e.Type != EventStart && !e.Type.Terminal() {
-		idx := e.ContentIndex
-		w.ContentIndex = &idx
-	}
-	if e.Err != nil {
-		w.Error = e.Err.Error()
-	}
-	return MarshalJSON(w)
-}
-
-// ProtocolVersion is the "v" of every JSON line agentloop writes.
-const ProtocolVersion = 1

@@ -229,20 +229,33 @@ type ModelConfig struct {
 // KnownAPIs lists the api values a models file may use.
 var KnownAPIs = []API{APIAnthropicMessages, APIOpenAICompletions, APIOpenAIResponses, APIGoogleGenerativeAI}
 
-// DefaultModelsPath returns $AGENTLOOP_HOME/models.json, or
-// ~/.agentloop/models.json. getenv nil means os.Getenv.
-func DefaultModelsPath(getenv func(string) string) (string, error) {
+// Home returns the agentloop home, where everything agentloop keeps
+// lives: $AGENTLOOP_HOME, else ~/.agentloop. getenv nil means os.Getenv.
+// It is the one place the home is worked out: a program resolves it once
+// and passes it down (the CLI does); the packages' defaults for a caller
+// that names no home call it.
+func Home(getenv func(string) string) (string, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	if h := getenv("AGENTLOOP_HOME"); h != "" {
-		return filepath.Join(h, "models.json"), nil
+		return h, nil
 	}
-	home, err := os.UserHomeDir()
+	u, err := os.UserHomeDir()
+	if err != nil || u == "" {
+		return "", fmt.Errorf("no home directory (%v): set AGENTLOOP_HOME to where agentloop may keep its files", err)
+	}
+	return filepath.Join(u, ".agentloop"), nil
+}
+
+// DefaultModelsPath returns $AGENTLOOP_HOME/models.json, or
+// ~/.agentloop/models.json (see Home). getenv nil means os.Getenv.
+func DefaultModelsPath(getenv func(string) string) (string, error) {
+	home, err := Home(getenv)
 	if err != nil {
-		return "", fmt.Errorf("find the models file: no home directory (%v); set AGENTLOOP_HOME", err)
+		return "", fmt.Errorf("find the models file: %w", err)
 	}
-	return filepath.Join(home, ".agentloop", "models.json"), nil
+	return filepath.Join(home, "models.json"), nil
 }
 
 // LoadModelsFile reads and checks a models file. A missing file is an

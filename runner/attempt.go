@@ -31,7 +31,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 	}
 	pr := s.newProfiles(ctx)
 	window := s.window
-	st := State{Window: window, Profiles: max(1, p.Profiles, len(p.AuthProfiles)), ProfilesLeft: pr.left()}
+	st := cascadeState{Window: window, Profiles: max(1, p.Profiles, len(p.AuthProfiles)), ProfilesLeft: pr.left()}
 	fallbacks := p.FallbackModels
 	if p.ResolveModel == nil {
 		fallbacks = nil
@@ -48,7 +48,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 		if s.iterations >= maxIter {
 			return Result{Reason: ReasonRetryLimit, StopReason: llm.StopReasonError, Retries: st.Retries,
 				Err:     fmt.Errorf("gave up after %d attempts (the limit is %d)", s.iterations, maxIter),
-				Message: RetryLimitUserMessage}
+				Message: retryLimitUserMessage}
 		}
 		s.iterations++
 		s.attemptCompacted = false
@@ -76,7 +76,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 		if ctx.Err() != nil {
 			return s.stopped(ctx, res)
 		}
-		o := Outcome{End: end.Reason, Compacted: s.attemptCompacted, Err: end.Err}
+		o := attemptOutcome{End: end.Reason, Compacted: s.attemptCompacted, Err: end.Err}
 		if end.Reason == agent.ReasonError {
 			o.Failure = llm.ClassifyError(end.Err)
 			var pe *llm.ProviderError
@@ -94,9 +94,9 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 			}
 		}
 		for {
-			d := Decide(o, st, policy)
+			d := decide(o, st, policy)
 			switch d.Action {
-			case ActionFinish:
+			case actFinish:
 				if d.Reason == agent.ReasonStop {
 					pr.good()
 				}
@@ -105,7 +105,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 					res.Message = "the run reached its turn limit"
 				}
 				return res
-			case ActionFail:
+			case actFail:
 				if d.Mark {
 					pr.fail(o.Failure) // the next run starts on another profile
 				}
@@ -120,7 +120,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 					res.Err = errors.New(d.Message)
 				}
 				return res
-			case ActionRotateProfile:
+			case actRotateProfile:
 				streamed := s.dropFailedTail(a)
 				if d.Mark {
 					pr.fail(o.Failure)
@@ -139,7 +139,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				}
 				s.notice(EventProfileRotation, Notice{Reason: d.Reason, Streamed: streamed,
 					Message: fmt.Sprintf("%s: switching to auth profile %s", failover.Words(llm.Reason(d.Reason)), orStr(name, "(default key)"))})
-			case ActionFallbackModel:
+			case actFallbackModel:
 				streamed := s.dropFailedTail(a)
 				if d.Mark {
 					pr.fail(o.Failure) // the last profile failed too: it rests like the others
@@ -171,28 +171,28 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 				pr.names, pr.tried = nil, nil
 				s.notice(EventModelFallback, Notice{Reason: d.Reason, Streamed: streamed,
 					Message: fmt.Sprintf("%s; now on %s", d.Message, spec)})
-			case ActionThinkingFallback:
+			case actThinkingFallback:
 				streamed := s.dropFailedTail(a)
 				st.AttemptedThinking = append(st.AttemptedThinking, d.Thinking)
 				s.model.setLevel(d.Thinking)
 				s.record(ctx, session.ThinkingLevelEntry(d.Thinking))
 				s.notice(EventThinkingFallback, Notice{Reason: string(d.Thinking), Streamed: streamed, Message: d.Message})
-			case ActionRetry:
+			case actRetry:
 				streamed := s.dropFailedTail(a)
 				st.Retries++
 				res.Retries = st.Retries
-				s.notice(EventRetry, Notice{Reason: d.Reason, DelayMs: d.Delay.Milliseconds(), Attempt: st.Retries,
+				s.notice(EventRetry, Notice{Reason: d.Reason, Delay: d.Delay, Attempt: st.Retries,
 					Max: policy.withDefaults().Attempts, Streamed: streamed, Message: d.Message})
 				if err := s.clock.Sleep(ctx, d.Delay); err != nil {
 					return s.stopped(ctx, res)
 				}
-			case ActionOverflowRetry:
+			case actOverflowRetry:
 				st.OverflowCompactions++
 				streamed := s.dropFailedTail(a)
 				s.notice(EventOverflowRetry, Notice{Reason: d.Reason, Attempt: st.OverflowCompactions, Max: MaxOverflowCompactions, Streamed: streamed, Message: d.Message})
-			case ActionCompact, ActionTimeoutCompact:
+			case actCompact, actTimeoutCompact:
 				streamed := s.dropFailedTail(a)
-				if d.Action == ActionCompact {
+				if d.Action == actCompact {
 					st.OverflowCompactions++
 					s.notice(EventCompactionRetry, Notice{Reason: d.Reason, Attempt: st.OverflowCompactions, Max: MaxOverflowCompactions, Streamed: streamed, Message: d.Message})
 				} else {
@@ -204,14 +204,14 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 						return s.stopped(ctx, res)
 					}
 					s.warn(fmt.Sprintf("compaction did not help: %v", err))
-					if d.Action == ActionCompact {
+					if d.Action == actCompact {
 						st.OverflowCompactions = MaxOverflowCompactions
 					} else {
 						st.TimeoutCompactions = MaxTimeoutCompactions
 					}
 					continue // decide again without an attempt
 				}
-			case ActionTruncate:
+			case actTruncate:
 				st.TruncationTried = true
 				streamed := s.dropFailedTail(a)
 				n := s.truncate(ctx, a, window)
@@ -265,31 +265,13 @@ func (s *run) dropFailedTail(a *agent.Agent) (streamed bool) {
 	if err := a.SetMessages(msgs[:n-1]); err != nil {
 		return streamed
 	}
-	if len(s.ids) == n {
-		id := s.ids[n-1]
-		s.ids = s.ids[:n-1]
-		if s.sess != nil && id != "" && s.sess.Leaf() == id {
-			if err := s.sess.Branch(s.leafBefore); err != nil {
-				s.sessionError(err)
-			}
-		}
-	}
-	if k := len(s.added); k > 0 && s.added[k-1].Role == llm.RoleAssistant && s.added[k-1].StopReason.Failed() {
-		s.added = s.added[:k-1]
-	}
+	s.tr.dropLast(n)
 	return streamed
 }
 
 // record appends a non-message entry (a model or thinking-level change) to
 // the session, when the run has one.
-func (s *run) record(ctx context.Context, e session.Entry) {
-	if s.sess == nil {
-		return
-	}
-	if _, err := s.sess.Append(context.WithoutCancel(ctx), e); err != nil {
-		s.sessionError(err)
-	}
-}
+func (s *run) record(ctx context.Context, e session.Entry) { s.tr.record(ctx, e) }
 
 // errNothingRemoved says compaction could not make a refused prompt smaller.
 var errNothingRemoved = errors.New("nothing could be removed from the prompt")
@@ -342,16 +324,10 @@ func (s *run) truncate(ctx context.Context, a *agent.Agent, window int) int {
 	if len(recs) == 0 || a.SetMessages(out) != nil {
 		return 0
 	}
-	if s.sess != nil {
-		var ids []string // the entry of each message, when the mirror is in step
-		if len(s.ids) == len(msgs) {
-			ids = s.ids
-		}
-		for _, t := range recs {
-			if _, err := s.sess.Append(context.WithoutCancel(ctx), session.TruncationEntry(entryAt(ids, t.Index), t.ToolCallID, t.Content)); err != nil {
-				s.sessionError(err)
-				break
-			}
+	ids := s.tr.entryIDs(len(msgs))
+	for _, t := range recs {
+		if !s.tr.record(ctx, session.TruncationEntry(entryAt(ids, t.Index), t.ToolCallID, t.Content)) {
+			break
 		}
 	}
 	return len(recs)
@@ -410,7 +386,7 @@ func (pr *profiles) left() int {
 	return n
 }
 
-// store is where the profiles' failures are kept: Params.Auth, else the
+// store is where the profiles' failures are kept: Config.Auth, else the
 // Runner's memory.
 func (pr *profiles) store() *auth.Store {
 	if st := pr.s.p.Auth; st != nil {

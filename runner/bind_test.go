@@ -38,7 +38,7 @@ func TestRunMapsToolNames(t *testing.T) {
 		}
 		return faux.Call("", wire, map[string]any{})
 	}), faux.Say("done"))
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "search", Model: m, Tools: reg})
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "search", Model: m, Tools: reg})
 	if err != nil || !res.OK() {
 		t.Fatal(err, res)
 	}
@@ -58,7 +58,7 @@ func TestRunMapsToolNames(t *testing.T) {
 func TestRunMCPServerFailureIsAWarning(t *testing.T) {
 	ev := &events{}
 	cfg := mcp.Config{Servers: map[string]mcp.ServerConfig{"broken": {Command: "/nonexistent/mcp-server"}}}
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: faux.New(faux.Say("hello")), MCP: &MCPSpec{Config: cfg}, OnEvent: ev.add})
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "hi", Model: faux.New(faux.Say("hello")), ToolSources: []tool.Source{&mcp.Source{Config: cfg}}, OnEvent: ev.add})
 	if err != nil || !res.OK() {
 		t.Fatal(err, res)
 	}
@@ -73,7 +73,7 @@ func TestRunMCPServerFailureIsAWarning(t *testing.T) {
 func TestRunLoopGuardBound(t *testing.T) {
 	reg, m := pollingModel(25)
 	ev := &events{}
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "wait for job 7", Model: m, Tools: reg, OnEvent: ev.add})
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "wait for job 7", Model: m, Tools: reg, OnEvent: ev.add})
 	if err != nil || !res.OK() {
 		t.Fatal(err, res)
 	}
@@ -112,8 +112,8 @@ func TestRunRecordsCompactionInSession(t *testing.T) {
 	m := faux.New(append(steps, faux.Say("all dumped"))...)
 	m.Info.ContextWindow = 32_000
 	ev := &events{}
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "dump it all", Model: m, Info: m.ModelInfo(), Tools: reg,
-		Session: SessionSpec{Store: store, Cwd: cwd}, OnEvent: ev.add})
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "dump it all", Model: m, Info: m.ModelInfo(), Tools: reg,
+		Store: store, Session: SessionSpec{Cwd: cwd}, OnEvent: ev.add})
 	if err != nil || !res.OK() {
 		t.Fatal(err, res)
 	}
@@ -154,7 +154,7 @@ func TestRunRecordsCompactionInSession(t *testing.T) {
 // A model whose window is too small to work in is refused before any call.
 func TestRunRefusesTinyWindow(t *testing.T) {
 	m := faux.New(faux.Say("hi"))
-	_, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: m, Info: llm.ModelInfo{ContextWindow: 8_000}})
+	_, err := testRunner(nil).runParams(t.Context(), params{Prompt: "hi", Model: m, Info: llm.ModelInfo{ContextWindow: 8_000}})
 	if !errors.Is(err, compact.ErrWindowTooSmall) || m.Calls() != 0 {
 		t.Fatalf("err %v after %d calls, want the window refused", err, m.Calls())
 	}
@@ -169,7 +169,7 @@ func TestRunLoopGuardBeforeApproval(t *testing.T) {
 		asked++
 		return tool.AnswerYes, nil
 	}}
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "wait for job 7", Model: m, Tools: reg, Approval: approval})
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "wait for job 7", Model: m, Tools: reg, Approval: approval})
 	if err != nil || !res.OK() {
 		t.Fatal(err, res)
 	}
@@ -204,7 +204,7 @@ func TestRunToolPolicyAndApprovalReadOnly(t *testing.T) {
 	)
 	m := faux.New(faux.Call("", "status", map[string]any{}), faux.Call("", "deploy", map[string]any{}), faux.Say("done"))
 	approval := &tool.Approval{Policy: tool.ApproveNever}
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m, Tools: reg, Approval: approval,
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "go", Model: m, Tools: reg, Approval: approval,
 		ToolPolicy: &tool.Policy{Tools: []string{"status", "deploy"}}})
 	if err != nil || !res.OK() {
 		t.Fatal(err, res)
@@ -222,7 +222,7 @@ func TestRunToolPolicyAndApprovalReadOnly(t *testing.T) {
 	}
 
 	m = faux.New(faux.Say("no tools"))
-	if _, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m, Tools: reg, ToolPolicy: &tool.Policy{NoTools: true}}); err != nil {
+	if _, err := testRunner(nil).runParams(t.Context(), params{Prompt: "go", Model: m, Tools: reg, ToolPolicy: &tool.Policy{NoTools: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(m.Requests()[0].Tools); n != 0 {

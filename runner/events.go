@@ -1,13 +1,19 @@
 package runner
 
 import (
+	"time"
+
 	"github.com/agentloop/agentloop/agent"
-	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/compact"
+	"github.com/agentloop/agentloop/loopguard"
 )
 
-// The runner's event types. They travel in agent.Event with the payload
-// (a Notice) in Data, in the same stream as the attempts' events.
+// The runner's event types, with a Notice, in the same stream as the
+// attempts' events.
 const (
+	// EventRunStart: the run starts, always its first event; Start says
+	// what it runs on.
+	EventRunStart agent.EventType = "run_start"
 	// EventLaneWait: the run waits in a lane (position 1 is next).
 	EventLaneWait agent.EventType = "lane_wait"
 	// EventLaneAcquired: a run that waited got its slots.
@@ -46,49 +52,82 @@ const (
 	EventLoopDetected agent.EventType = "loop_detection"
 	// EventWindowLearned: a server's overflow error stated a context
 	// window smaller than the model's; Window is the number, used for
-	// the rest of the run (and remembered, see Params.Windows).
+	// the rest of the run (and remembered, see Config.Windows).
 	EventWindowLearned agent.EventType = "window_learned"
 	// EventWarning: something the user should know (a skipped hook file,
 	// an MCP server that failed, a session repair).
 	EventWarning agent.EventType = "warning"
 	// EventHookMessage: a hook has a message for the user.
 	EventHookMessage agent.EventType = "hook_message"
-	// EventRunEnd: the run ended; the payload summarises the Result.
+	// EventRunEnd: the run ended; End is its Result.
 	EventRunEnd agent.EventType = "run_end"
 )
+
+// Event is one event of a run, in the run's total order. Type says which
+// payload is set:
+//
+//   - the agent's events (agent_start ... agent_end, message_update with
+//     its deltas, tool_execution_*): Agent;
+//   - run_start: Start, what the run runs on;
+//   - the runner's notices (attempt_start, retry, lane_wait, warning, ...):
+//     Notice; loop_detection also Loop;
+//   - compaction's events (auto_compaction_start, tool_result_truncation,
+//     ...): Compaction;
+//   - run_end, always the last: End, the Result.
+//
+// Seq numbers the events of a session from 1, across all its runs on one
+// Runner; RunID names the run, SessionID its session ("" without a store).
+// An Event handed to Request.OnEvent is valid only during the call (an
+// agent message_update's partial message changes after it); Run.Events
+// hands out copies that stay valid. Event.MarshalJSON is the one encoding
+// to JSON, protocol v2 (docs/protocol.md).
+type Event struct {
+	Type      agent.EventType
+	Seq       int64
+	RunID     string
+	SessionID string
+
+	Agent      *agent.Event
+	Start      *RunStart
+	Notice     *Notice
+	Loop       *loopguard.Event
+	Compaction *compact.Event
+	End        *Result
+}
+
+// RunStart says what a run runs on, in its first event.
+type RunStart struct {
+	// Model is provider/id.
+	Model string
+	// Cwd is the directory of the run's session ("" when none is known).
+	Cwd string
+	// Lane is the global lane the run waits in.
+	Lane string
+	// Tools names the run's own tools (its policy applied); the tools of
+	// Config.ToolSources (MCP servers) are added once they have started.
+	Tools []string
+	// Resumed is set when the session existed before the run.
+	Resumed bool
+}
 
 // Notice is the payload of the runner's events. Only the fields that apply
 // are set; Message is always a sentence for people.
 type Notice struct {
-	V    int    `json:"v"`
-	Type string `json:"type"`
 	// Message says what happened, for a one-line display.
-	Message string `json:"message,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	// DelayMs is the wait before a retry.
-	DelayMs int64 `json:"delayMs,omitempty"`
-	// Attempt and Max count retries or compactions.
-	Attempt int `json:"attempt,omitempty"`
-	Max     int `json:"max,omitempty"`
-	// Lane, Position and WaitedMs describe lane waits.
-	Lane     string `json:"lane,omitempty"`
-	Position int    `json:"position,omitempty"`
-	WaitedMs int64  `json:"waitedMs,omitempty"`
+	Message string
+	Reason  string
+	// Delay is the wait before a retry, or the extension of a timeout.
+	Delay time.Duration
+	// Attempt and Max count retries or compactions; on loop_detection,
+	// Attempt is how many times the call was seen.
+	Attempt, Max int
+	// Lane, Position and Waited describe lane waits.
+	Lane     string
+	Position int
+	Waited   time.Duration
 	// Streamed is set on a retry whose failed reply had already streamed
 	// text: a display should not show the retried text twice.
-	Streamed bool `json:"streamed,omitempty"`
+	Streamed bool
 	// Window is the context window learned, on window_learned.
-	Window int `json:"window,omitempty"`
-	// Run summary, on run_end.
-	SessionID  string `json:"sessionId,omitempty"`
-	Attempts   int    `json:"attempts,omitempty"`
-	StopReason string `json:"stopReason,omitempty"`
-	Error      string `json:"error,omitempty"`
-}
-
-func noticeEvent(t agent.EventType, n Notice) agent.Event {
-	n.V = 1
-	n.Type = string(t)
-	data, _ := llm.MarshalJSON(n)
-	return agent.Event{Type: t, Data: data}
+	Window int
 }

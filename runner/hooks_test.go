@@ -61,7 +61,7 @@ func TestRunHookPoints(t *testing.T) {
 		}, check: func(t *testing.T, _ *llm.Request, ev *events) {
 			found := false
 			for _, e := range ev.evs {
-				if e.Type == agent.EventHookError && e.Err != nil && strings.Contains(e.Err.Error(), "observer broke") {
+				if e.Type == agent.EventHookError && errOf(e) != nil && strings.Contains(errOf(e).Error(), "observer broke") {
 					found = true
 				}
 			}
@@ -76,9 +76,9 @@ func TestRunHookPoints(t *testing.T) {
 			store := session.NewJSONLStore(dir)
 			m := faux.New(faux.Say("hi"))
 			ev := &events{}
-			res, err := New(nil).Run(t.Context(), Params{Prompt: "hello", SystemPrompt: "You help.", Model: m,
+			res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "hello", SystemPrompt: "You help.", Model: m,
 				Hooks: &hook.LoadOptions{Home: t.TempDir(), Workspace: t.TempDir()}, RegisterHooks: tc.setup,
-				Session: SessionSpec{Store: store, Cwd: t.TempDir()}, OnEvent: ev.add})
+				Store: store, Session: SessionSpec{Cwd: t.TempDir()}, OnEvent: ev.add})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +105,7 @@ func TestRunModelHookSwitchesModel(t *testing.T) {
 	})
 	first, cheap := faux.New(faux.Say("expensive")), faux.New(faux.Say("cheap"))
 	var asked string
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: first, Info: llm.ModelInfo{Provider: "faux", ID: "big"}, Bus: bus,
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "hi", Model: first, Info: llm.ModelInfo{Provider: "faux", ID: "big"}, Bus: bus,
 		ResolveModel: func(_ context.Context, provider, model string) (llm.Model, llm.ModelInfo, error) {
 			asked = provider + "/" + model
 			return cheap, llm.ModelInfo{Provider: provider, ID: model}, nil
@@ -123,7 +123,7 @@ func TestRunModelHookSwitchesModel(t *testing.T) {
 func TestRunFinalizeRevision(t *testing.T) {
 	asked := 0
 	m := faux.New(faux.Say("draft"), faux.Say("final"))
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "write", Model: m, RegisterHooks: func(b *hook.Bus) {
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "write", Model: m, RegisterHooks: func(b *hook.Bus) {
 		b.OnBeforeAgentFinalize(hook.Spec{Name: "reviewer"}, func(_ context.Context, in hook.BeforeAgentFinalizeInput) (hook.BeforeAgentFinalizeOutput, error) {
 			asked++
 			if in.Last.Text() == "draft" {
@@ -151,7 +151,7 @@ func TestRunCutOffReplyCounts(t *testing.T) {
 	m := faux.New(cut, whole)
 	m.Info.MaxTokens = 32_000
 	ev := &events{}
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "write", Model: m, Info: m.ModelInfo(), Options: llm.Options{MaxTokens: 1000}, OnEvent: ev.add})
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "write", Model: m, Info: m.ModelInfo(), Options: llm.Options{MaxTokens: 1000}, OnEvent: ev.add})
 	if err != nil || !res.OK() {
 		t.Fatal(err, res)
 	}
@@ -170,11 +170,11 @@ func TestRunSharedBusDoesNotCollectHooks(t *testing.T) {
 	shared := hook.New(nil)
 	sharedCalls := 0
 	shared.OnLLMOutput(hook.Spec{Name: "shared"}, func(context.Context, hook.LLMOutputEvent) error { sharedCalls++; return nil })
-	r := New(nil)
+	r := testRunner(nil)
 	for i := range 3 {
 		runCalls := 0
 		m := faux.New(faux.Say("hi"))
-		res, err := r.Run(t.Context(), Params{Prompt: "hello", Model: m, Bus: shared, RegisterHooks: func(b *hook.Bus) {
+		res, err := r.runParams(t.Context(), params{Prompt: "hello", Model: m, Bus: shared, RegisterHooks: func(b *hook.Bus) {
 			b.OnLLMOutput(hook.Spec{Name: "per-run"}, func(context.Context, hook.LLMOutputEvent) error { runCalls++; return nil })
 		}})
 		if err != nil || !res.OK() {
@@ -207,7 +207,7 @@ func TestRunFinalizeAskedOnceAtEveryEnd(t *testing.T) {
 			m := faux.New(faux.Say("answer"))
 			m.Repeat = true
 			finals, stops := 0, 0
-			res, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m, RegisterHooks: func(b *hook.Bus) {
+			res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "go", Model: m, RegisterHooks: func(b *hook.Bus) {
 				b.OnStop(hook.Spec{Name: "stop"}, func(context.Context, hook.StopInput) (hook.StopOutput, error) {
 					stops++
 					return hook.StopOutput{Continue: stops <= tc.stopBlocks, Reason: "keep going"}, nil
@@ -236,15 +236,15 @@ func TestCommandHookErrorCarriesItsOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := &events{}
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "hello", Model: faux.New(faux.Say("hi")),
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "hello", Model: faux.New(faux.Say("hi")),
 		Hooks: &hook.LoadOptions{Home: home, Workspace: t.TempDir()}, OnEvent: ev.add})
 	if err != nil || !res.OK() {
 		t.Fatal(err, res)
 	}
 	for _, e := range ev.evs {
-		if e.Type == agent.EventHookError && e.Err != nil {
-			if !strings.Contains(e.Err.Error(), "lint server unreachable") {
-				t.Errorf("hook_error says %q, without the hook's own words", e.Err)
+		if e.Type == agent.EventHookError && errOf(e) != nil {
+			if !strings.Contains(errOf(e).Error(), "lint server unreachable") {
+				t.Errorf("hook_error says %q, without the hook's own words", errOf(e))
 			}
 			return
 		}
@@ -256,8 +256,8 @@ func TestCommandHookErrorCarriesItsOutput(t *testing.T) {
 // reports (a session_end hook's failure here), so a client may stop at it.
 func TestRunEndIsLast(t *testing.T) {
 	ev := &events{}
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "hello", Model: faux.New(faux.Say("hi")), OnEvent: ev.add,
-		Session: SessionSpec{Store: session.NewJSONLStore(t.TempDir()), Cwd: t.TempDir()},
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "hello", Model: faux.New(faux.Say("hi")), OnEvent: ev.add,
+		Store: session.NewJSONLStore(t.TempDir()), Session: SessionSpec{Cwd: t.TempDir()},
 		RegisterHooks: func(b *hook.Bus) {
 			b.OnSessionEnd(hook.Spec{Name: "late"}, func(context.Context, hook.SessionEndEvent) error {
 				return errors.New("late failure")
@@ -269,7 +269,7 @@ func TestRunEndIsLast(t *testing.T) {
 	types := ev.types()
 	sawLate := false
 	for _, e := range ev.evs {
-		sawLate = sawLate || e.Type == agent.EventHookError && e.Err != nil && strings.Contains(e.Err.Error(), "late failure")
+		sawLate = sawLate || e.Type == agent.EventHookError && errOf(e) != nil && strings.Contains(errOf(e).Error(), "late failure")
 	}
 	if !sawLate || len(types) == 0 || types[len(types)-1] != string(EventRunEnd) {
 		t.Errorf("events end with %v (late hook error seen: %v); want run_end last", types[max(0, len(types)-3):], sawLate)

@@ -18,25 +18,25 @@ const (
 // listed runs one run at a time.
 var DefaultLaneCaps = map[string]int{LaneMain: 4, LaneSubagent: 8, LaneCron: 1, LaneNested: 1}
 
-// SessionLanePrefix starts the name of a session's lane.
-const SessionLanePrefix = "session:"
+// sessionLanePrefix starts the name of a session's lane.
+const sessionLanePrefix = "session:"
 
-// ResolveSessionLane names the lane of a session key: the trimmed key with
+// resolveSessionLane names the lane of a session key: the trimmed key with
 // the "session:" prefix (added once); an empty key is "main".
-func ResolveSessionLane(key string) string {
+func resolveSessionLane(key string) string {
 	key = strings.TrimSpace(key)
 	if key == "" {
 		key = LaneMain
 	}
-	if strings.HasPrefix(key, SessionLanePrefix) {
+	if strings.HasPrefix(key, sessionLanePrefix) {
 		return key
 	}
-	return SessionLanePrefix + key
+	return sessionLanePrefix + key
 }
 
-// ResolveGlobalLane names the global lane of a run: the trimmed lane, main
+// resolveGlobalLane names the global lane of a run: the trimmed lane, main
 // when empty.
-func ResolveGlobalLane(lane string) string {
+func resolveGlobalLane(lane string) string {
 	lane = strings.TrimSpace(lane)
 	if lane == "" {
 		return LaneMain
@@ -44,11 +44,11 @@ func ResolveGlobalLane(lane string) string {
 	return lane
 }
 
-// ResolveNestedLane names the lane of a run started from inside a run on
+// resolveNestedLane names the lane of a run started from inside a run on
 // parent: the parent's own lane, except that an unnamed parent and a cron
 // parent give nested (the cron lane's one slot is the parent's: a child
 // there would wait for it forever).
-func ResolveNestedLane(parent string) string {
+func resolveNestedLane(parent string) string {
 	parent = strings.TrimSpace(parent)
 	if parent == "" || parent == LaneCron {
 		return LaneNested
@@ -56,18 +56,18 @@ func ResolveNestedLane(parent string) string {
 	return parent
 }
 
-// Lanes queues runs: first per session (one run at a time, in arrival
+// lanes queues runs: first per session (one run at a time, in arrival
 // order), then per global lane (up to its cap, in arrival order). It is safe
-// for concurrent use; the zero value is not ready, use NewLanes.
-type Lanes struct {
+// for concurrent use; the zero value is not ready, use newLanes.
+type lanes struct {
 	mu    sync.Mutex
 	caps  map[string]int
 	lanes map[string]*lane
 }
 
-// NewLanes returns lanes with the given caps (nil means DefaultLaneCaps).
+// newLanes returns lanes with the given caps (nil means DefaultLaneCaps).
 // Caps below 1 count as 1.
-func NewLanes(caps map[string]int) *Lanes {
+func newLanes(caps map[string]int) *lanes {
 	if caps == nil {
 		caps = DefaultLaneCaps
 	}
@@ -75,7 +75,7 @@ func NewLanes(caps map[string]int) *Lanes {
 	for k, v := range caps {
 		c[k] = max(1, v)
 	}
-	return &Lanes{caps: c, lanes: map[string]*lane{}}
+	return &lanes{caps: c, lanes: map[string]*lane{}}
 }
 
 type lane struct {
@@ -87,7 +87,7 @@ type lane struct {
 // acquire takes a slot of the named lane, waiting in FIFO order. onQueued is
 // called once, before waiting, with the run's position (1 = next). A
 // cancelled wait leaves the queue as if it never joined.
-func (l *Lanes) acquire(ctx context.Context, name string, cap int, onQueued func(pos int)) (release func(), err error) {
+func (l *lanes) acquire(ctx context.Context, name string, cap int, onQueued func(pos int)) (release func(), err error) {
 	l.mu.Lock()
 	ln := l.lanes[name]
 	if ln == nil {
@@ -125,7 +125,7 @@ func (l *Lanes) acquire(ctx context.Context, name string, cap int, onQueued func
 	}
 }
 
-func (l *Lanes) releaser(name string, ln *lane) func() {
+func (l *lanes) releaser(name string, ln *lane) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -137,7 +137,7 @@ func (l *Lanes) releaser(name string, ln *lane) func() {
 }
 
 // handOff passes a held slot to the next waiter, or frees it. l.mu is held.
-func (l *Lanes) handOff(name string, ln *lane) {
+func (l *lanes) handOff(name string, ln *lane) {
 	if len(ln.waiters) > 0 {
 		next := ln.waiters[0]
 		ln.waiters = ln.waiters[1:]
@@ -148,13 +148,13 @@ func (l *Lanes) handOff(name string, ln *lane) {
 	l.gc(name, ln)
 }
 
-func (l *Lanes) gc(name string, ln *lane) {
-	if ln.active == 0 && len(ln.waiters) == 0 && strings.HasPrefix(name, SessionLanePrefix) {
+func (l *lanes) gc(name string, ln *lane) {
+	if ln.active == 0 && len(ln.waiters) == 0 && strings.HasPrefix(name, sessionLanePrefix) {
 		delete(l.lanes, name)
 	}
 }
 
-func (l *Lanes) capOf(name string) int {
+func (l *lanes) capOf(name string) int {
 	if c, ok := l.caps[name]; ok {
 		return c
 	}
@@ -164,9 +164,9 @@ func (l *Lanes) capOf(name string) int {
 // Acquire queues a run on its session lane, then on its global lane, and
 // returns the function that frees both. onQueued is told the lane and the
 // position whenever the run has to wait in one.
-func (l *Lanes) Acquire(ctx context.Context, sessionKey, globalLane string, onQueued func(lane string, pos int)) (release func(), err error) {
-	sl := ResolveSessionLane(sessionKey)
-	gl := ResolveGlobalLane(globalLane)
+func (l *lanes) Acquire(ctx context.Context, sessionKey, globalLane string, onQueued func(lane string, pos int)) (release func(), err error) {
+	sl := resolveSessionLane(sessionKey)
+	gl := resolveGlobalLane(globalLane)
 	q := func(name string) func(int) {
 		if onQueued == nil {
 			return nil
@@ -186,7 +186,7 @@ func (l *Lanes) Acquire(ctx context.Context, sessionKey, globalLane string, onQu
 }
 
 // Running reports how many runs hold a slot of the named lane.
-func (l *Lanes) Running(name string) int {
+func (l *lanes) Running(name string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ln := l.lanes[name]; ln != nil {

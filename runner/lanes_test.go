@@ -44,7 +44,7 @@ func TestLanesFIFOAndCaps(t *testing.T) {
 			return faux.Say("done " + key)
 		}))
 		m.Repeat = true
-		r := New(nil)
+		r := testRunner(nil)
 		var wg sync.WaitGroup
 		waits := 0
 		var wmu sync.Mutex
@@ -52,7 +52,7 @@ func TestLanesFIFOAndCaps(t *testing.T) {
 			sess := fmt.Sprintf("s%d", i%5)
 			key := fmt.Sprintf("%s/%02d", sess, i)
 			wg.Go(func() {
-				res, err := r.Run(t.Context(), Params{Prompt: key, SessionKey: sess, Model: m, OnEvent: func(ev agent.Event) {
+				res, err := r.runParams(t.Context(), params{Prompt: key, SessionKey: sess, Model: m, OnEvent: func(ev Event) {
 					if ev.Type == EventLaneWait {
 						wmu.Lock()
 						waits++
@@ -99,12 +99,12 @@ func TestQueuedRunCancelledLeavesNoTrace(t *testing.T) {
 	cwd := t.TempDir()
 	hold := make(chan struct{})
 	m := faux.New(faux.Say("first").WithHold(hold), faux.Say("never"))
-	r := New(nil)
+	r := testRunner(nil)
 	first := make(chan Result, 1)
 	started := make(chan struct{})
 	go func() {
-		res, err := r.Run(context.Background(), Params{Prompt: "one", SessionKey: "k", Model: m,
-			Session: SessionSpec{Store: store, Cwd: cwd, ID: ""}, OnEvent: func(ev agent.Event) {
+		res, err := r.runParams(context.Background(), params{Prompt: "one", SessionKey: "k", Model: m,
+			Store: store, Session: SessionSpec{Cwd: cwd, ID: ""}, OnEvent: func(ev Event) {
 				if ev.Type == agent.EventAgentStart {
 					close(started)
 				}
@@ -116,8 +116,8 @@ func TestQueuedRunCancelledLeavesNoTrace(t *testing.T) {
 	}()
 	<-started
 	ctx, cancel := context.WithCancel(context.Background())
-	res, err := r.Run(ctx, Params{Prompt: "two", SessionKey: "k", Model: m,
-		Session: SessionSpec{Store: store, Cwd: cwd}, OnEvent: func(ev agent.Event) {
+	res, err := r.runParams(ctx, params{Prompt: "two", SessionKey: "k", Model: m,
+		Store: store, Session: SessionSpec{Cwd: cwd}, OnEvent: func(ev Event) {
 			if ev.Type == EventLaneWait {
 				cancel()
 			}
@@ -150,36 +150,33 @@ func TestRegistrySteerAbortActive(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	m := faux.New(faux.Say("working").WithHold(hold))
-	r := New(nil)
+	r := testRunner(nil)
 	started := make(chan struct{})
-	done := make(chan Result, 1)
-	go func() {
-		res, _ := r.Run(context.Background(), Params{Prompt: "go", SessionKey: "abc", Model: m, OnEvent: func(ev agent.Event) {
-			if ev.Type == agent.EventAgentStart {
-				close(started)
-			}
-		}})
-		done <- res
-	}()
+	h, err := r.Start(context.Background(), Request{Prompt: "go", SessionKey: "abc", Model: m, OnEvent: func(ev Event) {
+		if ev.Type == agent.EventAgentStart {
+			close(started)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	<-started
-	if got := r.Active(); len(got) != 1 || got[0] != "abc" {
+	if got := r.Active(); len(got) != 1 || got[0] != h || h.Key() != "abc" {
 		t.Fatalf("Active = %v", got)
 	}
-	if r.Steer("nope", "x") || r.Abort("nope") {
-		t.Error("steer or abort of an unknown session reported success")
-	}
-	if !r.Steer("abc", "also this") {
+	if !h.Steer("also this") {
 		t.Error("Steer of the active run failed")
 	}
-	if !r.Abort("abc") {
-		t.Fatal("Abort failed")
-	}
-	res := <-done
+	h.Abort()
+	res, _ := h.Wait()
 	if res.Reason != ReasonAborted || !errors.Is(res.Err, ErrAborted) {
 		t.Fatalf("aborted run: %+v", res)
 	}
 	if len(r.Active()) != 0 {
 		t.Errorf("the run is still registered")
+	}
+	if h.Steer("late") || h.FollowUp("late") {
+		t.Error("steering an ended run reported success")
 	}
 }
 
@@ -188,12 +185,12 @@ func TestRunPersistsAndResumes(t *testing.T) {
 	cwd := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		m := faux.New(faux.Say("part").WithError(faux.Failure{Reason: llm.ReasonOverloaded, Status: 529}), faux.Say("first answer"), faux.Say("second answer"))
-		r := New(nil)
-		res, err := r.Run(t.Context(), Params{Prompt: "hello", Model: m, Retry: noJitter(), Session: SessionSpec{Store: store, Cwd: cwd}})
+		r := testRunner(nil)
+		res, err := r.runParams(t.Context(), params{Prompt: "hello", Model: m, Retry: noJitter(), Store: store, Session: SessionSpec{Cwd: cwd}})
 		if err != nil || !res.OK() || res.SessionID == "" {
 			t.Fatalf("first run: %v %+v", err, res)
 		}
-		res2, err := r.Run(t.Context(), Params{Prompt: "again", Model: m, Session: SessionSpec{Store: store, Cwd: cwd, Continue: true}})
+		res2, err := r.runParams(t.Context(), params{Prompt: "again", Model: m, Store: store, Session: SessionSpec{Cwd: cwd, Continue: true}})
 		if err != nil || !res2.OK() || res2.SessionID != res.SessionID {
 			t.Fatalf("continued run: %v %+v (first %s)", err, res2, res.SessionID)
 		}
@@ -227,7 +224,7 @@ func TestSecondWriterFailsFast(t *testing.T) {
 	store := session.NewJSONLStore(t.TempDir())
 	cwd := t.TempDir()
 	m := faux.New(faux.Say("one"))
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: m, Session: SessionSpec{Store: store, Cwd: cwd}})
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "hi", Model: m, Store: store, Session: SessionSpec{Cwd: cwd}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +233,7 @@ func TestSecondWriterFailsFast(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Close()
-	_, err = New(nil).Run(t.Context(), Params{Prompt: "hi", Model: faux.New(faux.Say("two")), Session: SessionSpec{Store: store, Cwd: cwd, ID: res.SessionID}})
+	_, err = testRunner(nil).runParams(t.Context(), params{Prompt: "hi", Model: faux.New(faux.Say("two")), Store: store, Session: SessionSpec{Cwd: cwd, ID: res.SessionID}})
 	if !errors.Is(err, session.ErrLocked) || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second writer: %v, want the lock message", err)
 	}

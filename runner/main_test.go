@@ -9,3 +9,25 @@ import (
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
+
+// testRunner is a Runner for cfg (nil: the defaults), for the tests that
+// drive a run with the merged params directly.
+func testRunner(cfg *Config) *Runner {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	r, err := New(c)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// errOf is the error of an agent event (hook_error, agent_end).
+func errOf(e Event) error {
+	if e.Agent == nil {
+		return nil
+	}
+	return e.Agent.Err
+}

@@ -41,47 +41,47 @@ const (
 	MaxTimerDuration = 2_147_000_000 * time.Millisecond
 )
 
-// OverflowUserMessage is what a user reads when the context could not be
+// overflowUserMessage is what a user reads when the context could not be
 // brought under the model's window.
-const OverflowUserMessage = "The conversation is too large for the model's context window, even after compaction and shortening tool results. " +
+const overflowUserMessage = "The conversation is too large for the model's context window, even after compaction and shortening tool results. " +
 	"Compact it (agentloop compact) or start a new session, or use a model with a larger context window."
 
-// RetryLimitUserMessage is what a user reads when the run hit its iteration cap.
-const RetryLimitUserMessage = "The request failed after repeated internal retries. Try again, or start a new session."
+// retryLimitUserMessage is what a user reads when the run hit its iteration cap.
+const retryLimitUserMessage = "The request failed after repeated internal retries. Try again, or start a new session."
 
-// Action is what the runner does after an attempt.
-type Action string
+// cascadeAction is what the runner does after an attempt.
+type cascadeAction string
 
 // The actions, in the order the cascade considers them.
 const (
-	// ActionFinish ends the run with the attempt's outcome (success, max
+	// actFinish ends the run with the attempt's outcome (success, max
 	// turns, abort).
-	ActionFinish Action = "finish"
-	// ActionTimeoutCompact compacts a big prompt after a timed-out call,
+	actFinish cascadeAction = "finish"
+	// actTimeoutCompact compacts a big prompt after a timed-out call,
 	// then retries.
-	ActionTimeoutCompact Action = "timeout_compaction"
-	// ActionOverflowRetry retries an overflow without compacting again: the
+	actTimeoutCompact cascadeAction = "timeout_compaction"
+	// actOverflowRetry retries an overflow without compacting again: the
 	// attempt already compacted.
-	ActionOverflowRetry Action = "overflow_retry"
-	// ActionCompact compacts after a context overflow, then retries.
-	ActionCompact Action = "compaction_retry"
-	// ActionTruncate shortens oversized tool results once, then retries.
-	ActionTruncate Action = "truncation_retry"
-	// ActionRotateProfile retries on the next auth profile.
-	ActionRotateProfile Action = "rotate_profile"
-	// ActionFallbackModel retries on the next fallback model.
-	ActionFallbackModel Action = "model_fallback"
-	// ActionThinkingFallback retries at the thinking level Decision.Thinking
+	actOverflowRetry cascadeAction = "overflow_retry"
+	// actCompact compacts after a context overflow, then retries.
+	actCompact cascadeAction = "compaction_retry"
+	// actTruncate shortens oversized tool results once, then retries.
+	actTruncate cascadeAction = "truncation_retry"
+	// actRotateProfile retries on the next auth profile.
+	actRotateProfile cascadeAction = "rotate_profile"
+	// actFallbackModel retries on the next fallback model.
+	actFallbackModel cascadeAction = "model_fallback"
+	// actThinkingFallback retries at the thinking level cascadeDecision.Thinking
 	// the provider will accept.
-	ActionThinkingFallback Action = "thinking_fallback"
-	// ActionRetry waits Delay and retries the same model.
-	ActionRetry Action = "retry"
-	// ActionFail ends the run with Reason and Message.
-	ActionFail Action = "fail"
+	actThinkingFallback cascadeAction = "thinking_fallback"
+	// actRetry waits Delay and retries the same model.
+	actRetry cascadeAction = "retry"
+	// actFail ends the run with Reason and Message.
+	actFail cascadeAction = "fail"
 )
 
-// Outcome is how one attempt ended, as the cascade reads it.
-type Outcome struct {
+// attemptOutcome is how one attempt ended, as the cascade reads it.
+type attemptOutcome struct {
 	// End is the agent's reason: stop, max_turns, aborted or error.
 	End string
 	// Failure is the classified reason of a failed model call ("" when the
@@ -99,8 +99,8 @@ type Outcome struct {
 	Err error
 }
 
-// State is what the run has done so far.
-type State struct {
+// cascadeState is what the run has done so far.
+type cascadeState struct {
 	Window              int
 	Profiles            int
 	OverflowCompactions int
@@ -160,23 +160,23 @@ func (p RetryPolicy) Backoff(n int, retryAfter time.Duration) time.Duration {
 	return wait
 }
 
-// Decision is the cascade's answer.
-type Decision struct {
-	Action Action
+// cascadeDecision is the cascade's answer.
+type cascadeDecision struct {
+	Action cascadeAction
 	// Reason is the reason code: the failure reason for a retry or a
-	// failure; for ActionFinish the agent's end reason.
+	// failure; for actFinish the agent's end reason.
 	Reason string
 	// Delay is the wait before a retry.
 	Delay time.Duration
 	// Message is a sentence for people (the event line, or the user error).
 	Message string
-	// Thinking is the level to retry with, for ActionThinkingFallback.
+	// Thinking is the level to retry with, for actThinkingFallback.
 	Thinking llm.ThinkingLevel
 	// Mark says to record the failure against the current auth profile.
 	Mark bool
 }
 
-// Decide is the decision cascade after an attempt, in the reference order
+// decide is the decision cascade after an attempt, in the reference order
 // (first match wins):
 //
 //  1. not a failure (stop, max_turns) or an abort: finish;
@@ -184,7 +184,7 @@ type Decision struct {
 //     timeout compactions: compact and retry;
 //  3. a context overflow: retry without compacting when the attempt already
 //     compacted, else compact (up to 3 times in all), then shorten tool
-//     results once, then fail with OverflowUserMessage. An overflow never
+//     results once, then fail with overflowUserMessage. An overflow never
 //     rotates a profile or falls back to another model;
 //  4. everything else is package failover's cascade (failover.Next): the
 //     next auth profile for a failure of the credentials (a rate limit at
@@ -193,12 +193,12 @@ type Decision struct {
 //     failure (after Backoff, honouring a Retry-After up to Max), the next
 //     fallback model, else the failure with its reason's user message.
 //
-// Decide is pure: the caller applies the decision and updates State.
-func Decide(o Outcome, s State, p RetryPolicy) Decision {
+// decide is pure: the caller applies the decision and updates cascadeState.
+func decide(o attemptOutcome, s cascadeState, p RetryPolicy) cascadeDecision {
 	p = p.withDefaults()
 	switch {
 	case o.End != "error":
-		return Decision{Action: ActionFinish, Reason: o.End}
+		return cascadeDecision{Action: actFinish, Reason: o.End}
 	}
 	reason := o.Failure
 	if reason == "" {
@@ -206,22 +206,22 @@ func Decide(o Outcome, s State, p RetryPolicy) Decision {
 	}
 	if reason == llm.ReasonTimeout && s.Window > 0 && s.TimeoutCompactions < MaxTimeoutCompactions &&
 		float64(o.PromptTokens)/float64(s.Window) > TimeoutCompactionRatio {
-		return Decision{Action: ActionTimeoutCompact, Reason: string(reason),
+		return cascadeDecision{Action: actTimeoutCompact, Reason: string(reason),
 			Message: fmt.Sprintf("the model call timed out with a large prompt (%d of %d tokens): compacting and retrying", o.PromptTokens, s.Window)}
 	}
 	if reason == llm.ReasonContextOverflow {
 		switch {
 		case o.Compacted && s.OverflowCompactions < MaxOverflowCompactions:
-			return Decision{Action: ActionOverflowRetry, Reason: string(reason),
+			return cascadeDecision{Action: actOverflowRetry, Reason: string(reason),
 				Message: fmt.Sprintf("context overflow after this attempt's own compaction: retrying without compacting again (%d/%d)", s.OverflowCompactions+1, MaxOverflowCompactions)}
 		case s.OverflowCompactions < MaxOverflowCompactions:
-			return Decision{Action: ActionCompact, Reason: string(reason),
+			return cascadeDecision{Action: actCompact, Reason: string(reason),
 				Message: fmt.Sprintf("context overflow: compacting and retrying (%d/%d)", s.OverflowCompactions+1, MaxOverflowCompactions)}
 		case !s.TruncationTried:
-			return Decision{Action: ActionTruncate, Reason: string(reason),
+			return cascadeDecision{Action: actTruncate, Reason: string(reason),
 				Message: "context overflow after compaction: shortening large tool results and retrying"}
 		}
-		return Decision{Action: ActionFail, Reason: string(reason), Message: OverflowUserMessage}
+		return cascadeDecision{Action: actFail, Reason: string(reason), Message: overflowUserMessage}
 	}
 	// The rest is package failover's cascade (credential, thinking level,
 	// same-model retry, fallback model); the runner adds the waits.
@@ -230,17 +230,17 @@ func Decide(o Outcome, s State, p RetryPolicy) Decision {
 		FallbackConfigured: s.FallbacksLeft > 0, RateLimitRotations: s.RateLimitRotations, OverloadRotations: s.OverloadRotations,
 		MaxWait: p.Max,
 	})
-	d := Decision{Reason: string(reason), Mark: plan.Mark}
+	d := cascadeDecision{Reason: string(reason), Mark: plan.Mark}
 	switch plan.Step {
 	case failover.StepRotateProfile:
-		d.Action = ActionRotateProfile
+		d.Action = actRotateProfile
 		d.Message = fmt.Sprintf("%s: switching to the next auth profile", failover.Words(reason))
 	case failover.StepLowerThinking:
-		d.Action, d.Thinking = ActionThinkingFallback, plan.Thinking
+		d.Action, d.Thinking = actThinkingFallback, plan.Thinking
 		d.Message = fmt.Sprintf("the model refused the thinking level: retrying with thinking %s", plan.Thinking)
 	case failover.StepRetry:
 		n := s.Retries + 1
-		d.Action, d.Delay = ActionRetry, p.Backoff(n, o.RetryAfter)
+		d.Action, d.Delay = actRetry, p.Backoff(n, o.RetryAfter)
 		d.Message = fmt.Sprintf("%s: retrying in %s (%d/%d)", failover.Words(reason), roundSec(d.Delay), n, p.Attempts)
 	case failover.StepFallbackModel:
 		why := ""
@@ -250,10 +250,10 @@ func Decide(o Outcome, s State, p RetryPolicy) Decision {
 		case reason.Transient() && s.Retries >= p.Attempts:
 			why = fmt.Sprintf(" after %d retries", s.Retries)
 		}
-		d.Action = ActionFallbackModel
+		d.Action = actFallbackModel
 		d.Message = fmt.Sprintf("%s%s: switching to the next fallback model", failover.Words(reason), why)
 	default:
-		d.Action, d.Message = ActionFail, reason.UserMessage()
+		d.Action, d.Message = actFail, reason.UserMessage()
 		if errors.Is(o.Err, llm.ErrResponseTooLarge) {
 			d.Message = llm.ErrorText(o.Err)
 		}
@@ -283,28 +283,28 @@ func roundSec(d time.Duration) string {
 	return d.Round(100 * time.Millisecond).String()
 }
 
-// TimeoutAction is what a run timeout does when it fires.
-type TimeoutAction string
+// timeoutAction is what a run timeout does when it fires.
+type timeoutAction string
 
 // The run-timeout actions.
 const (
-	TimeoutAbort  TimeoutAction = "abort"
-	TimeoutExtend TimeoutAction = "extend"
+	timeoutAbort  timeoutAction = "abort"
+	timeoutExtend timeoutAction = "extend"
 )
 
-// RunTimeoutDuringCompaction decides what a run timeout that fires does:
+// runTimeoutDuringCompaction decides what a run timeout that fires does:
 // extend once (by the compaction timeout) when a compaction is pending or in
 // flight and the grace was not used yet, otherwise abort.
-func RunTimeoutDuringCompaction(compacting, graceUsed bool) TimeoutAction {
+func runTimeoutDuringCompaction(compacting, graceUsed bool) timeoutAction {
 	if compacting && !graceUsed {
-		return TimeoutExtend
+		return timeoutExtend
 	}
-	return TimeoutAbort
+	return timeoutAbort
 }
 
-// RunTimeoutWithCompactionGrace is the longest a run may take: its timeout
+// runTimeoutWithCompactionGrace is the longest a run may take: its timeout
 // plus one compaction timeout.
-func RunTimeoutWithCompactionGrace(run, compaction time.Duration) time.Duration {
+func runTimeoutWithCompactionGrace(run, compaction time.Duration) time.Duration {
 	return run + compaction
 }
 
@@ -332,15 +332,15 @@ func ResolveIdleTimeout(idle, runTimeout, configuredRunTimeout time.Duration, la
 	return DefaultIdleTimeout
 }
 
-// IdleTimeoutMessage is the error text of a call that produced nothing for
+// idleTimeoutMessage is the error text of a call that produced nothing for
 // the idle timeout.
-func IdleTimeoutMessage(d time.Duration) string {
+func idleTimeoutMessage(d time.Duration) string {
 	return fmt.Sprintf("LLM idle timeout (%ds): no response from model", int(d/time.Second))
 }
 
-// FlagCompactionTimeout reports whether a timeout counts as one that came
+// flagCompactionTimeout reports whether a timeout counts as one that came
 // during compaction: the run timed out while a compaction was pending,
 // retrying or in flight. Such a run is not retried (its state is unsure).
-func FlagCompactionTimeout(timedOut, compacting bool) bool {
+func flagCompactionTimeout(timedOut, compacting bool) bool {
 	return timedOut && compacting
 }

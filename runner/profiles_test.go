@@ -33,10 +33,10 @@ func TestProfileRotationAndCooldown(t *testing.T) {
 			return models[name]
 		}
 		var used []string
-		r := New(nil)
+		r := testRunner(nil)
 		run := func() Result {
 			ev := &events{}
-			res, err := r.Run(t.Context(), Params{Prompt: "hi", Model: model("a"), Info: llm.ModelInfo{Provider: "p"},
+			res, err := r.runParams(t.Context(), params{Prompt: "hi", Model: model("a"), Info: llm.ModelInfo{Provider: "p"},
 				AuthProfiles: []string{"a", "b"}, OnEvent: ev.add,
 				UseProfile: func(_ context.Context, name string) (llm.Model, llm.ModelInfo, error) {
 					used = append(used, name)
@@ -73,7 +73,7 @@ func TestModelFallback(t *testing.T) {
 		busy.Repeat = true
 		spare := faux.New(faux.Say("from the spare"))
 		ev := &events{}
-		res, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: busy, Info: llm.ModelInfo{Provider: "a", ID: "big"},
+		res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "hi", Model: busy, Info: llm.ModelInfo{Provider: "a", ID: "big"},
 			FallbackModels: []string{"b/missing", "b/spare"}, Retry: noJitter(), OnEvent: ev.add,
 			ResolveModel: func(_ context.Context, provider, id string) (llm.Model, llm.ModelInfo, error) {
 				if id == "missing" {
@@ -114,7 +114,7 @@ func TestProfileCooldownSharedThroughAuthStore(t *testing.T) {
 			m.Repeat = true
 			return m
 		}
-		res, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: model("a"), Info: llm.ModelInfo{Provider: "anthropic", ID: "m"},
+		res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "hi", Model: model("a"), Info: llm.ModelInfo{Provider: "anthropic", ID: "m"},
 			AuthProfiles: []string{"a", "b"}, Auth: store,
 			UseProfile: func(_ context.Context, name string) (llm.Model, llm.ModelInfo, error) {
 				return model(name), llm.ModelInfo{Provider: "anthropic", ID: "m"}, nil
@@ -152,9 +152,9 @@ func TestInMemoryCooldownsFollowAuthRules(t *testing.T) {
 				a.Repeat = true
 				b := faux.New(faux.Say("from b"))
 				b.Repeat = true
-				r := New(nil)
+				r := testRunner(nil)
 				run := func() {
-					res, err := r.Run(t.Context(), Params{Prompt: "hi", Model: a, Info: llm.ModelInfo{Provider: "p", ID: "m"},
+					res, err := r.runParams(t.Context(), params{Prompt: "hi", Model: a, Info: llm.ModelInfo{Provider: "p", ID: "m"},
 						AuthProfiles: []string{"a", "b"},
 						UseProfile: func(_ context.Context, name string) (llm.Model, llm.ModelInfo, error) {
 							if name == "a" {
@@ -192,7 +192,7 @@ func TestModelFallbackTakesItsWindow(t *testing.T) {
 		ev := &events{}
 		fc := &fakeCompactor{}
 		history := []llm.Message{llm.UserText(strings.Repeat("context ", 1000)), {Role: llm.RoleAssistant, Content: []llm.Content{llm.Text("ok")}, StopReason: llm.StopReasonStop}}
-		res, err := New(nil).Run(t.Context(), Params{Prompt: "go on", History: history, Model: missing,
+		res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "go on", History: history, Model: missing,
 			Info:           llm.ModelInfo{Provider: "a", ID: "big", ContextWindow: 200_000},
 			FallbackModels: []string{"b/small"}, Retry: noJitter(), OnEvent: ev.add,
 			Compaction: &CompactionSpec{Compactor: fc},
@@ -241,7 +241,7 @@ func TestSummarizerFollowsTheRunsModel(t *testing.T) {
 				llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text(strings.Repeat("answer ", 140))}, StopReason: llm.StopReasonStop})
 		}
 		ev := &events{}
-		res, err := New(nil).Run(t.Context(), Params{Prompt: "go on", History: history, SystemPrompt: "You help.", Model: a,
+		res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "go on", History: history, SystemPrompt: "You help.", Model: a,
 			Info:         llm.ModelInfo{Provider: "p", ID: "m", ContextWindow: 200_000},
 			AuthProfiles: []string{"a", "b"}, OnEvent: ev.add,
 			UseProfile: func(_ context.Context, name string) (llm.Model, llm.ModelInfo, error) {
@@ -270,7 +270,7 @@ func TestFallbackMarksTheLastProfile(t *testing.T) {
 	dead := faux.New(refuse(llm.ReasonAuth, 401))
 	dead.Repeat = true
 	spare := faux.New(faux.Say("from the spare"))
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: dead, Info: llm.ModelInfo{Provider: "p", ID: "m"},
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "hi", Model: dead, Info: llm.ModelInfo{Provider: "p", ID: "m"},
 		AuthProfiles: []string{"a", "b"}, Auth: store, FallbackModels: []string{"q/spare"},
 		UseProfile: func(context.Context, string) (llm.Model, llm.ModelInfo, error) {
 			return dead, llm.ModelInfo{Provider: "p", ID: "m"}, nil
@@ -293,7 +293,7 @@ func TestFallbackMarksTheLastProfile(t *testing.T) {
 func TestModelFallbackTakesItsOutputLimit(t *testing.T) {
 	missing := faux.New(refuse(llm.ReasonModelNotFound, 404))
 	small := faux.New(faux.Say("Part one").WithStop(llm.StopReasonLength), faux.Say("Part one and two."))
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "write", Model: missing, Options: llm.Options{MaxTokens: 1000},
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "write", Model: missing, Options: llm.Options{MaxTokens: 1000},
 		Info:           llm.ModelInfo{Provider: "a", ID: "big", MaxTokens: 64_000},
 		FallbackModels: []string{"b/small"},
 		ResolveModel: func(_ context.Context, provider, id string) (llm.Model, llm.ModelInfo, error) {
@@ -328,9 +328,9 @@ func TestSwitchesRecordedInSession(t *testing.T) {
 			store := session.NewJSONLStore(t.TempDir())
 			first := faux.New(tc.first, faux.Say("from the first"))
 			spare := faux.New(faux.Say("from the spare"))
-			res, err := New(nil).Run(t.Context(), Params{Prompt: "hi", Model: first, Info: llm.ModelInfo{Provider: "a", ID: "big"},
+			res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "hi", Model: first, Info: llm.ModelInfo{Provider: "a", ID: "big"},
 				Options: llm.Options{Thinking: llm.ThinkingXHigh}, FallbackModels: []string{"b/spare"},
-				Session: SessionSpec{Store: store, Cwd: t.TempDir()},
+				Store: store, Session: SessionSpec{Cwd: t.TempDir()},
 				ResolveModel: func(_ context.Context, provider, id string) (llm.Model, llm.ModelInfo, error) {
 					return spare, llm.ModelInfo{Provider: provider, ID: id}, nil
 				}})

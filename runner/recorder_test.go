@@ -150,9 +150,12 @@ func TestRunSnipsVeryOldHistory(t *testing.T) {
 	info.ContextWindow = 32_000
 	summariser := faux.New(faux.Say("## Goal\nkeep going"))
 	summariser.Repeat = true
-	res, err := runner.Run(ctx, runner.Params{Prompt: "go on", Model: model, Info: info,
-		Session:    runner.SessionSpec{Store: st, ID: id},
-		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{Model: summariser}}})
+	r, err := runner.New(runner.Config{Store: st, Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{Model: summariser}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res, err := r.Run(ctx, runner.Request{Prompt: "go on", Model: model, Info: info, Session: runner.SessionSpec{ID: id}})
 	if err != nil || res.Reason != runner.ReasonStop {
 		t.Fatalf("run: %v %+v", err, res)
 	}

@@ -22,10 +22,10 @@ import (
 // events records a run's events.
 type events struct {
 	mu  sync.Mutex
-	evs []agent.Event
+	evs []Event
 }
 
-func (e *events) add(ev agent.Event) {
+func (e *events) add(ev Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.evs = append(e.evs, ev)
@@ -36,10 +36,20 @@ func (e *events) notices(t agent.EventType) []Notice {
 	defer e.mu.Unlock()
 	var out []Notice
 	for _, ev := range e.evs {
-		if ev.Type == t {
-			var n Notice
-			_ = json.Unmarshal(ev.Data, &n)
-			out = append(out, n)
+		if ev.Type == t && ev.Notice != nil {
+			out = append(out, *ev.Notice)
+		}
+	}
+	return out
+}
+
+func (e *events) ends() []Result {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []Result
+	for _, ev := range e.evs {
+		if ev.Type == EventRunEnd && ev.End != nil {
+			out = append(out, *ev.End)
 		}
 	}
 	return out
@@ -150,7 +160,7 @@ func TestRunCascade(t *testing.T) {
 				fc := &fakeCompactor{}
 				ev := &events{}
 				start := time.Now()
-				res, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m, History: tc.history, Info: llm.ModelInfo{ContextWindow: tc.window},
+				res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "go", Model: m, History: tc.history, Info: llm.ModelInfo{ContextWindow: tc.window},
 					Compaction: &CompactionSpec{Compactor: fc}, Retry: noJitter(), OnEvent: ev.add})
 				if err != nil {
 					t.Fatal(err)
@@ -178,7 +188,7 @@ func TestRunCascade(t *testing.T) {
 				var total int64
 				retries := ev.notices(EventRetry)
 				for i, want := range tc.wantDelay {
-					if i >= len(retries) || retries[i].DelayMs != want {
+					if i >= len(retries) || retries[i].Delay.Milliseconds() != want {
 						t.Fatalf("retry delays %+v, want %v", retries, tc.wantDelay)
 					}
 					total += want
@@ -186,7 +196,7 @@ func TestRunCascade(t *testing.T) {
 				if res.Reason == "stop" && time.Since(start) != time.Duration(total)*time.Millisecond {
 					t.Errorf("the run took %s of fake time, want the %d ms of its waits", time.Since(start), total)
 				}
-				if ends := ev.notices(EventRunEnd); len(ends) != 1 || ends[0].Reason != tc.reason {
+				if ends := ev.ends(); len(ends) != 1 || ends[0].Reason != tc.reason {
 					t.Errorf("run_end events %+v", ends)
 				}
 				// Failed replies are never left in the conversation.
@@ -204,7 +214,7 @@ func TestRunStreamedRetryIsVisible(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := faux.New(faux.Say("partial").WithError(faux.Failure{Reason: llm.ReasonOverloaded, Status: 529}), faux.Say("done"))
 		ev := &events{}
-		res, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m, Retry: noJitter(), OnEvent: ev.add})
+		res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "go", Model: m, Retry: noJitter(), OnEvent: ev.add})
 		if err != nil || !res.OK() {
 			t.Fatalf("run: %v %+v", err, res)
 		}
@@ -222,7 +232,7 @@ func TestRunIterationCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := faux.New(refuse(llm.ReasonOverloaded, 529))
 		m.Repeat = true
-		res, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m, Timeout: -1,
+		res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "go", Model: m, Timeout: -1,
 			Retry: &RetryPolicy{Attempts: 1000, Jitter: func() float64 { return 0 }}})
 		if err != nil {
 			t.Fatal(err)
@@ -230,7 +240,7 @@ func TestRunIterationCap(t *testing.T) {
 		if res.Reason != ReasonRetryLimit || m.Calls() != 32 || res.Attempts != 32 {
 			t.Fatalf("reason %s after %d calls (%d attempts), want retry_limit after 32", res.Reason, m.Calls(), res.Attempts)
 		}
-		if res.Message != RetryLimitUserMessage {
+		if res.Message != retryLimitUserMessage {
 			t.Errorf("message %q", res.Message)
 		}
 	})
@@ -250,12 +260,12 @@ func TestRunBudgets(t *testing.T) {
 	}})
 	tests := []struct {
 		name   string
-		p      Params
+		p      params
 		reason string
 		calls  int
 	}{
-		{"cost", Params{MaxCost: 0.05}, ReasonBudgetCost, 3},
-		{"tokens", Params{MaxTokens: 1500}, ReasonBudgetTokens, 3},
+		{"cost", params{MaxCost: 0.05}, ReasonBudgetCost, 3},
+		{"tokens", params{MaxTokens: 1500}, ReasonBudgetTokens, 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -263,7 +273,7 @@ func TestRunBudgets(t *testing.T) {
 			m := loop()
 			p.Prompt, p.Model, p.Tools = "go", m, noop
 			p.LoopGuard = nil
-			res, err := New(nil).Run(t.Context(), p)
+			res, err := testRunner(nil).runParams(t.Context(), p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -284,12 +294,12 @@ func TestRunBudgets(t *testing.T) {
 			s.Usage = usage
 			m := faux.New(s)
 			m.Repeat = true
-			p := Params{Prompt: "go", Model: m, MaxCost: 0.01, RegisterHooks: func(b *hook.Bus) {
+			p := params{Prompt: "go", Model: m, MaxCost: 0.01, RegisterHooks: func(b *hook.Bus) {
 				b.OnStop(hook.Spec{Name: "insist"}, func(context.Context, hook.StopInput) (hook.StopOutput, error) {
 					return hook.StopOutput{Continue: insist, Reason: "say more"}, nil
 				})
 			}}
-			res, err := New(nil).Run(t.Context(), p)
+			res, err := testRunner(nil).runParams(t.Context(), p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,7 +325,7 @@ func TestRunBudgets(t *testing.T) {
 			hold := make(chan struct{})
 			defer close(hold)
 			m := faux.New(faux.Say("slow").WithHold(hold))
-			res, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m, Timeout: 30 * time.Second})
+			res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "go", Model: m, Timeout: 30 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -328,7 +338,7 @@ func TestRunBudgets(t *testing.T) {
 
 func TestRunTimeoutExtendedDuringCompaction(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &run{p: Params{Timeout: 10 * time.Second, CompactionTimeout: 20 * time.Second}, clock: RealClock{}}
+		s := newRun(nil, params{Timeout: 10 * time.Second, CompactionTimeout: 20 * time.Second}, RealClock{})
 		ev := &events{}
 		s.p.OnEvent = ev.add
 		ctx, cancel := context.WithCancelCause(t.Context())
@@ -361,7 +371,7 @@ func TestRunPrecheckTruncationIsAnAttempt(t *testing.T) {
 	m := faux.New(faux.Say("both read"))
 	m.Info.ContextWindow = 32_000
 	ev := &events{}
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "summarise", Model: m, Info: m.ModelInfo(), History: history, OnEvent: ev.add})
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "summarise", Model: m, Info: m.ModelInfo(), History: history, OnEvent: ev.add})
 	if err != nil || !res.OK() {
 		t.Fatalf("%v %+v", err, res)
 	}
@@ -379,7 +389,7 @@ func TestRunPrecheckTruncationIsAnAttempt(t *testing.T) {
 func TestRunThinkingFallback(t *testing.T) {
 	m := faux.New(faux.Refuse(llm.ReasonFormat, 400, `reasoning effort "xhigh" is not supported by this model. Supported values are: "low", "medium"`), faux.Say("ok"))
 	ev := &events{}
-	res, err := New(nil).Run(t.Context(), Params{Prompt: "think", Model: m, Options: llm.Options{Thinking: llm.ThinkingXHigh}, OnEvent: ev.add})
+	res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "think", Model: m, Options: llm.Options{Thinking: llm.ThinkingXHigh}, OnEvent: ev.add})
 	if err != nil || !res.OK() {
 		t.Fatal(err, res)
 	}
@@ -401,7 +411,7 @@ func TestRunOverflowNothingRemoved(t *testing.T) {
 			refuse(llm.ReasonContextOverflow, 400), refuse(llm.ReasonContextOverflow, 400))
 		fc := &fakeCompactor{removesNothing: true}
 		ev := &events{}
-		res, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m,
+		res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "go", Model: m,
 			Compaction: &CompactionSpec{Compactor: fc}, Retry: noJitter(), OnEvent: ev.add})
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +18,6 @@ import (
 	"github.com/agentloop/agentloop/loopguard"
 	"github.com/agentloop/agentloop/session"
 	"github.com/agentloop/agentloop/tool"
-	"github.com/agentloop/agentloop/tool/mcp"
 )
 
 // Reason codes of a Result besides the agent's (stop, max_turns, aborted)
@@ -38,12 +38,14 @@ const (
 // Errors a run is cancelled with; context.Cause on the run's context and
 // Result.Err carry them.
 var (
-	// ErrRunTimeout: the run took longer than Params.Timeout.
+	// ErrRunTimeout: the run took longer than Request.Timeout.
 	ErrRunTimeout = errors.New("the run took longer than its timeout")
 	// ErrAborted: Runner.Abort stopped the run.
 	ErrAborted = errors.New("the run was aborted")
 	// ErrBudget is matched by every *BudgetError.
 	ErrBudget = errors.New("the run's budget was exceeded")
+	// ErrClosed is returned by Start after Close.
+	ErrClosed = errors.New("runner: the Runner is closed")
 )
 
 // BudgetError says which budget a run crossed.
@@ -108,107 +110,132 @@ func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
 // AfterFunc is time.AfterFunc.
 func (RealClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
-// Config configures a Runner. The zero value (or nil) means the defaults.
+// Config is what lives as long as the program: it is given once, to New,
+// and every run of the Runner shares it. The zero value means the
+// defaults: runs are not persisted, hooks and MCP servers are not loaded.
 type Config struct {
+	// Store keeps the runs' sessions; nil runs without a transcript.
+	Store session.Store
+	// ResolveModel, when set, resolves the model a before_model_resolve
+	// (or before_agent_start) hook asks for instead, and the fallbacks of
+	// Request.FallbackModels.
+	ResolveModel func(ctx context.Context, provider, model string) (llm.Model, llm.ModelInfo, error)
+	// Auth keeps the auth profiles' failures and cooldowns in the state
+	// file every process of the user shares (package auth); nil keeps them
+	// in the Runner's memory, by the same rules, for its own runs only.
+	Auth *auth.Store
+	// Windows remembers the context windows servers were seen to enforce
+	// (an *auth.Store keeps them in the state file); nil remembers them
+	// for each run only. See LearnedWindows.
+	Windows LearnedWindows
+	// Hooks loads command hooks once a run's session is known (SessionID,
+	// TranscriptPath and BusOptions.Report are filled in per run, so hook
+	// notices become events of the run). RegisterHooks then adds Go hooks
+	// to the run's bus. Bus is a bus the caller made: it is never changed,
+	// since command hooks and RegisterHooks go on a bus derived from it for
+	// each run (hook.Bus.Derive).
+	Hooks         *hook.LoadOptions
+	RegisterHooks func(*hook.Bus)
+	Bus           *hook.Bus
+	// ToolSources give every run tools besides its own: each is started
+	// for the run before its first model call (after the prompt's hooks,
+	// so a refused prompt starts nothing) and closed at its end. MCP
+	// servers are one (package tool/mcp, mcp.Source).
+	ToolSources []tool.Source
+	// Compaction configures the context budget; LoopGuard the tool-loop
+	// detection (nil: on, defaults; Disabled turns it off).
+	Compaction *CompactionSpec
+	LoopGuard  *loopguard.Config
 	// LaneCaps are the global lanes' caps; nil means DefaultLaneCaps.
 	LaneCaps map[string]int
-	// Clock is the time source; nil means RealClock.
+	// Clock is the time source; nil means RealClock. Now stamps messages
+	// (Unix ms); nil means the wall clock.
 	Clock Clock
-	// Retry is the default retry policy of runs that set none.
+	Now   func() int64
+	// Retry is the retry policy of runs whose Request sets none.
 	Retry RetryPolicy
 }
 
-// Runner runs agent runs through lanes and keeps the registry of active
-// runs. It is safe for concurrent use.
+// Runner starts runs and keeps what they share: lanes, the registry of
+// active runs, the sessions' event sequence and the in-memory auth
+// cooldowns. Nothing of it is package-level, so two Runners in one process
+// share nothing. It is safe for concurrent use.
 type Runner struct {
 	cfg   Config
-	lanes *Lanes
+	lanes *lanes
 
 	mu     sync.Mutex
-	active map[string]*activeRun
+	active map[string]*Run
+	// started holds every run from Start to its end, queued ones too.
+	started map[*Run]struct{}
+	// seqs is the last seq of each session's events (by session id, or by
+	// the run key of a run without a session), so seq grows by one across
+	// all the runs of a session.
+	seqs   map[string]*atomic.Int64
+	closed bool
+	wg     sync.WaitGroup
 
-	// cooldowns keeps the auth profiles' failures of runs that have no
-	// Params.Auth, in memory, by package auth's rules.
+	// cooldowns keeps the auth profiles' failures of runs when Config.Auth
+	// is nil, in memory, by package auth's rules.
 	cooldowns *auth.Store
 }
 
-type activeRun struct {
-	agent      *agent.Agent
-	cancel     context.CancelCauseFunc
-	compacting *atomic.Bool
+// New returns a Runner for cfg, which it copies.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
+	}
+	mem, err := auth.Open(&auth.Config{InMemory: true, Now: cfg.Clock.Now})
+	if err != nil {
+		return nil, fmt.Errorf("runner: in-memory auth state: %w", err)
+	}
+	return &Runner{cfg: cfg, lanes: newLanes(cfg.LaneCaps), active: map[string]*Run{}, started: map[*Run]struct{}{}, seqs: map[string]*atomic.Int64{}, cooldowns: mem}, nil
 }
 
-// New returns a Runner; cfg is copied and may be nil.
-func New(cfg *Config) *Runner {
-	var c Config
-	if cfg != nil {
-		c = *cfg
-	}
-	if c.Clock == nil {
-		c.Clock = RealClock{}
-	}
-	mem, _ := auth.Open(&auth.Config{InMemory: true, Now: c.Clock.Now}) // in memory, it cannot fail
-	return &Runner{cfg: c, lanes: NewLanes(c.LaneCaps), active: map[string]*activeRun{}, cooldowns: mem}
-}
-
-// Default is the Runner behind the package-level Run, Steer, Abort and Active.
-var Default = New(nil)
-
-// Run runs p on the Default runner.
-func Run(ctx context.Context, p Params) (Result, error) { return Default.Run(ctx, p) }
-
-// Steer injects text into the active run of sessionKey on the Default runner.
-func Steer(sessionKey, text string) bool { return Default.Steer(sessionKey, text) }
-
-// Abort stops the active run of sessionKey on the Default runner.
-func Abort(sessionKey string) bool { return Default.Abort(sessionKey) }
-
-// Active lists the session keys with an active run on the Default runner.
-func Active() []string { return Default.Active() }
-
-// Steer queues text as a user message for the active run of sessionKey,
-// injected after its current tool batch. It reports false when no run of
-// that session is active or the run is compacting.
-func (r *Runner) Steer(sessionKey, text string) bool {
+// Close aborts the runs in progress (queued ones too) and waits for them to end, with what
+// they started (tool sources such as MCP servers, timers, hooks). Start fails after it.
+func (r *Runner) Close() error {
 	r.mu.Lock()
-	ar := r.active[sessionKey]
-	r.mu.Unlock()
-	if ar == nil || ar.compacting.Load() {
-		return false
+	r.closed = true
+	runs := make([]*Run, 0, len(r.started))
+	for run := range r.started {
+		runs = append(runs, run)
 	}
-	ar.agent.Steer(llm.UserText(text))
-	return true
+	r.mu.Unlock()
+	for _, run := range runs {
+		run.Abort()
+	}
+	r.wg.Wait()
+	return nil
 }
 
-// Abort cancels the active run of sessionKey with ErrAborted. It reports
-// false when no run of that session is active.
-func (r *Runner) Abort(sessionKey string) bool {
-	r.mu.Lock()
-	ar := r.active[sessionKey]
-	r.mu.Unlock()
-	if ar == nil {
-		return false
-	}
-	ar.cancel(ErrAborted)
-	return true
-}
-
-// Active lists the session keys of the runs in progress, sorted.
-func (r *Runner) Active() []string {
+// Active lists the runs in progress, by session key.
+func (r *Runner) Active() []*Run {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	keys := make([]string, 0, len(r.active))
-	for k := range r.active {
-		keys = append(keys, k)
+	runs := make([]*Run, 0, len(r.active))
+	for _, run := range r.active {
+		runs = append(runs, run)
 	}
-	slices.Sort(keys)
-	return keys
+	slices.SortFunc(runs, func(a, b *Run) int { return strings.Compare(a.key, b.key) })
+	return runs
 }
 
-// SessionSpec says which session a run uses. With a nil Store the run is
-// not persisted.
+// seq returns the event counter of a session.
+func (r *Runner) seq(key string) *atomic.Int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.seqs[key]
+	if c == nil {
+		c = new(atomic.Int64)
+		r.seqs[key] = c
+	}
+	return c
+}
+
+// SessionSpec says which session a run uses, in Config.Store. With no
+// store the run is not persisted.
 type SessionSpec struct {
-	Store session.Store
 	// ID opens an existing session (an id, a unique prefix, or a file path
 	// for the JSONL store).
 	ID string
@@ -227,12 +254,6 @@ type SessionSpec struct {
 	// store without files): a caller keeps per-session files (bash's
 	// spill logs) beside the transcript.
 	Opened func(id, path string)
-}
-
-// MCPSpec is the MCP servers of a run.
-type MCPSpec struct {
-	Config  mcp.Config
-	Options *mcp.Options
 }
 
 // Compactor is what the runner needs of context compaction;
@@ -256,66 +277,95 @@ type CompactionSpec struct {
 	Compactor Compactor
 }
 
-// Params are one run.
-type Params struct {
+// params are everything one run is made of: its Request and the Runner's
+// Config, merged by Start.
+type params struct {
+	Store            session.Store
+	Prompt           string
+	History          []llm.Message
+	SessionKey       string
+	Lane, ParentLane string
+	Session          SessionSpec
+
+	Model          llm.Model
+	Info           llm.ModelInfo
+	ResolveModel   func(ctx context.Context, provider, model string) (llm.Model, llm.ModelInfo, error)
+	FallbackModels []string
+	Tools          *tool.Registry
+	ToolPolicy     *tool.Policy
+	SystemPrompt   string
+	Options        llm.Options
+	MaxTurns       int
+	Approval       *tool.Approval
+
+	Hooks         *hook.LoadOptions
+	RegisterHooks func(*hook.Bus)
+	Bus           *hook.Bus
+	ToolSources   []tool.Source
+	Compaction    *CompactionSpec
+	LoopGuard     *loopguard.Config
+
+	Timeout, CompactionTimeout time.Duration
+	MaxCost                    float64
+	MaxTokens                  int
+	AuthProfiles               []string
+	UseProfile                 func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error)
+	Auth                       *auth.Store
+	Windows                    LearnedWindows
+	Profiles                   int
+	MaxIterations              int
+	Retry                      *RetryPolicy
+
+	OnEvent func(Event)
+	Now     func() int64
+}
+
+// Request is one run: what it says, where it goes, and what it may
+// spend. What every run shares is in Config.
+type Request struct {
 	// Prompt is the user's message.
 	Prompt string
 	// History is the prior conversation of a run without a session store
 	// (a session's own context is used otherwise).
 	History []llm.Message
+	// Session picks the session: new (the zero value), an id, the latest
+	// of a directory, or a fork.
+	Session SessionSpec
 	// SessionKey names the run's session lane; "" means the session id.
-	SessionKey string
 	// Lane is the global lane (main, subagent, cron, nested); "" is main.
 	// ParentLane, when set, marks a run started from inside a run on that
-	// lane: it runs on ResolveNestedLane(ParentLane) instead.
-	Lane, ParentLane string
-	Session          SessionSpec
+	// lane: it runs on resolveNestedLane(ParentLane) instead.
+	SessionKey, Lane, ParentLane string
 
 	// Model and Info are the resolved model (llm/provider resolves specs).
 	Model llm.Model
 	Info  llm.ModelInfo
-	// ResolveModel, when set, resolves the model a before_model_resolve
-	// (or before_agent_start) hook asks for instead, and the fallbacks.
-	ResolveModel func(ctx context.Context, provider, model string) (llm.Model, llm.ModelInfo, error)
 	// FallbackModels ("provider/id") are tried in order, through
-	// ResolveModel, when the model cannot serve the run: its retries are
-	// exhausted, its credentials are refused on every profile, or it does
-	// not exist. A context overflow never falls back.
+	// Config.ResolveModel, when the model cannot serve the run: its
+	// retries are exhausted, its credentials are refused on every profile,
+	// or it does not exist. A context overflow never falls back.
 	FallbackModels []string
-	// Tools are the caller's tools; MCP tools are added to a copy.
-	Tools *tool.Registry
-	// ToolPolicy, when set, decides which tools the run offers, over
-	// every source at once: Tools and the tools of the MCP servers,
-	// filtered once they are started (so --tools can name an MCP tool and
-	// --no-tools or a read-only policy leaves out MCP tools too). Nil
-	// offers them all.
+	// Options are the model call's options (thinking, output limit).
+	Options llm.Options
+	// AuthProfiles are the provider's auth profiles in the order to try
+	// them, the first being the one Model uses ("" names the ambient key).
+	// With UseProfile set, a failure of the credentials (auth, billing, a
+	// rate limit) switches to the next profile that is not cooling down.
+	AuthProfiles []string
+	UseProfile   func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error)
+
+	// Tools are the run's own tools; those of Config.ToolSources are added
+	// to a copy. ToolPolicy, when set, decides which tools the run offers over
+	// every source at once, once they are started. Approval decides tool
+	// calls (after the before_tool_call hooks); with a nil ReadOnly it is
+	// given the ReadOnly of the run's final registry.
+	Tools        *tool.Registry
 	ToolPolicy   *tool.Policy
+	Approval     *tool.Approval
 	SystemPrompt string
-	Options      llm.Options
+
 	// MaxTurns caps model calls per attempt (agent.Config.MaxTurns).
 	MaxTurns int
-	// Approval decides tool calls (after the before_tool_call hooks).
-	// When its ReadOnly is nil, the run sets it to the ReadOnly of the
-	// run's final registry (MCP tools included), so a call that may change
-	// things is asked about whichever source its tool comes from.
-	Approval *tool.Approval
-
-	// Hooks loads command hooks once the session is known (SessionID,
-	// TranscriptPath and BusOptions.Report are filled in, so hook notices
-	// become events of the run). RegisterHooks then adds Go hooks to the
-	// run's bus. Bus is a bus the caller made, which may be shared by many
-	// runs: it is never changed, since command hooks and RegisterHooks go
-	// on a bus derived from it for this run (hook.Bus.Derive), and the
-	// notices of its hooks go where its own Options.Report sends them.
-	Hooks         *hook.LoadOptions
-	RegisterHooks func(*hook.Bus)
-	Bus           *hook.Bus
-	MCP           *MCPSpec
-	// Compaction configures the context budget; LoopGuard the tool-loop
-	// detection (nil: on, defaults; Disabled turns it off).
-	Compaction *CompactionSpec
-	LoopGuard  *loopguard.Config
-
 	// Timeout bounds the run (0: DefaultRunTimeout; negative: none),
 	// extended once by CompactionTimeout (0: DefaultCompactionTimeout) when
 	// it expires during a compaction.
@@ -323,35 +373,31 @@ type Params struct {
 	// MaxCost (USD) and MaxTokens stop the run when crossed; 0 means none.
 	MaxCost   float64
 	MaxTokens int
-	// AuthProfiles are the provider's auth profiles in the order to try
-	// them, the first being the one Model uses ("" names the ambient key).
-	// With UseProfile set, a failure of the credentials (auth, billing, a
-	// rate limit) switches to the next profile that is not cooling down,
-	// and a profile that failed rests (auth.Cooldown). UseProfile returns
-	// the model on another profile.
-	AuthProfiles []string
-	UseProfile   func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error)
-	// Auth keeps the profiles' failures and cooldowns in the state file
-	// every process of the user shares (package auth); nil keeps them in
-	// the Runner's memory, by the same rules, for its own runs only.
-	Auth *auth.Store
-	// Windows remembers the context windows servers were seen to enforce
-	// (an *auth.Store keeps them in the state file); nil remembers them
-	// for this run only. See LearnedWindows.
-	Windows LearnedWindows
 	// Profiles is the number of auth profiles when AuthProfiles is not
-	// given (the iteration cap grows with it); 0 means 1. MaxIterations
-	// overrides the cap.
-	Profiles      int
-	MaxIterations int
-	// Retry overrides the runner's retry policy.
-	Retry *RetryPolicy
+	// given (the iteration cap grows with it); MaxIterations overrides the
+	// cap. Retry overrides Config.Retry.
+	Profiles, MaxIterations int
+	Retry                   *RetryPolicy
 
-	// OnEvent receives every event of the run in one total order: the
-	// runner's, the attempts' and compaction's. It must not block.
-	OnEvent func(agent.Event)
-	// Now stamps messages (Unix ms); nil means the wall clock.
-	Now func() int64
+	// OnEvent, when set, receives every event of the run in one total
+	// order, synchronously: it must not block. Run.Events hands out the
+	// same events to a reader that may.
+	OnEvent func(Event)
+}
+
+// params merges a Request with the Runner's Config.
+func (r *Runner) params(q Request) params {
+	c := r.cfg
+	return params{
+		Store: c.Store, Prompt: q.Prompt, History: q.History, SessionKey: q.SessionKey, Lane: q.Lane,
+		ParentLane: q.ParentLane, Session: q.Session, Model: q.Model, Info: q.Info, ResolveModel: c.ResolveModel,
+		FallbackModels: q.FallbackModels, Tools: q.Tools, ToolPolicy: q.ToolPolicy, SystemPrompt: q.SystemPrompt,
+		Options: q.Options, MaxTurns: q.MaxTurns, Approval: q.Approval, Hooks: c.Hooks, RegisterHooks: c.RegisterHooks,
+		Bus: c.Bus, ToolSources: c.ToolSources, Compaction: c.Compaction, LoopGuard: c.LoopGuard, Timeout: q.Timeout,
+		CompactionTimeout: q.CompactionTimeout, MaxCost: q.MaxCost, MaxTokens: q.MaxTokens,
+		AuthProfiles: q.AuthProfiles, UseProfile: q.UseProfile, Auth: c.Auth, Windows: c.Windows,
+		Profiles: q.Profiles, MaxIterations: q.MaxIterations, Retry: q.Retry, OnEvent: q.OnEvent, Now: c.Now,
+	}
 }
 
 // Result is how a run ended.

@@ -38,7 +38,7 @@ var skipRunPolicy = map[string]string{
 	"pickFallbackThinkingLevel":      "package failover (the runner calls its PickFallbackThinkingLevel)",
 	"calculateAuthProfileCooldownMs": "package auth (the runner uses its Cooldown and Store)",
 	"resolveMaxRunRetryIterations":   "package failover (the runner calls its MaxIterations)",
-	"resolveRunFailoverDecision": "our cascade is one pure Decide over an attempt's outcome, not OpenClaw's per-stage function; " +
+	"resolveRunFailoverDecision": "our cascade is one pure decide over an attempt's outcome, not OpenClaw's per-stage function; " +
 		"its rules (rotate a profile before falling back, fall back after rotation, surface what cannot be helped) are rows of TestDecide",
 	"mergeRetryFailoverReason":             "the retry-limit result keeps the last failure itself; there is no separate merge step",
 	"normalizeQueueMode":                   "queue modes belong to the gateway's message queue",
@@ -66,19 +66,19 @@ func TestRunPolicyVectors(t *testing.T) {
 			var got any
 			switch v.Function {
 			case "resolveGlobalLane":
-				got = ResolveGlobalLane(str("lane"))
+				got = resolveGlobalLane(str("lane"))
 			case "resolveSessionLane":
-				got = ResolveSessionLane(str("key"))
+				got = resolveSessionLane(str("key"))
 			case "resolveNestedAgentLane":
-				got = ResolveNestedLane(str("lane"))
+				got = resolveNestedLane(str("lane"))
 			case "resolveRunTimeoutDuringCompaction":
-				got = string(RunTimeoutDuringCompaction(boolean("isCompactionPendingOrRetrying") || boolean("isCompactionInFlight"), boolean("graceAlreadyUsed")))
+				got = string(runTimeoutDuringCompaction(boolean("isCompactionPendingOrRetrying") || boolean("isCompactionInFlight"), boolean("graceAlreadyUsed")))
 			case "shouldFlagCompactionTimeout":
-				got = FlagCompactionTimeout(boolean("isTimeout"), boolean("isCompactionPendingOrRetrying") || boolean("isCompactionInFlight"))
+				got = flagCompactionTimeout(boolean("isTimeout"), boolean("isCompactionPendingOrRetrying") || boolean("isCompactionInFlight"))
 			case "resolveRunTimeoutWithCompactionGraceMs":
-				got = RunTimeoutWithCompactionGrace(ms(in["runTimeoutMs"]), ms(in["compactionTimeoutMs"])).Milliseconds()
+				got = runTimeoutWithCompactionGrace(ms(in["runTimeoutMs"]), ms(in["compactionTimeoutMs"])).Milliseconds()
 			case "idleTimeoutErrorMessage":
-				got = IdleTimeoutMessage(ms(in["timeoutMs"]))
+				got = idleTimeoutMessage(ms(in["timeoutMs"]))
 			case "resolveLlmIdleTimeoutMs":
 				got = idleFromVector(in).Milliseconds()
 			case "contextWindowGuard":

@@ -54,7 +54,7 @@ func TestRunLearnsWindow(t *testing.T) {
 		mem := &memWindows{}
 		ev := &events{}
 		info := llm.ModelInfo{Provider: "local", ID: "qwen", ContextWindow: 128_000, MaxTokens: 4096}
-		res, err := New(nil).Run(t.Context(), Params{Prompt: "go", Model: m, Info: info, Windows: mem,
+		res, err := testRunner(nil).runParams(t.Context(), params{Prompt: "go", Model: m, Info: info, Windows: mem,
 			Compaction: &CompactionSpec{Compactor: fc}, Retry: noJitter(), OnEvent: ev.add})
 		if err != nil || res.Reason != "stop" {
 			t.Fatalf("reason %s err %v %v", res.Reason, err, res.Err)
@@ -86,7 +86,7 @@ func TestRunStartsWithLearnedWindow(t *testing.T) {
 			info := llm.ModelInfo{Provider: "local", ID: "qwen", ContextWindow: 128_000, MaxTokens: 4096}
 			// The runner builds its own compactor; a given one is not told
 			// the starting window, so look at the run's state instead.
-			s := &run{p: Params{Info: info, Windows: mem, Compaction: &CompactionSpec{Compactor: fc}}}
+			s := newRun(nil, params{Info: info, Windows: mem, Compaction: &CompactionSpec{Compactor: fc}}, nil)
 			got := s.startWindow()
 			want := c.want
 			if want == 0 {

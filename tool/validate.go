@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agentloop/agentloop/llm"
 )
 
 // schema is a compiled tool schema.
@@ -58,7 +60,7 @@ func (s *schema) validate(args json.RawMessage) (json.RawMessage, error) {
 	if err := s.resolved.Validate(plainNumbers(v)); err != nil {
 		return nil, err
 	}
-	out, err := json.Marshal(canonicalNumbers(v))
+	out, err := llm.MarshalJSON(canonicalNumbers(v))
 	if err != nil {
 		return nil, err
 	}

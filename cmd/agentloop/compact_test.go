@@ -108,8 +108,13 @@ func TestCompactCommand(t *testing.T) {
 
 	// A resumed run starts from the summary and the recent messages.
 	model := faux.New(faux.Say("ok"))
-	res, err := runner.Run(context.Background(), runner.Params{Prompt: "go on", Model: model, Info: model.ModelInfo(),
-		Session: runner.SessionSpec{Store: st, ID: id}})
+	r, err := runner.New(runner.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res, err := r.Run(context.Background(), runner.Request{Prompt: "go on", Model: model, Info: model.ModelInfo(),
+		Session: runner.SessionSpec{ID: id}})
 	if err != nil || res.Reason != runner.ReasonStop {
 		t.Fatalf("resumed run: %v %+v", err, res)
 	}

@@ -7,18 +7,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/agentloop/agentloop/llm"
 )
 
 // agentloopHome returns $AGENTLOOP_HOME, or ~/.agentloop.
 func agentloopHome(getenv func(string) string) (string, error) {
-	if h := getenv("AGENTLOOP_HOME"); h != "" {
-		return filepath.Abs(h)
+	h, err := llm.Home(getenv)
+	if err != nil {
+		return "", fmt.Errorf("cannot find the agentloop home: %w", err)
 	}
-	u, err := os.UserHomeDir()
-	if err != nil || u == "" {
-		return "", errors.New("cannot find a home directory: set AGENTLOOP_HOME to where agentloop may keep its files")
-	}
-	return filepath.Join(u, ".agentloop"), nil
+	return filepath.Abs(h)
 }
 
 func fileExists(path string) bool {

@@ -126,18 +126,16 @@ func TestE2ELoopGuardRunEnd(t *testing.T) {
 		t.Errorf("exit %d, want 1", code)
 	}
 	var end struct {
-		Type string `json:"type"`
-		Data struct {
-			Reason  string `json:"reason"`
-			Message string `json:"message"`
-		} `json:"data"`
+		Type   string `json:"type"`
+		Reason string `json:"reason"`
+		Text   string `json:"text"`
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &end); err != nil || end.Type != "run_end" {
 		t.Fatalf("last line %q (%v), want run_end", lines[len(lines)-1], err)
 	}
-	if end.Data.Reason != "loop_detected" || !strings.Contains(end.Data.Message, "circuit breaker") {
-		t.Errorf("run_end %+v, want the breaker's reason", end.Data)
+	if end.Reason != "loop_detected" || !strings.Contains(end.Text, "circuit breaker") {
+		t.Errorf("run_end %+v, want the breaker's reason", end)
 	}
 }
 

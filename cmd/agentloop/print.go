@@ -70,15 +70,20 @@ func newPrinter(env *cliEnv, jsonOut bool, info llm.ModelInfo) *printer {
 	return p
 }
 
-func (p *printer) event(ev agent.Event) {
+func (p *printer) event(re runner.Event) {
+	ev := re.Agent
 	if p.json {
-		p.encode(ev)
-		if ev.Type == agent.EventMessageEnd && ev.Message != nil && ev.Message.Role == llm.RoleAssistant {
-			data, _ := json.Marshal(struct {
-				Text string `json:"text"`
-			}{reply.StripTags(ev.Message.Text(), nil)})
-			p.encode(agent.Event{Type: eventReply, Data: data})
+		p.encode(re)
+		if ev != nil && ev.Type == agent.EventMessageEnd && ev.Message != nil && ev.Message.Role == llm.RoleAssistant {
+			// The reply line annotates the message_end before it: it
+			// carries that event's envelope (the same seq).
+			p.encode(runner.Event{Type: eventReply, Seq: re.Seq, RunID: re.RunID, SessionID: re.SessionID,
+				Notice: &runner.Notice{Message: reply.StripTags(ev.Message.Text(), nil)}})
 		}
+		return
+	}
+	if ev == nil {
+		p.runnerEvent(re)
 		return
 	}
 	switch ev.Type {
@@ -136,18 +141,27 @@ func (p *printer) event(ev agent.Event) {
 		if ev.Result != nil && ev.Result.IsError {
 			fmt.Fprintf(p.errw, "  ✗ %s: %s\n", ev.ToolName, oneLine(ev.Result.Text(), 200))
 		}
+	case agent.EventHookError:
+		p.endLine()
+		fmt.Fprintf(p.errw, "agentloop: hook %s: %v\n", ev.Hook, ev.Err)
+	}
+}
+
+// runnerEvent shows the events of the runner and of compaction.
+func (p *printer) runnerEvent(ev runner.Event) {
+	switch ev.Type {
 	case runner.EventLoopDetected:
-		var n runner.Notice
-		_ = json.Unmarshal(ev.Data, &n)
-		if ev.ToolCallID == "" {
+		if ev.Loop == nil || ev.Loop.CallID == "" || ev.Notice == nil {
 			p.notice(ev)
 			return
 		}
+		n := *ev.Notice
+		callID := ev.Loop.CallID
 		msg := n.Message
 		if i := strings.Index(msg, "): "); i >= 0 && strings.HasPrefix(msg, "loop detection (") {
 			msg = msg[i+3:] // the line names the tool and the kind already
 		}
-		if p.ended[ev.ToolCallID] {
+		if p.ended[callID] {
 			p.endLine()
 			fmt.Fprintf(p.errw, "  ⚠ loop detection (%s): %s\n", n.Reason, oneLine(msg, 200))
 			return
@@ -155,14 +169,13 @@ func (p *printer) event(ev agent.Event) {
 		if p.loops == nil {
 			p.loops = map[string]loopNote{}
 		}
-		p.loops[ev.ToolCallID] = loopNote{kind: n.Reason, message: msg, refused: n.Reason != "warning"}
-	case agent.EventHookError:
-		p.endLine()
-		fmt.Fprintf(p.errw, "agentloop: hook %s: %v\n", ev.Hook, ev.Err)
+		p.loops[callID] = loopNote{kind: n.Reason, message: msg, refused: n.Reason != "warning"}
 	case runner.EventRetry, runner.EventCompactionRetry, runner.EventOverflowRetry, runner.EventTruncationRetry,
 		runner.EventTimeoutCompaction, runner.EventThinkingFallback, runner.EventProfileRotation, runner.EventModelFallback:
-		var n runner.Notice
-		_ = json.Unmarshal(ev.Data, &n)
+		if ev.Notice == nil {
+			return
+		}
+		n := *ev.Notice
 		if n.Streamed && !p.atLineStart {
 			// What the failed reply showed stays on screen; the retry
 			// continues it rather than repeating it, so stdout stays
@@ -180,7 +193,7 @@ func (p *printer) event(ev agent.Event) {
 	}
 }
 
-func (p *printer) encode(ev agent.Event) {
+func (p *printer) encode(ev runner.Event) {
 	if err := p.enc.Encode(ev); err != nil {
 		fmt.Fprintf(p.errw, "agentloop: cannot encode a %s event: %v\n", ev.Type, err)
 	}
@@ -219,26 +232,32 @@ func (p *printer) delta(s string) {
 var quiet = map[agent.EventType]bool{
 	agent.EventAgentStart: true, agent.EventAgentEnd: true, agent.EventMessageStart: true,
 	agent.EventTurnEnd: true, agent.EventToolExecutionUpdate: true,
-	runner.EventAttemptStart: true, runner.EventRunEnd: true,
+	runner.EventAttemptStart: true, runner.EventRunStart: true, runner.EventRunEnd: true,
 	"auto_compaction_start": true, "tool_result_truncation": true,
 }
 
-// notice prints the one-line form of events other layers add (retries,
-// compaction, lane waits, warnings), whose payload is in Data.
-func (p *printer) notice(ev agent.Event) {
-	if quiet[ev.Type] || len(ev.Data) == 0 {
+// notice prints the one-line form of the events of the runner and of
+// compaction (retries, compaction, lane waits, warnings).
+func (p *printer) notice(ev runner.Event) {
+	if quiet[ev.Type] {
 		return
 	}
-	var d struct {
-		Message string `json:"message"`
+	msg := ""
+	switch {
+	case ev.Notice != nil:
+		msg = ev.Notice.Message
+	case ev.Compaction != nil:
+		msg = ev.Compaction.Message
+		if msg == "" {
+			if b, err := llm.MarshalJSON(ev); err == nil {
+				msg = string(ev.Type) + " " + oneLine(string(b), 160)
+			}
+		}
+	default:
+		return
 	}
-	_ = json.Unmarshal(ev.Data, &d)
 	p.endLine()
-	if d.Message != "" {
-		fmt.Fprintf(p.errw, "agentloop: %s\n", d.Message)
-	} else {
-		fmt.Fprintf(p.errw, "agentloop: %s %s\n", ev.Type, oneLine(string(ev.Data), 160))
-	}
+	fmt.Fprintf(p.errw, "agentloop: %s\n", msg)
 }
 
 func (p *printer) text(s string) {

@@ -12,29 +12,30 @@ import (
 // showed stays, and the new reply prints only where it goes further.
 func TestPrinterWithdrawnReply(t *testing.T) {
 	assistant := &llm.Message{Role: llm.RoleAssistant}
-	delta := func(s string) agent.Event {
-		return agent.Event{Type: agent.EventMessageUpdate, LLM: &llm.Event{Type: llm.EventTextDelta, Delta: s}}
+	ag := func(e agent.Event) runner.Event { return runner.Event{Type: e.Type, Agent: &e} }
+	delta := func(s string) runner.Event {
+		return ag(agent.Event{Type: agent.EventMessageUpdate, LLM: &llm.Event{Type: llm.EventTextDelta, Delta: s}})
 	}
-	end := func(text string, r llm.StopReason) agent.Event {
-		return agent.Event{Type: agent.EventMessageEnd, Message: &llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text(text)}, StopReason: r}}
+	end := func(text string, r llm.StopReason) runner.Event {
+		return ag(agent.Event{Type: agent.EventMessageEnd, Message: &llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text(text)}, StopReason: r}})
 	}
 	tests := []struct {
 		name   string
-		events []agent.Event
+		events []runner.Event
 		stdout string
 	}{
-		{"cut off and asked again", []agent.Event{
-			{Type: agent.EventMessageStart, Message: assistant}, delta("Part "), delta("one"),
-			{Type: agent.EventRetryReset},
-			{Type: agent.EventMessageStart, Message: assistant}, delta("Part one"), delta(" and two."), end("Part one and two.", llm.StopReasonStop),
+		{"cut off and asked again", []runner.Event{
+			ag(agent.Event{Type: agent.EventMessageStart, Message: assistant}), delta("Part "), delta("one"),
+			ag(agent.Event{Type: agent.EventRetryReset}),
+			ag(agent.Event{Type: agent.EventMessageStart, Message: assistant}), delta("Part one"), delta(" and two."), end("Part one and two.", llm.StopReasonStop),
 		}, "Part one and two.\n"},
-		{"thinking tags split across deltas", []agent.Event{
-			{Type: agent.EventMessageStart, Message: assistant}, delta("<thi"), delta("nk>hmm</think>Hi"), end("<think>hmm</think>Hi", llm.StopReasonStop),
+		{"thinking tags split across deltas", []runner.Event{
+			ag(agent.Event{Type: agent.EventMessageStart, Message: assistant}), delta("<thi"), delta("nk>hmm</think>Hi"), end("<think>hmm</think>Hi", llm.StopReasonStop),
 		}, "Hi\n"},
-		{"a retry that repeats more than was shown", []agent.Event{
-			{Type: agent.EventMessageStart, Message: assistant}, delta("Hel"), end("Hel", llm.StopReasonError),
-			noticeFor(runner.EventRetry, `{"message":"retrying","streamed":true}`),
-			{Type: agent.EventMessageStart, Message: assistant}, delta("He"), delta("llo"), end("Hello", llm.StopReasonStop),
+		{"a retry that repeats more than was shown", []runner.Event{
+			ag(agent.Event{Type: agent.EventMessageStart, Message: assistant}), delta("Hel"), end("Hel", llm.StopReasonError),
+			{Type: runner.EventRetry, Notice: &runner.Notice{Message: "retrying", Streamed: true}},
+			ag(agent.Event{Type: agent.EventMessageStart, Message: assistant}), delta("He"), delta("llo"), end("Hello", llm.StopReasonStop),
 		}, "Hello\n"},
 	}
 	for _, tc := range tests {
@@ -50,10 +51,6 @@ func TestPrinterWithdrawnReply(t *testing.T) {
 			}
 		})
 	}
-}
-
-func noticeFor(t agent.EventType, data string) agent.Event {
-	return agent.Event{Type: t, Data: []byte(data)}
 }
 
 func TestOneLine(t *testing.T) {

@@ -213,18 +213,20 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if maxTurns == 0 {
 		maxTurns = -1
 	}
-	p := runner.Params{
-		Prompt: text, Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
-		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
-		Approval: approval,
-		Hooks:    &hook.LoadOptions{Home: home, Workspace: cwd, Trust: f.trust, NoHooks: f.noHooks},
-		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
+	cfg := runner.Config{
+		Hooks: &hook.LoadOptions{Home: home, Workspace: cwd, Trust: f.trust, NoHooks: f.noHooks},
 		// The run's own model writes the summaries of compaction: no Model
 		// means the one the run is on, after a profile rotation or a
 		// fallback too.
 		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{}},
 	}
-	p.ResolveModel = func(ctx context.Context, prov, model string) (llm.Model, llm.ModelInfo, error) {
+	q := runner.Request{
+		Prompt: text, Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
+		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
+		Approval: approval,
+		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
+	}
+	cfg.ResolveModel = func(ctx context.Context, prov, model string) (llm.Model, llm.ModelInfo, error) {
 		g := *f
 		g.model = prov + "/" + model
 		r, err := resolveModel(ctx, env, &g, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain))
@@ -240,11 +242,11 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		return err
 	}
-	p.Windows = store
+	cfg.Windows = store
 	if profiles := authProfiles(f, home, resolved); len(profiles) > 1 {
-		p.Auth = store
-		p.AuthProfiles = profiles
-		p.UseProfile = func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error) {
+		cfg.Auth = store
+		q.AuthProfiles = profiles
+		q.UseProfile = func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error) {
 			r, err := resolveModelProfile(ctx, env, f, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain), profile)
 			if err != nil {
 				return nil, llm.ModelInfo{}, err
@@ -252,33 +254,42 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 			return r.Model, r.Info, nil
 		}
 	}
-	p.FallbackModels = f.fallbacks
-	if len(p.FallbackModels) == 0 {
-		if p.FallbackModels, err = settingsFallbacks(home); err != nil {
+	q.FallbackModels = f.fallbacks
+	if len(q.FallbackModels) == 0 {
+		if q.FallbackModels, err = settingsFallbacks(home); err != nil {
 			return err
 		}
 	}
 	if f.noLoopGuard {
-		p.LoopGuard = &loopguard.Config{Disabled: true}
+		cfg.LoopGuard = &loopguard.Config{Disabled: true}
 	}
 	if f.retryBase > 0 {
-		p.Retry = &runner.RetryPolicy{Base: f.retryBase}
+		q.Retry = &runner.RetryPolicy{Base: f.retryBase}
 	}
 	if !f.noSession {
 		dir := f.sessionDir
 		if dir == "" {
 			dir = filepath.Join(home, "sessions")
 		}
-		p.Session = runner.SessionSpec{Store: session.NewJSONLStore(dir), Cwd: cwd,
-			ID: f.session, Continue: f.cont, Fork: f.fork, Opened: spill.opened}
+		cfg.Store = session.NewJSONLStore(dir)
+		q.Session = runner.SessionSpec{Cwd: cwd, ID: f.session, Continue: f.cont, Fork: f.fork, Opened: spill.opened}
 	}
-	if p.MCP, err = mcpSpec(env, f, home, cwd, settings.ToolEnv); err != nil {
+	mcpServers, err := mcpSource(env, f, home, cwd, settings.ToolEnv)
+	if err != nil {
 		return err
 	}
+	if mcpServers != nil {
+		cfg.ToolSources = []tool.Source{mcpServers}
+	}
 
+	rn, err := runner.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer rn.Close()
 	pr := newPrinter(env, f.json, resolved.Info)
-	p.OnEvent = pr.event
-	res, err := runner.Run(ctx, p)
+	q.OnEvent = pr.event
+	res, err := rn.Run(ctx, q)
 	if err != nil {
 		// The run could not start: a locked session, a bad session id, a
 		// hook file that is not JSON, an interrupted wait in a lane.
@@ -318,9 +329,9 @@ func checkRunFlags(f *runFlags) error {
 	return nil
 }
 
-// mcpSpec loads the MCP servers of a run: $AGENTLOOP_HOME/mcp.json, the
+// mcpSource loads the MCP servers of a run: $AGENTLOOP_HOME/mcp.json, the
 // workspace's .mcp.json when it is trusted, and --mcp-config files.
-func mcpSpec(env *cliEnv, f *runFlags, home, cwd string, toolEnv toolEnvSettings) (*runner.MCPSpec, error) {
+func mcpSource(env *cliEnv, f *runFlags, home, cwd string, toolEnv toolEnvSettings) (*mcp.Source, error) {
 	if f.noMCP || f.noTools { // --no-tools offers none of their tools either
 		return nil, nil
 	}
@@ -342,7 +353,7 @@ func mcpSpec(env *cliEnv, f *runFlags, home, cwd string, toolEnv toolEnvSettings
 	// file they named): a tool they annotate readOnlyHint counts as
 	// read-only, for --read-only, the readonly profile, approval and early
 	// start alike. They run without the secrets of the environment.
-	return &runner.MCPSpec{Config: cfg, Options: &mcp.Options{Logger: slog.New(slog.DiscardHandler), TrustAnnotations: true,
+	return &mcp.Source{Config: cfg, Options: &mcp.Options{Logger: slog.New(slog.DiscardHandler), TrustAnnotations: true,
 		EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow}}, nil
 }
 

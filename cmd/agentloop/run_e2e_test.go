@@ -158,16 +158,14 @@ func TestE2ERetryEventsJSON(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
 	var retry struct {
-		Data struct {
-			Reason  string `json:"reason"`
-			DelayMs int64  `json:"delayMs"`
-		} `json:"data"`
+		Reason  string `json:"reason"`
+		DelayMs int64  `json:"delayMs"`
 	}
 	found := false
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if strings.Contains(line, `"type":"retry"`) {
 			found = true
-			if err := json.Unmarshal([]byte(line), &retry); err != nil || retry.Data.Reason != "server" || retry.Data.DelayMs < 10 || retry.Data.DelayMs > 13 {
+			if err := json.Unmarshal([]byte(line), &retry); err != nil || retry.Reason != "server" || retry.DelayMs < 10 || retry.DelayMs > 13 {
 				t.Errorf("retry event %s", line)
 			}
 		}
@@ -535,9 +533,7 @@ func TestE2EReplyTagsStripped(t *testing.T) {
 					Text string `json:"text"`
 				} `json:"content"`
 			} `json:"message"`
-			Data struct {
-				Text string `json:"text"`
-			} `json:"data"`
+			Text string `json:"text"`
 		}
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatalf("%q: %v", line, err)
@@ -545,7 +541,7 @@ func TestE2EReplyTagsStripped(t *testing.T) {
 		if ev.Type == "message_end" && len(ev.Message.Content) == 1 && strings.HasPrefix(ev.Message.Content[0].Text, "<think>the user wants 42</think>") {
 			raw = true
 		}
-		if ev.Type == "reply" && ev.Data.Text == "The answer is 42." {
+		if ev.Type == "reply" && ev.Text == "The answer is 42." {
 			stripped = true
 		}
 	}

@@ -9,12 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/agentloop/agentloop/llm"
 )
 
 // runCLI runs the command line in-process and returns the exit code,
@@ -75,31 +78,178 @@ func TestRunDemo(t *testing.T) {
 	}
 }
 
+// protoLine is a line of protocol v2 as docs/protocol.md documents it:
+// the envelope and every payload field of every event type. Decoding with
+// DisallowUnknownFields fails on any field the page does not list.
+type protoLine struct {
+	V         int    `json:"v"`
+	Type      string `json:"type"`
+	Seq       int64  `json:"seq"`
+	RunID     string `json:"runId"`
+	SessionID string `json:"sessionId"`
+
+	Turn         int               `json:"turn"`
+	Message      *llm.Message      `json:"message"`
+	Event        string            `json:"event"`
+	ContentIndex *int              `json:"contentIndex"`
+	Delta        string            `json:"delta"`
+	Block        *llm.Content      `json:"block"`
+	ToolCallID   string            `json:"toolCallId"`
+	ToolName     string            `json:"toolName"`
+	Args         json.RawMessage   `json:"args"`
+	Partial      *protoResult      `json:"partial"`
+	Result       *protoResult      `json:"result"`
+	IsError      *bool             `json:"isError"`
+	StopReason   string            `json:"stopReason"`
+	Reason       string            `json:"reason"`
+	Usage        *llm.Usage        `json:"usage"`
+	Hook         string            `json:"hook"`
+	MaxTokens    int               `json:"maxTokens"`
+	Count        int               `json:"count"`
+	Model        string            `json:"model"`
+	Cwd          string            `json:"cwd"`
+	Lane         string            `json:"lane"`
+	Tools        []string          `json:"tools"`
+	Resumed      bool              `json:"resumed"`
+	Text         string            `json:"text"`
+	DelayMs      int64             `json:"delayMs"`
+	Attempt      int               `json:"attempt"`
+	Max          int               `json:"max"`
+	Position     int               `json:"position"`
+	WaitedMs     int64             `json:"waitedMs"`
+	Streamed     bool              `json:"streamed"`
+	Window       int               `json:"window"`
+	Trigger      string            `json:"trigger"`
+	Route        string            `json:"route"`
+	TokensBefore int               `json:"tokensBefore"`
+	TokensAfter  int               `json:"tokensAfter"`
+	Truncated    int               `json:"truncated"`
+	Record       *json.RawMessage  `json:"record"`
+	Records      []json.RawMessage `json:"records"`
+	Snip         *json.RawMessage  `json:"snip"`
+	Attempts     int               `json:"attempts"`
+	Retries      int               `json:"retries"`
+	Compactions  int               `json:"compactions"`
+	SessionPath  string            `json:"sessionPath"`
+	Warnings     []string          `json:"warnings"`
+	Error        string            `json:"error"`
+	Failure      string            `json:"failure"`
+}
+
+type protoResult struct {
+	Content []llm.Content   `json:"content"`
+	Details json.RawMessage `json:"details"`
+}
+
+// Every --json line of a faux run with a retry and tool calls decodes
+// strictly into the documented line; the envelope is the same on every
+// line, seq grows by one, run_start comes first and run_end last, and
+// markup in the arguments stays literal on stdout and stderr.
 func TestRunJSON(t *testing.T) {
 	ws := t.TempDir()
-	writeFile(t, filepath.Join(ws, "a.txt"), "alpha\n")
-	code, out, errs := runCLI(t, "", "run", "--json", "--model", "faux/demo", "--cwd", ws, "look")
+	writeFile(t, filepath.Join(ws, "a<b>&c.txt"), "alpha\n")
+	script := writeFile(t, filepath.Join(t.TempDir(), "s.json"), `{"steps":[
+		{"error":{"reason":"overloaded","status":529,"message":"busy","beforeStart":true}},
+		{"text":"Reading.","toolCalls":[{"name":"read","arguments":{"path":"a<b>&c.txt"}}]},
+		{"text":"It says alpha & more."}]}`)
+	code, out, errs := runCLI(t, "", "run", "--json", "--script", script, "--retry-base", "1ms", "--cwd", ws, "look")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var types []string
+	var lines []protoLine
 	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var ev struct {
-			V    int    `json:"v"`
-			Type string `json:"type"`
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		var l protoLine
+		if err := dec.Decode(&l); err != nil {
+			t.Fatalf("line %d does not decode as documented: %v\n%s", len(lines)+1, err, sc.Text())
 		}
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("line is not JSON: %q", sc.Text())
-		}
-		if ev.V != 1 {
-			t.Errorf("line without \"v\":1: %s", sc.Text())
-		}
-		types = append(types, ev.Type)
+		lines = append(lines, l)
 	}
-	if len(types) < 4 || types[0] != "attempt_start" || types[1] != "agent_start" ||
-		types[len(types)-2] != "agent_end" || types[len(types)-1] != "run_end" {
-		t.Errorf("event types = %v", types)
+	if len(lines) < 4 || lines[0].Type != "run_start" || lines[len(lines)-1].Type != "run_end" {
+		t.Fatalf("%d lines, want run_start first and run_end last:\n%s", len(lines), out)
+	}
+	first := lines[0]
+	if first.SessionID == "" || first.RunID == "" || first.Cwd != ws || first.Model == "" || !slices.Contains(first.Tools, "read") {
+		t.Errorf("run_start %+v, want the session, run, cwd, model and tools", first)
+	}
+	seen := map[string]bool{}
+	for i, l := range lines {
+		seen[l.Type] = true
+		if l.V != 2 || l.RunID != first.RunID || l.SessionID != first.SessionID {
+			t.Errorf("line %d has another envelope: %+v", i+1, l)
+		}
+		want := lines[0].Seq + int64(i)
+		if l.Type == "reply" {
+			// The CLI's reply line annotates the message_end before it.
+			if l.Seq != lines[i-1].Seq || lines[i-1].Type != "message_end" {
+				t.Errorf("reply line %d with seq %d after %s %d", i+1, l.Seq, lines[i-1].Type, lines[i-1].Seq)
+			}
+			continue
+		}
+		if prev := i - 1; prev >= 0 {
+			want = lines[prev].Seq + 1
+		}
+		if i == 0 {
+			want = 1
+		}
+		if l.Seq != want {
+			t.Errorf("line %d (%s) has seq %d, want %d", i+1, l.Type, l.Seq, want)
+		}
+	}
+	for _, typ := range []string{"attempt_start", "retry", "tool_execution_start", "tool_execution_end", "reply"} {
+		if !seen[typ] {
+			t.Errorf("no %s line", typ)
+		}
+	}
+	for _, raw := range []string{`"a<b>&c.txt"`, `alpha & more`} {
+		if !strings.Contains(out, raw) {
+			t.Errorf("stdout does not carry %s literally", raw)
+		}
+	}
+	if strings.Contains(out, `\u003c`) || strings.Contains(out, `\u0026`) {
+		t.Errorf("stdout escapes markup")
+	}
+
+	// The text display's tool line keeps it literal too.
+	code, _, errs = runCLI(t, "", "run", "--script", script, "--retry-base", "1ms", "--cwd", ws, "look")
+	if code != 0 || !strings.Contains(errs, `a<b>&c.txt`) {
+		t.Errorf("exit %d, stderr without the literal path:\n%s", code, errs)
+	}
+}
+
+// A transcript, and what sessions export and show make of it, keep a tool
+// call's markup as typed (it used to be stored as \u003e and \u0026).
+func TestSessionExportKeepsMarkup(t *testing.T) {
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "a<b>&c.txt"), "alpha\n")
+	script := writeFile(t, filepath.Join(t.TempDir(), "s.json"), `{"steps":[
+		{"toolCalls":[{"name":"read","arguments":{"path":"a<b>&c.txt"}}]},
+		{"text":"done"}]}`)
+	home := t.TempDir()
+	env, _, errs := testEnv(home, "")
+	if code := execute(context.Background(), env, []string{"run", "--script", script, "--cwd", ws, "look"}); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, errs)
+	}
+	id := ""
+	for _, l := range strings.Split(errs.String(), "\n") {
+		if rest, ok := strings.CutPrefix(l, "session: "); ok {
+			id = strings.TrimSpace(rest)
+		}
+	}
+	if id == "" {
+		t.Fatalf("no session id in\n%s", errs)
+	}
+	for _, args := range [][]string{{"sessions", "export", id}, {"sessions", "show", id}} {
+		env, out, errs := testEnv(home, "")
+		if code := execute(context.Background(), env, args); code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, errs)
+		}
+		if !strings.Contains(out.String(), `a<b>&c.txt`) || strings.Contains(out.String(), `\u003c`) || strings.Contains(out.String(), `\u0026`) {
+			t.Errorf("%v does not show the path as typed:\n%s", args, out)
+		}
 	}
 }
 

@@ -136,7 +136,7 @@ func ToolCall(name string, args any) llm.Content {
 	case string:
 		raw = json.RawMessage(a)
 	default:
-		b, err := json.Marshal(a)
+		b, err := llm.MarshalJSON(a)
 		if err != nil {
 			panic(fmt.Sprintf("faux.ToolCall(%q): arguments do not marshal: %v", name, err))
 		}

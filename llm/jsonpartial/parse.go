@@ -54,8 +54,13 @@ func Strict(s []byte) (json.RawMessage, error) {
 // Invalid returns the arguments of a call whose text did not parse: the
 // raw text as a JSON string (see the package doc).
 func Invalid(raw []byte) json.RawMessage {
-	b, _ := json.Marshal(string(raw)) // a string always marshals
-	return b
+	// A string always encodes; markup stays literal, as in every line
+	// agentloop writes (llm.MarshalJSON, which this package sits below).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(string(raw))
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // IsInvalid reports whether args were made by Invalid (or are otherwise a

@@ -160,10 +160,7 @@ func (b *Bash) Description() string {
 	return d
 }
 
-var bashSchema = json.RawMessage(`{"type":"object","properties":{` +
-	`"command":{"type":"string","description":"The shell command to run."},` +
-	`"timeout":{"type":"number","description":"Timeout in seconds (optional)."}` +
-	`},"required":["command"]}`)
+var bashSchema = schemaOf[bashArgs](nil)
 
 // Schema is the JSON schema of the arguments: command (required) and
 // timeout in seconds.
@@ -190,8 +187,8 @@ func bashCallReadOnly(call tool.Call) bool {
 }
 
 type bashArgs struct {
-	Command string   `json:"command"`
-	Timeout *float64 `json:"timeout,omitempty"`
+	Command string   `json:"command" jsonschema:"The shell command to run."`
+	Timeout *float64 `json:"timeout,omitempty" jsonschema:"Timeout in seconds (optional)."`
 }
 
 // BashDetails is the metadata of a bash result (its Details field).
@@ -386,7 +383,7 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 		res.IsError = true
 	}
 	res.Content = []llm.Content{llm.Text(text)}
-	res.Details, _ = json.Marshal(d)
+	res.Details, _ = llm.MarshalJSON(d)
 	if d.Aborted {
 		return res, ctx.Err()
 	}

@@ -7,6 +7,9 @@ import (
 	"io/fs"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -42,21 +45,10 @@ func New(ws *Workspace) []tool.Tool {
 	return append(tools, NewGrep(ws), NewFind(ws), NewLs(ws))
 }
 
-// decodeToolArgs unmarshals validated arguments into v.
-func decodeToolArgs(call tool.Call, v any) error {
-	if len(call.Args) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(call.Args, v); err != nil {
-		return fmt.Errorf("arguments of %s: %v", call.Name, err)
-	}
-	return nil
-}
-
 // detailsJSON marshals tool details; they are informational, so a failure
 // yields none rather than an error.
 func detailsJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
+	b, err := llm.MarshalJSON(v)
 	if err != nil {
 		return nil
 	}
@@ -90,13 +82,31 @@ func checkRegular(p string, fi fs.FileInfo) error {
 	return fmt.Errorf("%s is not a regular file (%s); the file tools work on regular files only", p, fi.Mode().Type())
 }
 
-// objectSchema is the JSON schema of an arguments object.
-func objectSchema(properties string, required ...string) json.RawMessage {
-	req, _ := json.Marshal(required)
-	if required == nil {
-		req = []byte("[]")
+// schemaOf is the arguments schema of a built-in tool, derived from its
+// arguments type (tool.SchemaFor: descriptions in jsonschema tags, optional
+// fields omitempty); refine sets what tags cannot say (minimums).
+func schemaOf[In any](refine func(*jsonschema.Schema)) json.RawMessage {
+	s, err := tool.SchemaFor[In]()
+	if err != nil {
+		panic(err) // the argument types are ours
 	}
-	return json.RawMessage(`{"type":"object","properties":{` + properties + `},"required":` + string(req) + `}`)
+	if refine != nil {
+		refine(s)
+	}
+	b, err := llm.MarshalJSON(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// atLeast sets the minimum of integer properties of s.
+func atLeast(n float64, props ...string) func(*jsonschema.Schema) {
+	return func(s *jsonschema.Schema) {
+		for _, p := range props {
+			s.Properties[p].Minimum = &n
+		}
+	}
 }
 
 func plural(n int, one, many string) string {

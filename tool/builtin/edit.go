@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -43,15 +45,17 @@ func (*EditTool) Description() string {
 		"Use write to create a file or replace it whole."
 }
 
-var editSchema = objectSchema(`
-	"path":{"type":"string","description":"Path of the file, relative to the workspace root or absolute"},
-	"edits":{"type":"array","minItems":1,"description":"Replacements to make, matched against the original file",
-		"items":{"type":"object","properties":{
-			"oldText":{"type":"string","description":"Text to replace, exactly as in the file"},
-			"newText":{"type":"string","description":"Text to put in its place"}},
-			"required":["oldText","newText"]}},
-	"oldText":{"type":"string","description":"Single-edit form: text to replace (prefer edits)"},
-	"newText":{"type":"string","description":"Single-edit form: replacement text (prefer edits)"}`, "path")
+type editArgs struct {
+	Path    string  `json:"path" jsonschema:"Path of the file, relative to the workspace root or absolute"`
+	Edits   []Edit  `json:"edits,omitempty" jsonschema:"Replacements to make, matched against the original file"`
+	OldText *string `json:"oldText,omitempty" jsonschema:"Single-edit form: text to replace (prefer edits)"`
+	NewText *string `json:"newText,omitempty" jsonschema:"Single-edit form: replacement text (prefer edits)"`
+}
+
+var editSchema = schemaOf[editArgs](func(s *jsonschema.Schema) {
+	one := 1
+	s.Properties["edits"].MinItems = &one
+})
 
 // Schema returns the arguments schema: path and edits[{oldText, newText}]
 // (a single top-level oldText/newText pair is accepted too).
@@ -65,8 +69,8 @@ func (*EditTool) ReadOnly() bool { return false }
 
 // Edit is one replacement of an edit call.
 type Edit struct {
-	OldText string `json:"oldText"`
-	NewText string `json:"newText"`
+	OldText string `json:"oldText" jsonschema:"Text to replace, exactly as in the file"`
+	NewText string `json:"newText" jsonschema:"Text to put in its place"`
 }
 
 // EditDetails is the Details of an edit result.
@@ -82,13 +86,8 @@ type EditDetails struct {
 
 // Execute applies the edits.
 func (t *EditTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
-	var a struct {
-		Path    string  `json:"path"`
-		Edits   []Edit  `json:"edits"`
-		OldText *string `json:"oldText"`
-		NewText *string `json:"newText"`
-	}
-	if err := decodeToolArgs(call, &a); err != nil {
+	var a editArgs
+	if err := tool.DecodeArgs(call, &a); err != nil {
 		return tool.Result{}, err
 	}
 	if a.OldText != nil {

@@ -29,10 +29,13 @@ func (*FindTool) Description() string {
 		"Paths come back relative to the workspace root, directories ending in /. At most %d results unless limit says otherwise.", FindDefaultLimit)
 }
 
-var findSchema = objectSchema(`
-	"pattern":{"type":"string","description":"Glob to match, e.g. *.go, **/*_test.go, src/{a,b}/*.ts"},
-	"path":{"type":"string","description":"Directory to search, relative to the workspace root or absolute (default: the root)"},
-	"limit":{"type":"integer","minimum":1,"description":"Most results to return"}`, "pattern")
+type findArgs struct {
+	Pattern string `json:"pattern" jsonschema:"Glob to match, e.g. *.go, **/*_test.go, src/{a,b}/*.ts"`
+	Path    string `json:"path,omitempty" jsonschema:"Directory to search, relative to the workspace root or absolute (default: the root)"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"Most results to return"`
+}
+
+var findSchema = schemaOf[findArgs](atLeast(1, "limit"))
 
 // Schema returns the arguments schema: pattern, path, limit.
 func (*FindTool) Schema() json.RawMessage { return findSchema }
@@ -52,12 +55,8 @@ type FindDetails struct {
 
 // Execute runs the search.
 func (t *FindTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
-	var a struct {
-		Pattern string `json:"pattern"`
-		Path    string `json:"path"`
-		Limit   int    `json:"limit"`
-	}
-	if err := decodeToolArgs(call, &a); err != nil {
+	var a findArgs
+	if err := tool.DecodeArgs(call, &a); err != nil {
 		return tool.Result{}, err
 	}
 	if a.Path == "" {

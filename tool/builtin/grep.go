@@ -14,6 +14,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -36,14 +38,7 @@ func (*GrepTool) Description() string {
 		"At most %d matches unless limit says otherwise; lines are cut at %d characters.", GrepDefaultLimit, GrepMaxLineChars)
 }
 
-var grepSchema = objectSchema(`
-	"pattern":{"type":"string","description":"Regular expression to search for (or plain text with literal=true)"},
-	"path":{"type":"string","description":"Directory or file to search, relative to the workspace root or absolute (default: the root)"},
-	"glob":{"type":"string","description":"Only search files matching this glob, e.g. *.go or src/**/*.ts; without / it matches file names at any depth"},
-	"ignoreCase":{"type":"boolean","description":"Match case-insensitively"},
-	"literal":{"type":"boolean","description":"Treat pattern as plain text, not a regular expression"},
-	"context":{"type":"integer","minimum":0,"description":"Lines of context to show before and after each match"},
-	"limit":{"type":"integer","minimum":1,"description":"Most matches to return"}`, "pattern")
+var grepSchema = schemaOf[grepArgs](func(s *jsonschema.Schema) { atLeast(0, "context")(s); atLeast(1, "limit")(s) })
 
 // Schema returns the arguments schema.
 func (*GrepTool) Schema() json.RawMessage { return grepSchema }
@@ -55,13 +50,13 @@ func (*GrepTool) ConcurrencySafe(tool.Call) bool { return true }
 func (*GrepTool) ReadOnly() bool { return true }
 
 type grepArgs struct {
-	Pattern    string `json:"pattern"`
-	Path       string `json:"path"`
-	Glob       string `json:"glob"`
-	IgnoreCase bool   `json:"ignoreCase"`
-	Literal    bool   `json:"literal"`
-	Context    int    `json:"context"`
-	Limit      int    `json:"limit"`
+	Pattern    string `json:"pattern" jsonschema:"Regular expression to search for (or plain text with literal=true)"`
+	Path       string `json:"path,omitempty" jsonschema:"Directory or file to search, relative to the workspace root or absolute (default: the root)"`
+	Glob       string `json:"glob,omitempty" jsonschema:"Only search files matching this glob, e.g. *.go or src/**/*.ts; without / it matches file names at any depth"`
+	IgnoreCase bool   `json:"ignoreCase,omitempty" jsonschema:"Match case-insensitively"`
+	Literal    bool   `json:"literal,omitempty" jsonschema:"Treat pattern as plain text, not a regular expression"`
+	Context    int    `json:"context,omitempty" jsonschema:"Lines of context to show before and after each match"`
+	Limit      int    `json:"limit,omitempty" jsonschema:"Most matches to return"`
 }
 
 // GrepDetails is the Details of a grep result.
@@ -84,7 +79,7 @@ const grepMaxMatchBytes = 1 << 20
 // Execute runs the search.
 func (t *GrepTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
 	var a grepArgs
-	if err := decodeToolArgs(call, &a); err != nil {
+	if err := tool.DecodeArgs(call, &a); err != nil {
 		return tool.Result{}, err
 	}
 	if a.Path == "" {

@@ -28,9 +28,12 @@ func (*LsTool) Description() string {
 		"directories end in /. At most %d entries unless limit says otherwise.", LsDefaultLimit)
 }
 
-var lsSchema = objectSchema(`
-	"path":{"type":"string","description":"Directory to list, relative to the workspace root or absolute (default: the root)"},
-	"limit":{"type":"integer","minimum":1,"description":"Most entries to return"}`)
+type lsArgs struct {
+	Path  string `json:"path,omitempty" jsonschema:"Directory to list, relative to the workspace root or absolute (default: the root)"`
+	Limit int    `json:"limit,omitempty" jsonschema:"Most entries to return"`
+}
+
+var lsSchema = schemaOf[lsArgs](atLeast(1, "limit"))
 
 // Schema returns the arguments schema: path, limit.
 func (*LsTool) Schema() json.RawMessage { return lsSchema }
@@ -50,11 +53,8 @@ type LsDetails struct {
 
 // Execute lists the directory.
 func (t *LsTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
-	var a struct {
-		Path  string `json:"path"`
-		Limit int    `json:"limit"`
-	}
-	if err := decodeToolArgs(call, &a); err != nil {
+	var a lsArgs
+	if err := tool.DecodeArgs(call, &a); err != nil {
 		return tool.Result{}, err
 	}
 	if a.Path == "" {

@@ -46,10 +46,7 @@ func (*ReadTool) Description() string {
 		ReadMaxLines, ReadMaxBytes/1024, ReadMaxLineChars)
 }
 
-var readSchema = objectSchema(`
-	"path":{"type":"string","description":"Path of the file, relative to the workspace root or absolute"},
-	"offset":{"type":"integer","description":"Line to start at, 1-based (default 1)"},
-	"limit":{"type":"integer","minimum":1,"description":"Most lines to return"}`, "path")
+var readSchema = schemaOf[readArgs](atLeast(1, "limit"))
 
 // Schema returns the arguments schema: path, offset, limit.
 func (*ReadTool) Schema() json.RawMessage { return readSchema }
@@ -61,9 +58,9 @@ func (*ReadTool) ConcurrencySafe(tool.Call) bool { return true }
 func (*ReadTool) ReadOnly() bool { return true }
 
 type readArgs struct {
-	Path   string `json:"path"`
-	Offset int    `json:"offset"`
-	Limit  int    `json:"limit"`
+	Path   string `json:"path" jsonschema:"Path of the file, relative to the workspace root or absolute"`
+	Offset int    `json:"offset,omitempty" jsonschema:"Line to start at, 1-based (default 1)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"Most lines to return"`
 }
 
 // ReadDetails is the Details of a read result.
@@ -94,7 +91,7 @@ const readSniffBytes = 8192
 // Execute reads the file.
 func (t *ReadTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
 	var a readArgs
-	if err := decodeToolArgs(call, &a); err != nil {
+	if err := tool.DecodeArgs(call, &a); err != nil {
 		return tool.Result{}, err
 	}
 	real, err := t.ws.ResolveRead(a.Path)

@@ -27,9 +27,12 @@ func (*WriteTool) Description() string {
 		"To change part of an existing file, use edit instead."
 }
 
-var writeSchema = objectSchema(`
-	"path":{"type":"string","description":"Path of the file, relative to the workspace root or absolute"},
-	"content":{"type":"string","description":"The complete new content of the file"}`, "path", "content")
+type writeArgs struct {
+	Path    string `json:"path" jsonschema:"Path of the file, relative to the workspace root or absolute"`
+	Content string `json:"content" jsonschema:"The complete new content of the file"`
+}
+
+var writeSchema = schemaOf[writeArgs](nil)
 
 // Schema returns the arguments schema: path, content.
 func (*WriteTool) Schema() json.RawMessage { return writeSchema }
@@ -49,11 +52,8 @@ type WriteDetails struct {
 
 // Execute writes the file.
 func (t *WriteTool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
-	var a struct {
-		Path    string `json:"path"`
-		Content string `json:"content"`
-	}
-	if err := decodeToolArgs(call, &a); err != nil {
+	var a writeArgs
+	if err := tool.DecodeArgs(call, &a); err != nil {
 		return tool.Result{}, err
 	}
 	if strings.HasSuffix(a.Path, "/") {
