@@ -121,18 +121,17 @@ func (e *shellEnv) run(ctx context.Context, h *ShellHook, stdin []byte) cmdResul
 	proc.Prepare(cmd, tag)
 	var mu sync.Mutex
 	var killed []proc.Proc
+	born := proc.Now() // what the hook adopts from here on is its own
 	cmd.Cancel = func() error {
 		pid := cmd.Process.Pid
-		k := proc.Kill(proc.Target{Root: pid, Group: pid, Tag: tag, AdoptedSince: proc.Stamp(pid).Start})
+		k := proc.Kill(proc.Target{Root: pid, Group: pid, Tag: tag, AdoptedSince: born})
 		mu.Lock()
 		killed = append(killed, k...)
 		mu.Unlock()
 		return nil
 	}
-	var born uint64
 	err := cmd.Start()
 	if err == nil {
-		born = proc.Stamp(cmd.Process.Pid).Start // what the hook adopts from here on is its own
 		err = cmd.Wait()
 	}
 	if cmd.Process != nil {

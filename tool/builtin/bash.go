@@ -277,9 +277,10 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 		killMu sync.Mutex
 		killed []proc.Proc
 	)
+	born := proc.Now() // what the command adopts from here on is its own
 	cmd.Cancel = func() error {
 		pid := cmd.Process.Pid
-		k := proc.Kill(proc.Target{Root: pid, Group: pid, Tag: tag, AdoptedSince: proc.Stamp(pid).Start})
+		k := proc.Kill(proc.Target{Root: pid, Group: pid, Tag: tag, AdoptedSince: born})
 		killMu.Lock()
 		killed = append(killed, k...)
 		killMu.Unlock()
@@ -298,7 +299,6 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	}
 	pw.Close()
 	pid := cmd.Process.Pid
-	born := proc.Stamp(pid).Start // what the command adopts from here on is its own
 
 	out := &bashOutput{spillDir: spillDir, spillName: "bash-" + bashFileSafe(call.ID)}
 	upd := &bashUpdater{out: out, update: update}
