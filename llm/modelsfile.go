@@ -10,10 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/agentloop/agentloop/internal/lazyre"
 )
 
 // The models file: a user's own providers and models, in the format of pi's
@@ -582,7 +583,7 @@ var ErrKeyVariableUnset = errors.New("the apiKey names an environment variable")
 // envName matches what reads as an environment variable's name rather
 // than a key: capitals, digits and at least one underscore (keys have
 // lower case letters or dashes, or no underscore).
-var envName = regexp.MustCompile(`^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$`)
+var envName = lazyre.New(`^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$`)
 
 // ResolveHeaders resolves every header value of h like a key spec.
 func ResolveHeaders(ctx context.Context, h map[string]string, lookup func(string) (string, bool)) (map[string]string, error) {

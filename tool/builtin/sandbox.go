@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentloop/agentloop/internal/proc"
@@ -117,7 +118,7 @@ func (s *Sandbox) Args(dir string, writable []string, argv []string) []string {
 	}
 	// Private temporary and runtime directories: the host's Unix sockets
 	// (a Docker daemon, a database, an agent) live there.
-	for _, d := range sandboxHidden {
+	for _, d := range sandboxHidden() {
 		args = append(args, "--tmpfs", d)
 	}
 	if s.Network {
@@ -137,7 +138,7 @@ func (s *Sandbox) Args(dir string, writable []string, argv []string) []string {
 	for _, d := range append(append([]string{dir}, writable...), s.Writable...) {
 		// Binding / or a hidden directory itself would undo the read-only
 		// root or the private directory.
-		if d == "" || d == "/" || slices.Contains(sandboxHidden, d) || seen[d] {
+		if d == "" || d == "/" || slices.Contains(sandboxHidden(), d) || seen[d] {
 			continue
 		}
 		seen[d] = true
@@ -161,7 +162,8 @@ func (s *Sandbox) Args(dir string, writable []string, argv []string) []string {
 // private ones: /tmp always, and /var/tmp, /run and /var/run where they
 // are directories (/var/run is a symlink to /run on current systems;
 // bwrap cannot mount over a path that is not there in the read-only root).
-var sandboxHidden = func() []string {
+// They are looked up when a sandbox is first used, not at start-up.
+var sandboxHidden = sync.OnceValue(func() []string {
 	dirs := []string{"/tmp"}
 	for _, d := range []string{"/var/tmp", "/run", "/var/run"} {
 		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
@@ -169,7 +171,7 @@ var sandboxHidden = func() []string {
 		}
 	}
 	return dirs
-}()
+})
 
 // sandboxDir returns the real path of dir, which bwrap needs for binds
 // under symlinked directories.
