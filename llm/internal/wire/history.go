@@ -1,0 +1,168 @@
+package wire
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// Encoded is a request body already encoded as JSON, in pieces that are
+// sent one after the other as they are, without being joined.
+type Encoded [][]byte
+
+func (e Encoded) size() int64 {
+	var n int64
+	for _, p := range e {
+		n += int64(len(p))
+	}
+	return n
+}
+
+// reader returns a reader over the pieces; it writes them to a
+// connection without copying them through a buffer.
+func (e Encoded) reader() io.Reader {
+	bufs := make(net.Buffers, 0, len(e))
+	for _, p := range e {
+		if len(p) > 0 {
+			bufs = append(bufs, p)
+		}
+	}
+	return &bufs
+}
+
+// History keeps, between the requests a model makes, the encoded form of
+// the history a request carried, so that the next request of the same
+// conversation encodes only the messages appended since. The cache is
+// checked, not trusted: each request's leading messages are compared with
+// copies of those the cache covers (the fields and content blocks, strings
+// by identity first, so the check reads no text twice), and anything
+// rewritten in place or replaced (compaction, snip, a repair, another
+// conversation) is a miss that starts from scratch. S is the wire's
+// conversion state after the covered messages (its CallIDs, the role of
+// the last message sent): it must make the encoding of the messages after
+// them the same as a whole build's.
+//
+// One History belongs to one model and holds one conversation: a model
+// used by several at once stays correct but rebuilds more often.
+type History[S any] struct {
+	mu    sync.Mutex
+	msgs  []llm.Message
+	enc   []byte
+	state S
+	held  bool
+}
+
+// Take returns how many leading messages of msgs the cache covers, their
+// encoding (JSON array elements separated by commas, no brackets) and the
+// state after them, and empties the cache until Keep. n == 0 means
+// starting from scratch: enc is empty and state the zero S. The caller may
+// append to enc and change state; they are its own until it calls Keep.
+func (h *History[S]) Take(msgs []llm.Message) (n int, enc []byte, state S) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.held || len(h.msgs) > len(msgs) {
+		h.reset()
+		return 0, nil, state
+	}
+	for i := range h.msgs {
+		if !SameMessage(&h.msgs[i], &msgs[i]) {
+			h.reset()
+			return 0, nil, state
+		}
+	}
+	n, enc, state, cached := len(h.msgs), h.enc, h.state, h.msgs
+	h.reset()
+	h.msgs = cached // kept for Keep to append to
+	return n, enc, state
+}
+
+// Keep stores the encoding and state after all of msgs, whose first n
+// were covered by the Take that started this build. A build that cannot
+// be continued (its state is not one a whole build passes through) calls
+// Drop instead.
+func (h *History[S]) Keep(msgs []llm.Message, n int, enc []byte, state S) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	kept := h.msgs
+	if len(kept) != n {
+		kept = nil // another build took the cache meanwhile
+		if n != 0 {
+			h.reset()
+			return
+		}
+	}
+	for i := n; i < len(msgs); i++ {
+		kept = append(kept, copyMessage(msgs[i]))
+	}
+	h.msgs, h.enc, h.state, h.held = kept, enc, state, true
+}
+
+// Drop empties the cache.
+func (h *History[S]) Drop() {
+	h.mu.Lock()
+	h.reset()
+	h.mu.Unlock()
+}
+
+func (h *History[S]) reset() {
+	var zero S
+	h.msgs, h.enc, h.state, h.held = nil, nil, zero, false
+}
+
+// copyMessage copies m with its own content blocks, so that a block
+// changed in place in the caller's history no longer compares equal.
+func copyMessage(m llm.Message) llm.Message {
+	m.Content = append([]llm.Content(nil), m.Content...)
+	return m
+}
+
+// SameMessage reports whether a and b are equal in every field a wire may
+// encode. Equal strings that share their bytes compare without reading
+// them.
+func SameMessage(a, b *llm.Message) bool {
+	if a.Role != b.Role || a.Provider != b.Provider || a.Model != b.Model || a.API != b.API ||
+		a.StopReason != b.StopReason || a.ErrorMessage != b.ErrorMessage || a.ToolCallID != b.ToolCallID ||
+		a.ToolName != b.ToolName || a.IsError != b.IsError || a.Timestamp != b.Timestamp || a.Usage != b.Usage ||
+		!bytes.Equal(a.Details, b.Details) || !sameExtra(a.Extra, b.Extra) || len(a.Content) != len(b.Content) {
+		return false
+	}
+	for i := range a.Content {
+		x, y := &a.Content[i], &b.Content[i]
+		if x.Type != y.Type || x.Text != y.Text || x.TextSignature != y.TextSignature || x.Thinking != y.Thinking ||
+			x.ThinkingSignature != y.ThinkingSignature || x.Redacted != y.Redacted || x.Data != y.Data ||
+			x.MimeType != y.MimeType || x.ID != y.ID || x.Name != y.Name || x.ThoughtSignature != y.ThoughtSignature ||
+			!bytes.Equal(x.Arguments, y.Arguments) || !sameExtra(x.Extra, y.Extra) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameExtra[V ~[]byte](a, b map[string]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 {
+		return true // no map iteration for the common case
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// Covered returns how many messages the cache covers now.
+func (h *History[S]) Covered() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.held {
+		return 0
+	}
+	return len(h.msgs)
+}
