@@ -168,10 +168,6 @@ func (m *Model) buildRequest(req *llm.Request) *request {
 // without its history, for its other fields.
 func (m *Model) encodeRequest(req *llm.Request) (wire.Encoded, *request, error) {
 	r := m.buildRequest(&llm.Request{SystemPrompt: req.SystemPrompt, Tools: req.Tools, Options: req.Options})
-	head, err := json.Marshal(r)
-	if err != nil {
-		return nil, nil, err
-	}
 	msgs := req.Messages
 	n, enc, cv := m.hist.Take(msgs)
 	if cv == nil {
@@ -181,7 +177,8 @@ func (m *Model) encodeRequest(req *llm.Request) (wire.Encoded, *request, error) 
 	for i := n; i < len(msgs); i++ {
 		out = cv.add(out, &msgs[i])
 	}
-	if enc, err = appendElements(enc, out); err != nil {
+	var err error
+	if enc, err = wire.AppendElements(enc, out); err != nil {
 		m.hist.Drop()
 		return nil, nil, err
 	}
@@ -189,48 +186,27 @@ func (m *Model) encodeRequest(req *llm.Request) (wire.Encoded, *request, error) 
 	// end of this request only: the next one may bring more results
 	// before it, so the kept state is the one before that turn.
 	tail := *cv
-	last, err := appendElements(nil, tail.flush(nil))
+	last, err := wire.AppendElements(nil, tail.flush(nil))
 	if err != nil {
 		m.hist.Drop()
 		return nil, nil, err
 	}
 	m.hist.Keep(msgs, n, enc, cv)
 
-	// head is {"model":…,"messages":[system]|null,…}: the history goes
-	// after the system message.
-	model, err := json.Marshal(r.Model)
+	// The system message, if any, stays first; the history follows it.
+	var sys []byte
+	if r.Messages != nil {
+		if sys, err = json.Marshal(&r.Messages[0]); err != nil {
+			return nil, nil, err
+		}
+		r.Messages = nil
+	}
+	head, err := json.Marshal(r)
 	if err != nil {
 		return nil, nil, err
 	}
-	at := len(`{"model":`) + len(model) + len(`,"messages":`)
-	var sys []byte
-	rest := head[min(at+len("null"), len(head)):]
-	if r.Messages != nil {
-		if sys, err = json.Marshal(r.Messages[0]); err != nil {
-			return nil, nil, err
-		}
-		rest = head[min(at+len(sys)+2, len(head)):]
-	}
-	body := wire.Encoded{head[:at]}
-	n = 0
-	for _, l := range [][]byte{sys, enc, last} {
-		if len(l) == 0 {
-			continue
-		}
-		if n == 0 {
-			body = append(body, open)
-		} else {
-			body = append(body, comma)
-		}
-		body = append(body, l)
-		n++
-	}
-	if n == 0 {
-		body = append(body, null) // as Marshal writes a nil slice
-	} else {
-		body = append(body, closing)
-	}
-	return append(body, rest), r, nil
+	body, err := wire.Splice(head, "messages", "null", sys, enc, last)
+	return body, r, err
 }
 
 func (m *Model) setReasoning(r *request, level llm.ThinkingLevel) {
@@ -360,26 +336,6 @@ func (cv *converter) add(out []message, msg *llm.Message) []message {
 		out = cv.push(out, tm)
 	}
 	return out
-}
-
-// The pieces of a request body around its messages.
-var (
-	open, comma, closing, null = []byte("["), []byte(","), []byte("]"), []byte("null")
-)
-
-// appendElements appends the JSON of each message to enc, comma-separated.
-func appendElements(enc []byte, msgs []message) ([]byte, error) {
-	for i := range msgs {
-		b, err := json.Marshal(&msgs[i])
-		if err != nil {
-			return enc, err
-		}
-		if len(enc) > 0 {
-			enc = append(enc, ',')
-		}
-		enc = append(enc, b...)
-	}
-	return enc, nil
 }
 
 func imagePart(b llm.Content) part {

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -165,4 +167,57 @@ func (h *History[S]) Covered() int {
 		return 0
 	}
 	return len(h.msgs)
+}
+
+// Splice returns head, a JSON object whose field key is null, with that
+// field's value made the array of the given elements instead: each
+// non-empty part is one or more array elements already encoded and
+// separated by commas. With no element the field is empty (the encoding
+// json.Marshal gives the wire's nil or empty slice: "null" or "[]").
+// The head's bytes and the parts are not copied.
+func Splice(head []byte, key string, empty string, parts ...[]byte) (Encoded, error) {
+	field := `"` + key + `":null`
+	i := bytes.Index(head, []byte(field))
+	if i < 0 {
+		return nil, fmt.Errorf("no %s field in the request head", field)
+	}
+	at := i + len(field) - len("null")
+	body := Encoded{head[:at:at]}
+	n := 0
+	for _, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		if n == 0 {
+			body = append(body, openBracket)
+		} else {
+			body = append(body, comma)
+		}
+		body = append(body, p)
+		n++
+	}
+	if n == 0 {
+		body = append(body, []byte(empty))
+	} else {
+		body = append(body, closeBracket)
+	}
+	return append(body, head[at+len("null"):]), nil
+}
+
+var openBracket, comma, closeBracket = []byte("["), []byte(","), []byte("]")
+
+// AppendElements appends the JSON encoding of each of elems to enc,
+// comma-separated, as an array holds them.
+func AppendElements[T any](enc []byte, elems []T) ([]byte, error) {
+	for i := range elems {
+		b, err := json.Marshal(&elems[i])
+		if err != nil {
+			return enc, err
+		}
+		if len(enc) > 0 {
+			enc = append(enc, ',')
+		}
+		enc = append(enc, b...)
+	}
+	return enc, nil
 }
