@@ -97,3 +97,54 @@ func incremental(m *Model) wiretest.Incremental {
 		Covered: m.hist.Covered,
 	}
 }
+
+// Issue 20.1 on the Responses wire, where each message is its own input
+// items (reasoning items and unmodelled output items replayed to the same
+// model among them).
+func TestResponsesIncrementalRequestMatchesWholeBuild(t *testing.T) {
+	for name, info := range map[string]llm.ModelInfo{
+		"reasoning": {ID: "gpt-test", Provider: "openai", API: llm.APIOpenAIResponses, MaxTokens: 1000, Reasoning: true, Input: []string{"text", "image"}},
+		"plain":     {ID: "gpt-test", Provider: "openai", API: llm.APIOpenAIResponses, Input: []string{"text"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := NewResponses(Config{Info: info})
+			wiretest.CheckIncremental(t, responsesIncremental(m), 300, 5)
+		})
+	}
+	wiretest.CheckIncrementalEdges(t, responsesIncremental(NewResponses(Config{Info: llm.ModelInfo{ID: "gpt-test", Provider: "openai"}})))
+}
+
+func responsesIncremental(m *ResponsesModel) wiretest.Incremental {
+	return wiretest.Incremental{
+		API: llm.APIOpenAIResponses, Provider: "openai",
+		Decorate: func(msg *llm.Message, turn int) {
+			if msg.Role != llm.RoleAssistant {
+				if msg.Role == llm.RoleToolResult && turn%2 == 0 {
+					msg.ToolCallID += fmt.Sprintf("|fc_%d", turn)
+				}
+				return
+			}
+			for i := range msg.Content {
+				c := &msg.Content[i]
+				switch {
+				case c.Type == llm.ContentThinking && turn%2 == 0:
+					c.ThinkingSignature = fmt.Sprintf(`{"type":"reasoning","id":"rs_%d","summary":[],"encrypted_content":"<x&y>"}`, turn)
+				case c.Type == llm.ContentToolCall && turn%2 == 0:
+					c.ID += fmt.Sprintf("|fc_%d", turn)
+				case c.Type == llm.ContentText && turn%3 == 0:
+					c.TextSignature = fmt.Sprintf("msg_%d", turn)
+				}
+			}
+			if turn%4 == 0 {
+				msg.Extra = map[string]json.RawMessage{ItemsKey: json.RawMessage(fmt.Sprintf(
+					`[{"before":0,"item":{"type":"web_search_call","id":"ws_%d","status":"completed"}},{"before":99,"item":{"type":"x", "spaced" : true}}]`, turn))}
+			}
+		},
+		Encode: func(req *llm.Request) ([]byte, error) {
+			body, _, err := m.encodeRequest(req)
+			return bytes.Join(body, nil), err
+		},
+		Whole:   func(req *llm.Request) ([]byte, error) { return json.Marshal(m.buildRequest(req)) },
+		Covered: m.hist.Covered,
+	}
+}

@@ -69,6 +69,9 @@ type Incremental struct {
 	Whole func(req *llm.Request) ([]byte, error)
 	// Covered is how many messages the cache covers now.
 	Covered func() int
+	// Decorate, if set, adds what the wire's own replies carry to each
+	// new message (item ids, kept output items).
+	Decorate func(m *llm.Message, turn int)
 }
 
 // CheckIncremental runs turns turns of a scripted conversation through w
@@ -129,7 +132,13 @@ func CheckIncremental(t *testing.T, w Incremental, turns int, seed uint64) {
 		case turn == 5*turns/6: // another conversation on the same model
 			check([]llm.Message{llm.UserText("other")}, turn)
 		}
+		from := len(hist)
 		hist = ScriptedTurn(rng, hist, turn, w.API, w.Provider)
+		if w.Decorate != nil {
+			for i := from; i < len(hist); i++ {
+				w.Decorate(&hist[i], turn)
+			}
+		}
 		if w.Covered() > 0 {
 			hits++
 		}
