@@ -78,16 +78,10 @@ func (s *Sandbox) Check(ctx context.Context) error {
 	defer cancel()
 	dir := "/"
 	args := s.Args(dir, nil, []string{"true"})
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	tag := proc.NewTag()
-	proc.Prepare(cmd, tag)
+	c := proc.CommandContext(ctx, args[0], args[1:]...)
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	if cmd.Process != nil {
-		// The sandbox's pid 1 may outlive bwrap: collect it.
-		proc.Reap(proc.Kill(proc.Target{Group: cmd.Process.Pid, Tag: tag}), 0, bashReapTimeout)
-	}
+	c.Cmd.Stderr = &stderr
+	err := c.Run(bashReapTimeout) // the sandbox's pid 1 may outlive bwrap: Run collects it
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
