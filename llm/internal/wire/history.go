@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"unsafe"
 
 	"github.com/agentloop/agentloop/llm"
 )
@@ -125,22 +126,32 @@ func copyMessage(m llm.Message) llm.Message {
 // encode. Equal strings that share their bytes compare without reading
 // them.
 func SameMessage(a, b *llm.Message) bool {
-	if a.Role != b.Role || a.Provider != b.Provider || a.Model != b.Model || a.API != b.API ||
-		a.StopReason != b.StopReason || a.ErrorMessage != b.ErrorMessage || a.ToolCallID != b.ToolCallID ||
-		a.ToolName != b.ToolName || a.IsError != b.IsError || a.Timestamp != b.Timestamp || a.Usage != b.Usage ||
-		!bytes.Equal(a.Details, b.Details) || !sameExtra(a.Extra, b.Extra) || len(a.Content) != len(b.Content) {
+	if a.Role != b.Role || !same(a.Provider, b.Provider) || !same(a.Model, b.Model) || !same(a.API, b.API) ||
+		a.StopReason != b.StopReason || !same(a.ErrorMessage, b.ErrorMessage) || !same(a.ToolCallID, b.ToolCallID) ||
+		!same(a.ToolName, b.ToolName) || a.IsError != b.IsError || a.Timestamp != b.Timestamp || a.Usage != b.Usage ||
+		!sameBytes(a.Details, b.Details) || !sameExtra(a.Extra, b.Extra) || len(a.Content) != len(b.Content) {
 		return false
 	}
 	for i := range a.Content {
 		x, y := &a.Content[i], &b.Content[i]
-		if x.Type != y.Type || x.Text != y.Text || x.TextSignature != y.TextSignature || x.Thinking != y.Thinking ||
-			x.ThinkingSignature != y.ThinkingSignature || x.Redacted != y.Redacted || x.Data != y.Data ||
-			x.MimeType != y.MimeType || x.ID != y.ID || x.Name != y.Name || x.ThoughtSignature != y.ThoughtSignature ||
-			!bytes.Equal(x.Arguments, y.Arguments) || !sameExtra(x.Extra, y.Extra) {
+		if x.Type != y.Type || !same(x.Text, y.Text) || !same(x.TextSignature, y.TextSignature) || !same(x.Thinking, y.Thinking) ||
+			!same(x.ThinkingSignature, y.ThinkingSignature) || x.Redacted != y.Redacted || !same(x.Data, y.Data) ||
+			!same(x.MimeType, y.MimeType) || !same(x.ID, y.ID) || !same(x.Name, y.Name) || !same(x.ThoughtSignature, y.ThoughtSignature) ||
+			!sameBytes(x.Arguments, y.Arguments) || !sameExtra(x.Extra, y.Extra) {
 			return false
 		}
 	}
 	return true
+}
+
+// same is a == b, answered without a call when the strings share their
+// bytes (the common case: the cached copy holds the caller's strings).
+func same[S ~string](a, b S) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(string(a)) == unsafe.StringData(string(b)) || a == b)
+}
+
+func sameBytes[B ~[]byte](a, b B) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0] || bytes.Equal(a, b))
 }
 
 func sameExtra[V ~[]byte](a, b map[string]V) bool {
@@ -152,7 +163,7 @@ func sameExtra[V ~[]byte](a, b map[string]V) bool {
 	}
 	for k, v := range a {
 		w, ok := b[k]
-		if !ok || !bytes.Equal(v, w) {
+		if !ok || !sameBytes(v, w) {
 			return false
 		}
 	}
