@@ -1,22 +1,22 @@
 package failover
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/agentloop/agentloop/internal/lazyre"
 	"github.com/agentloop/agentloop/llm"
 )
 
 var (
-	quotedItem = regexp.MustCompile(`['"]([^'"]+)['"]`)
-	listItem   = regexp.MustCompile(`[A-Za-z][A-Za-z_-]*`)
+	quotedItem = lazyre.New(`['"]([^'"]+)['"]`)
+	listItem   = lazyre.New(`[A-Za-z][A-Za-z_-]*`)
 	// A setting the model refuses: `think value "low" is not supported`.
 	// Like OpenClaw, any "not supported" counts: the retry with thinking
 	// off costs one call when the refusal was about something else.
-	levelUnsupported = regexp.MustCompile(`(?i)not supported|unsupported (?:value|parameter).{0,40}(?:think|reasoning|effort)|(?:think|thinking|reasoning|effort).{0,60}(?:unsupported|not available|not allowed)`)
+	levelUnsupported = lazyre.New(`(?i)not supported|unsupported (?:value|parameter).{0,40}(?:think|reasoning|effort)|(?:think|thinking|reasoning|effort).{0,60}(?:unsupported|not available|not allowed)`)
 	// Reasoning that may not be turned off.
-	reasoningMandatory = regexp.MustCompile(`(?i)reasoning is (?:mandatory|required)|requires reasoning|cannot be disabled|thinking (?:is )?(?:mandatory|required)`)
+	reasoningMandatory = lazyre.New(`(?i)reasoning is (?:mandatory|required)|requires reasoning|cannot be disabled|thinking (?:is )?(?:mandatory|required)`)
 )
 
 // levelAliases maps the words providers (and users) use for effort levels

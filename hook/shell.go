@@ -106,41 +106,22 @@ func (e *shellEnv) run(ctx context.Context, h *ShellHook, stdin []byte) cmdResul
 	tctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	var stdout, stderr capped
-	cmd := exec.CommandContext(tctx, e.shell, "-c", h.Command)
-	cmd.Dir = e.workspace
-	cmd.Env = e.env
-	cmd.Stdin = bytes.NewReader(stdin)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = killGrace
 	// The hook runs in its own process group, tagged, so that everything it
 	// started (setsid escapees included, which the subreaper of package
 	// proc adopts) is found, killed and reaped: at the timeout, on abort,
 	// and when the hook exits leaving children behind.
 	_ = proc.EnableSubreaper() // without it the sweep still finds the group and tagged descendants
-	tag := proc.NewTag()
-	proc.Prepare(cmd, tag)
-	var mu sync.Mutex
-	var killed []proc.Proc
-	cmd.Cancel = func() error {
-		pid := cmd.Process.Pid
-		k := proc.Kill(proc.Target{Root: pid, Group: pid, Tag: tag, AdoptedSince: proc.Stamp(pid).Start})
-		mu.Lock()
-		killed = append(killed, k...)
-		mu.Unlock()
-		return nil
-	}
-	var born uint64
-	err := cmd.Start()
+	c := proc.CommandContext(tctx, e.shell, "-c", h.Command)
+	cmd := c.Cmd
+	cmd.Dir = e.workspace
+	cmd.Env = e.env
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = killGrace
+	err := c.Start()
 	if err == nil {
-		born = proc.Stamp(cmd.Process.Pid).Start // what the hook adopts from here on is its own
 		err = cmd.Wait()
-	}
-	if cmd.Process != nil {
-		pid := cmd.Process.Pid
-		mu.Lock()
-		killed = append(killed, proc.Kill(proc.Target{Group: pid, Tag: tag, AdoptedSince: born})...)
-		proc.Reap(killed, pid, killGrace)
-		mu.Unlock()
+		c.Sweep(false, killGrace)
 	}
 	r := cmdResult{stdout: stdout.String(), stderr: stderr.String(), code: -1}
 	if cmd.ProcessState != nil {

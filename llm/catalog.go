@@ -24,7 +24,7 @@ func NewCatalog() *Catalog {
 // BuiltinModels). Each call returns an independent copy.
 func BuiltinCatalog() *Catalog {
 	c := NewCatalog()
-	for _, m := range builtinModels {
+	for _, m := range builtinModels() {
 		c.Add(m)
 	}
 	return c
@@ -32,8 +32,9 @@ func BuiltinCatalog() *Catalog {
 
 // BuiltinModels returns a copy of the built-in model entries.
 func BuiltinModels() []ModelInfo {
-	out := make([]ModelInfo, len(builtinModels))
-	for i, m := range builtinModels {
+	models := builtinModels()
+	out := make([]ModelInfo, len(models))
+	for i, m := range models {
 		out[i] = cloneInfo(m)
 	}
 	return out

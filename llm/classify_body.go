@@ -2,10 +2,11 @@ package llm
 
 import (
 	"encoding/json"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentloop/agentloop/internal/lazyre"
 )
 
 // errorBody is what the classifier reads out of an error body or text.
@@ -27,11 +28,11 @@ type errorBody struct {
 }
 
 // shortQuotaID matches the id of a quota that resets within the hour.
-var shortQuotaID = regexp.MustCompile(`Per(?:Second|Minute|Hour)`)
+var shortQuotaID = lazyre.New(`Per(?:Second|Minute|Hour)`)
 
 // leadingStatus matches a status at the start of a message: "429 Too Many
 // Requests", "HTTP 404: ...", "Error: 521 <!DOCTYPE ...", "status: 402".
-var leadingStatus = regexp.MustCompile(`(?i)^(?:error:?\s*)?(http\s*|status(?:\s*code)?\s*:?\s*)?([1-5]\d\d)\b\s*:?\s*`)
+var leadingStatus = lazyre.New(`(?i)^(?:error:?\s*)?(http\s*|status(?:\s*code)?\s*:?\s*)?([1-5]\d\d)\b\s*:?\s*`)
 
 // parseErrorBody extracts the message, type, code and status from the
 // error shapes providers use:
@@ -341,9 +342,9 @@ func isHTMLPage(s string) bool {
 }
 
 var (
-	titleRe = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
-	tagRe   = regexp.MustCompile(`(?s)<[^>]*>`)
-	spaceRe = regexp.MustCompile(`\s+`)
+	titleRe = lazyre.New(`(?is)<title[^>]*>(.*?)</title>`)
+	tagRe   = lazyre.New(`(?s)<[^>]*>`)
+	spaceRe = lazyre.New(`\s+`)
 )
 
 func htmlTitle(s string) string {
@@ -360,10 +361,10 @@ func stripTags(s string) string {
 // retryHint finds a wait in a provider's words: "Please try again in
 // 20s", "try again in 1.5s", "Please retry in 38.17s", "try again in 30
 // seconds", "retry after 2 minutes".
-var retryHint = regexp.MustCompile(`(?i)(?:try again|retry)\s+(?:in|after)\s+(?:about\s+)?(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b`)
+var retryHint = lazyre.New(`(?i)(?:try again|retry)\s+(?:in|after)\s+(?:about\s+)?(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b`)
 
 // retryGoDuration matches compact durations: "try again in 7m12s".
-var retryGoDuration = regexp.MustCompile(`(?i)(?:try again|retry)\s+(?:in|after)\s+(?:about\s+)?((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)(?:[^a-z]|$)`)
+var retryGoDuration = lazyre.New(`(?i)(?:try again|retry)\s+(?:in|after)\s+(?:about\s+)?((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)(?:[^a-z]|$)`)
 
 func retryHintFromText(s string) time.Duration {
 	if len(s) > maxHay {
@@ -399,7 +400,7 @@ func retryHintFromText(s string) time.Duration {
 
 // secretRe matches credentials that providers sometimes echo back in error
 // messages ("Incorrect API key provided: sk-proj-...").
-var secretRe = regexp.MustCompile(`\b(?:sk-[A-Za-z0-9_\-*.]{6,}|sk_[A-Za-z0-9_\-]{10,}|gsk_[A-Za-z0-9]{10,}|AIza[0-9A-Za-z_\-]{20,}|xai-[A-Za-z0-9]{10,}|or-[A-Za-z0-9-]{20,})|(?i:bearer\s+)[A-Za-z0-9._~+/=\-]{8,}`)
+var secretRe = lazyre.New(`\b(?:sk-[A-Za-z0-9_\-*.]{6,}|sk_[A-Za-z0-9_\-]{10,}|gsk_[A-Za-z0-9]{10,}|AIza[0-9A-Za-z_\-]{20,}|xai-[A-Za-z0-9]{10,}|or-[A-Za-z0-9-]{20,})|(?i:bearer\s+)[A-Za-z0-9._~+/=\-]{8,}`)
 
 // secretHints are the prefixes secretRe looks for, for a cheap pre-check.
 var secretHints = []string{"sk-", "sk_", "gsk_", "aiza", "xai-", "or-", "bearer"}

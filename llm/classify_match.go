@@ -3,22 +3,28 @@ package llm
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // matcher is a rule: a set of alternatives, matched against lower-case
 // text. Plain-text alternatives are checked with strings.Contains, and each
 // pattern is compiled on its own: Go's regexp engine scans for a pattern's
 // literal prefix quickly, but a long combined alternation has no prefix and
-// costs tens of microseconds per line of text.
+// costs tens of microseconds per line of text. The alternatives are split
+// and compiled when the matcher is first used, not at package
+// initialisation: a run that meets no error never pays for the classifier.
 type matcher struct {
+	src  string
+	once sync.Once
 	lits []string
 	res  []*regexp.Regexp
 }
 
-// rule builds a matcher from a regexp alternation ("a|b[ _]c|d").
-func rule(alternation string) *matcher {
-	m := &matcher{}
-	for _, alt := range splitAlternation(alternation) {
+// rule returns the matcher of a regexp alternation ("a|b[ _]c|d").
+func rule(alternation string) *matcher { return &matcher{src: alternation} }
+
+func (m *matcher) build() {
+	for _, alt := range splitAlternation(m.src) {
 		if alt == "" {
 			continue
 		}
@@ -28,11 +34,11 @@ func rule(alternation string) *matcher {
 			m.lits = append(m.lits, alt)
 		}
 	}
-	return m
 }
 
 // MatchString reports whether any alternative occurs in s.
 func (m *matcher) MatchString(s string) bool {
+	m.once.Do(m.build)
 	for _, l := range m.lits {
 		if strings.Contains(s, l) {
 			return true

@@ -1,9 +1,10 @@
 package llm
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/agentloop/agentloop/internal/lazyre"
 )
 
 // overflowRe matches the providers' ways of saying the prompt does not fit
@@ -67,7 +68,7 @@ func IsContextOverflow(text string) bool {
 }
 
 // overflowCountRe finds the observed prompt size in an overflow message.
-var overflowCountRe = regexp.MustCompile(`(?i)(?:prompt is too long:\s*|resulted in\s+|requested\s+(?:about\s+)?|request contains\s+|prompt contains\s+|input token count\s*(?:\(|of\s+)?|prompt \(|requested:\s*|prompt token count of\s+)([\d,]+)`)
+var overflowCountRe = lazyre.New(`(?i)(?:prompt is too long:\s*|resulted in\s+|requested\s+(?:about\s+)?|request contains\s+|prompt contains\s+|input token count\s*(?:\(|of\s+)?|prompt \(|requested:\s*|prompt token count of\s+)([\d,]+)`)
 
 // OverflowTokens returns the prompt size an overflow message reports
 // ("prompt is too long: 277403 tokens > 200000 maximum" gives 277403), and
@@ -89,16 +90,16 @@ func OverflowTokens(text string) (int, bool) {
 
 // overflowLimitRes find the window an overflow message states, most
 // specific first: each has one group, the number of tokens.
-var overflowLimitRes = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)maximum context length is\s+([\d,]+)`),                               // OpenAI, vLLM, OpenRouter, DeepSeek
-	regexp.MustCompile(`(?i)prompt is too long:\s*[\d,]+\s*tokens?\s*>\s*([\d,]+)`),              // Anthropic
-	regexp.MustCompile(`(?i)exceed context limit:\s*[\d,]+\s*\+\s*[\d,]+\s*>\s*([\d,]+)`),        // Anthropic, input + max_tokens
-	regexp.MustCompile(`(?i)available context size\s*\(\s*([\d,]+)\s*tokens?\)`),                 // llama.cpp
-	regexp.MustCompile(`(?i)too large for model with\s+([\d,]+)\s+maximum context length`),       // Mistral
-	regexp.MustCompile(`(?i)maximum prompt length is\s+([\d,]+)`),                                // xAI
-	regexp.MustCompile(`(?i)greater than the context length of\s+([\d,]+)`),                      // LM Studio
-	regexp.MustCompile(`(?i)maximum number of tokens allowed\s*\(\s*([\d,]+)\s*\)`),              // Gemini
-	regexp.MustCompile(`(?i)context (?:window|length|size|limit) (?:is|of)\s+([\d,]+)\s*tokens`), // generic
+var overflowLimitRes = []*lazyre.Regexp{
+	lazyre.New(`(?i)maximum context length is\s+([\d,]+)`),                               // OpenAI, vLLM, OpenRouter, DeepSeek
+	lazyre.New(`(?i)prompt is too long:\s*[\d,]+\s*tokens?\s*>\s*([\d,]+)`),              // Anthropic
+	lazyre.New(`(?i)exceed context limit:\s*[\d,]+\s*\+\s*[\d,]+\s*>\s*([\d,]+)`),        // Anthropic, input + max_tokens
+	lazyre.New(`(?i)available context size\s*\(\s*([\d,]+)\s*tokens?\)`),                 // llama.cpp
+	lazyre.New(`(?i)too large for model with\s+([\d,]+)\s+maximum context length`),       // Mistral
+	lazyre.New(`(?i)maximum prompt length is\s+([\d,]+)`),                                // xAI
+	lazyre.New(`(?i)greater than the context length of\s+([\d,]+)`),                      // LM Studio
+	lazyre.New(`(?i)maximum number of tokens allowed\s*\(\s*([\d,]+)\s*\)`),              // Gemini
+	lazyre.New(`(?i)context (?:window|length|size|limit) (?:is|of)\s+([\d,]+)\s*tokens`), // generic
 }
 
 // OverflowLimit returns the context window an overflow message states

@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/agentloop/agentloop/internal/lazyre"
+	"github.com/agentloop/agentloop/internal/proc"
 )
 
 // The models file: a user's own providers and models, in the format of pi's
@@ -595,7 +596,7 @@ var ErrKeyVariableUnset = errors.New("the apiKey names an environment variable")
 // envName matches what reads as an environment variable's name rather
 // than a key: capitals, digits and at least one underscore (keys have
 // lower case letters or dashes, or no underscore).
-var envName = regexp.MustCompile(`^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$`)
+var envName = lazyre.New(`^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$`)
 
 // ResolveHeaders resolves every header value of h like a key spec.
 func ResolveHeaders(ctx context.Context, h map[string]string, lookup func(string) (string, bool)) (map[string]string, error) {
@@ -622,14 +623,17 @@ func runKeyCommand(ctx context.Context, cmdline string) (string, error) {
 		ctx, cancel = context.WithTimeout(ctx, KeyCommandTimeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(ctx, "sh", "-c", cmdline)
+	// Its own process tree: at the timeout the whole tree is killed, and
+	// what it leaves behind (a background child, a daemon) is ended with
+	// it.
+	c := proc.CommandContext(ctx, "sh", "-c", cmdline)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
+	c.Cmd.Stdout = &stdout
+	c.Cmd.Stderr = &stderr
 	// A background child that keeps the pipes open must not hang us.
-	cmd.WaitDelay = time.Second
+	c.Cmd.WaitDelay = time.Second
 	name := commandName(cmdline)
-	if err := cmd.Run(); err != nil {
+	if err := c.Run(time.Second); err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg != "" {
 			msg = ": " + truncate(redact(firstLine(msg)), 200)

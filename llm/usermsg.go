@@ -4,9 +4,10 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"regexp"
 	"strings"
 	"syscall"
+
+	"github.com/agentloop/agentloop/internal/lazyre"
 )
 
 // Transient reports whether a failure of this reason may pass by itself, so
@@ -140,9 +141,9 @@ func isLocalError(err error) bool {
 }
 
 var (
-	oauthRefresh = regexp.MustCompile(`(?:oauth|refresh)[^.]{0,40}(?:refresh|token)[^.]{0,40}(?:failed|failure|error|invalid|expired|revoked)|invalid_grant|refresh token (?:is )?(?:invalid|expired|revoked|not found)|could not refresh`)
-	roleOrder    = regexp.MustCompile(`roles must alternate|incorrect role information|unexpected role|must be followed by|messages with role 'tool'|tool_calls must be followed|tool_result block\(s\) (?:provided|without)|tool_use_id`)
-	waitHint     = regexp.MustCompile(`try again|retry|resets?\b|in \d+ (?:seconds?|minutes?|hours?)`)
+	oauthRefresh = lazyre.New(`(?:oauth|refresh)[^.]{0,40}(?:refresh|token)[^.]{0,40}(?:failed|failure|error|invalid|expired|revoked)|invalid_grant|refresh token (?:is )?(?:invalid|expired|revoked|not found)|could not refresh`)
+	roleOrder    = lazyre.New(`roles must alternate|incorrect role information|unexpected role|must be followed by|messages with role 'tool'|tool_calls must be followed|tool_result block\(s\) (?:provided|without)|tool_use_id`)
+	waitHint     = lazyre.New(`try again|retry|resets?\b|in \d+ (?:seconds?|minutes?|hours?)`)
 )
 
 // oneLine keeps the first line of s, cut to a readable length.

@@ -12,5 +12,12 @@
 // (Target.AdoptedSince). EndAll kills every descendant, for a process
 // about to exit (the CLI's second Ctrl-C, and its end).
 //
+// A sweep reads /proc only when there is something to find: everything it
+// can take is in this process's subtree, so when this process has no child
+// left (waitid(P_ALL, WNOHANG|WNOWAIT) says ECHILD, the common case once a
+// command's shell has been waited for) it returns at the cost of one
+// system call. Now stamps a command's start from the boot clock, so
+// AdoptedSince costs no read of /proc either.
+//
 // It imports only the standard library and golang.org/x/sys.
 package proc

@@ -83,10 +83,36 @@ func envMatch(patterns []string, name string) bool {
 			return true
 		}
 		if strings.ContainsAny(pat, "*?[") {
+			if ok, known := affixMatch(pat, name); known {
+				if ok {
+					return true
+				}
+				continue
+			}
 			if ok, err := path.Match(pat, name); err == nil && ok {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// affixMatch answers path.Match for the common shapes of a pattern,
+// "*SUFFIX" and "PREFIX*" with no other special character, without its
+// general matcher (which the bash tool paid for on every variable of
+// every command). known is false for any other pattern. As in path.Match,
+// the star matches no '/'.
+func affixMatch(pat, name string) (ok, known bool) {
+	if strings.Count(pat, "*") != 1 || strings.ContainsAny(pat, "?[\\") {
+		return false, false
+	}
+	switch {
+	case pat[0] == '*':
+		rest, found := strings.CutSuffix(name, pat[1:])
+		return found && !strings.Contains(rest, "/"), true
+	case pat[len(pat)-1] == '*':
+		rest, found := strings.CutPrefix(name, pat[:len(pat)-1])
+		return found && !strings.Contains(rest, "/"), true
+	}
+	return false, false
 }

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"path"
 	"slices"
 	"testing"
 )
@@ -26,5 +27,38 @@ func TestEnvPolicyFilter(t *testing.T) {
 	}
 	if got := (&EnvPolicy{}).Filter([]string{}); got == nil {
 		t.Error("Filter returned nil for an empty environment: exec.Cmd would inherit everything")
+	}
+}
+
+// The fast path for "*SUFFIX" and "PREFIX*" answers as path.Match does.
+func TestAffixMatchAgreesWithPathMatch(t *testing.T) {
+	patterns := append(append([]string{"CUSTOM_*", "*", "A*B", "*_KEY*", "X?*", "[A]*", `\**`}, DefaultSecretVars...), ShellStartupVars...)
+	names := []string{"", "OPENAI_API_KEY", "API_KEY", "_API_KEY", "A/B_API_KEY", "CUSTOM_", "CUSTOM_X", "CUSTOM_/X",
+		"BASH_FUNC_ls%%", "BASH_FUNC_", "AXB", "MY_TOKEN", "TOKEN", "*x", "X1"}
+	for _, pat := range patterns {
+		for _, name := range names {
+			want, err := path.Match(pat, name)
+			if err != nil {
+				continue
+			}
+			if got, known := affixMatch(pat, name); known && got != want {
+				t.Errorf("affixMatch(%q, %q) = %v; path.Match says %v", pat, name, got, want)
+			}
+			if got := envMatch([]string{pat}, name); got != want {
+				t.Errorf("envMatch(%q, %q) = %v; path.Match says %v", pat, name, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkEnvFilter(b *testing.B) {
+	env := make([]string, 0, 40)
+	for i := range 40 {
+		env = append(env, "VARIABLE_NUMBER_"+string(rune('A'+i%26))+"=some value of a variable")
+	}
+	p := &EnvPolicy{}
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Filter(env, ShellStartupVars...)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -17,6 +18,10 @@ import (
 var (
 	subreaperOnce sync.Once
 	subreaperErr  error
+
+	// walks counts the walks of /proc this process made, for the tests of
+	// the fast path.
+	walks atomic.Int64
 )
 
 // EnableSubreaper makes the calling process a child subreaper
@@ -76,6 +81,7 @@ func parseStat(pid int, b []byte) (info, bool) {
 
 // scan reads every process's stat.
 func scan() map[int]info {
+	walks.Add(1)
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil
@@ -117,8 +123,32 @@ func hasTag(pid int, tag string) bool {
 	return ok && v == tag
 }
 
+// children reports whether this process has any child at all, running or
+// zombie, from any of its threads: one waitid(P_ALL, WNOHANG|WNOWAIT),
+// which takes nothing. It is the fast path of every sweep: what a sweep
+// finds is always in this process's subtree, and a process without
+// children has none, so in the common case (a command that exited and
+// left nothing behind, whose shell exec.Cmd has already waited for)
+// nothing under /proc is read. zombie reports whether one of the children
+// is waiting to be collected. A failure other than ECHILD reads as having
+// children, so the caller looks properly.
+func children() (any, zombie bool) {
+	var si unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &si, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
+	switch {
+	case errors.Is(err, unix.ECHILD):
+		return false, false
+	case err != nil:
+		return true, true
+	}
+	return true, si.Signo != 0
+}
+
 // find returns the processes t names, from this process's subtree.
 func find(t Target) map[int]info {
+	if any, _ := children(); !any {
+		return nil
+	}
 	self := os.Getpid()
 	all := subtree(self)
 	children := make(map[int][]int, len(all))
@@ -194,6 +224,7 @@ func find(t Target) map[int]info {
 // /proc/<pid>/task/<tid>/children, which costs a few reads per process of
 // the subtree; where the kernel lacks those files it scans all of /proc.
 func subtree(root int) map[int]info {
+	walks.Add(1)
 	out := make(map[int]info)
 	stack := []int{root}
 	for len(stack) > 0 {
@@ -291,6 +322,20 @@ func Find(t Target) []Proc {
 		}
 	}
 	return out
+}
+
+// Now returns the current time on the clock of Proc.Start (clock ticks
+// since boot), without reading /proc. Taken just before a command starts,
+// it is at or before its root's start time, so it serves as the command's
+// Target.AdoptedSince.
+func Now() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0
+	}
+	// /proc/<pid>/stat counts start times in USER_HZ ticks, 100 a second
+	// on every Linux architecture Go supports.
+	return uint64(ts.Sec)*100 + uint64(ts.Nsec)/10_000_000
 }
 
 // Stamp returns pid with its start time, for Target.AdoptedSince; Start
@@ -403,8 +448,12 @@ func Reap(killed []Proc, except int, timeout time.Duration) []Proc {
 // group, while such an orphan sits in some other process's group. Orphans
 // that made themselves group leaders cannot be told apart and are left.
 func ReapOrphans() int {
+	if _, zombie := children(); !zombie {
+		return 0
+	}
 	self := os.Getpid()
 	own := unix.Getpgrp()
+	walks.Add(1)
 	kids, ok := childrenOf(self)
 	if !ok {
 		for pid, in := range scan() {

@@ -63,6 +63,8 @@ const FineGrainedToolStreamingBeta = "fine-grained-tool-streaming-2025-05-14"
 type Model struct {
 	cfg  Config // Headers copied
 	site wire.Site
+	// hist keeps the last request's settled turns encoded, for the next.
+	hist *wire.History[*histState]
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -80,6 +82,7 @@ func New(cfg Config) *Model {
 		},
 	})}
 	m.cfg.Headers = m.site.Headers
+	m.hist = &wire.History[*histState]{}
 	return m
 }
 

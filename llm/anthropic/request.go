@@ -170,29 +170,100 @@ func (m *Model) convertMessages(msgs []llm.Message) []message {
 	out := make([]message, 0, len(msgs))
 	ids := wire.NewCallIDs(64) // Anthropic refuses an id used twice in a request
 	for i := range msgs {
-		msg := &msgs[i]
-		switch msg.Role {
-		case llm.RoleUser:
-			blocks := userBlocks(msg.Content)
-			if len(blocks) > 0 {
-				out = append(out, message{Role: "user", Content: blocks})
-			}
-		case llm.RoleAssistant:
-			blocks := m.assistantBlocks(msg, ids)
-			if len(blocks) > 0 {
-				out = append(out, message{Role: "assistant", Content: blocks})
-			}
-		case llm.RoleToolResult:
-			b := block{Type: "tool_result", ToolUseID: ids.Result(msg.ToolCallID), IsError: msg.IsError}
-			b.Content = userBlocks(msg.Content)
-			if n := len(out); n > 0 && out[n-1].Role == "user" && len(out[n-1].Content) > 0 && out[n-1].Content[0].Type == "tool_result" {
-				out[n-1].Content = append(out[n-1].Content, b)
-			} else {
-				out = append(out, message{Role: "user", Content: []block{b}})
-			}
+		out = m.convertMessage(out, &msgs[i], ids)
+	}
+	return out
+}
+
+// convertMessage appends the turn of one history message to out, or adds
+// a tool result to the turn of results out ends with.
+func (m *Model) convertMessage(out []message, msg *llm.Message, ids *wire.CallIDs) []message {
+	switch msg.Role {
+	case llm.RoleUser:
+		blocks := userBlocks(msg.Content)
+		if len(blocks) > 0 {
+			out = append(out, message{Role: "user", Content: blocks})
+		}
+	case llm.RoleAssistant:
+		blocks := m.assistantBlocks(msg, ids)
+		if len(blocks) > 0 {
+			out = append(out, message{Role: "assistant", Content: blocks})
+		}
+	case llm.RoleToolResult:
+		b := block{Type: "tool_result", ToolUseID: ids.Result(msg.ToolCallID), IsError: msg.IsError}
+		b.Content = userBlocks(msg.Content)
+		if n := len(out); n > 0 && out[n-1].Role == "user" && len(out[n-1].Content) > 0 && out[n-1].Content[0].Type == "tool_result" {
+			out[n-1].Content = append(out[n-1].Content, b)
+		} else {
+			out = append(out, message{Role: "user", Content: []block{b}})
 		}
 	}
 	return out
+}
+
+// histState is where an incremental build continues from: the call ids
+// chosen so far and the turns not yet encoded (the last turn, which a
+// tool result may still join, and the turns from the cache breakpoint on,
+// which moves).
+type histState struct {
+	ids  *wire.CallIDs
+	open []message
+}
+
+// encodeRequest is json.Marshal(buildRequest(req)), byte for byte, with
+// the history's settled turns taken from the model's History when the
+// request continues the conversation of the one before: only the
+// messages appended since are converted, and only the turns they change
+// are encoded. It returns the request without its messages, for its
+// other fields.
+func (m *Model) encodeRequest(req *llm.Request) (wire.Encoded, *request, error) {
+	r := m.buildRequest(&llm.Request{SystemPrompt: req.SystemPrompt, Tools: req.Tools, Options: req.Options})
+	r.Messages = nil
+	head, err := json.Marshal(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	msgs := req.Messages
+	n, enc, st := m.hist.Take(msgs)
+	if st == nil {
+		n, enc, st = 0, nil, &histState{ids: wire.NewCallIDs(64)}
+	}
+	out := st.open
+	for i := n; i < len(msgs); i++ {
+		out = m.convertMessage(out, &msgs[i], st.ids)
+	}
+	// The breakpoint goes on the latest user turn (as buildRequest puts
+	// it); the turns before it and before the last are settled.
+	bp := -1
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].Role == "user" {
+			bp = i
+			break
+		}
+	}
+	settled := max(0, len(out)-1)
+	if bp >= 0 {
+		settled = min(settled, bp)
+	}
+	if enc, err = wire.AppendElements(enc, out[:settled]); err != nil {
+		m.hist.Drop()
+		return nil, nil, err
+	}
+	open := append([]message(nil), out[settled:]...)
+	m.hist.Keep(msgs, n, enc, &histState{ids: st.ids, open: open})
+	rest := append([]message(nil), open...)
+	if bp >= 0 {
+		c := append([]block(nil), rest[bp-settled].Content...)
+		c[len(c)-1].CacheControl = ephemeral
+		rest[bp-settled].Content = c
+	}
+	last, err := wire.AppendElements(nil, rest)
+	if err != nil {
+		m.hist.Drop()
+		return nil, nil, err
+	}
+	body, err := wire.Splice(head, "messages", "[]", enc, last)
+	return body, r, err
 }
 
 func userBlocks(content []llm.Content) []block {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 	"strings"
 
@@ -113,7 +114,11 @@ var errorStatus = map[string]int{
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIAnthropicMessages, yield)
-		areq := m.buildRequest(req)
+		body, areq, err := m.encodeRequest(req)
+		if err != nil {
+			b.Fail(fmt.Errorf("%s: encode request: %w", m.site.Provider, err))
+			return
+		}
 		b.LimitOutput(areq.MaxTokens)
 		var betas []string
 		if areq.Thinking != nil && len(areq.Tools) > 0 {
@@ -130,7 +135,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			"X-Api-Key":         m.cfg.APIKey,
 			"Anthropic-Version": APIVersion,
 			"Anthropic-Beta":    beta,
-		}), areq, &decoder{m: m, b: b})
+		}), body, &decoder{m: m, b: b})
 	}
 }
 

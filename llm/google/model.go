@@ -49,6 +49,9 @@ type Model struct {
 	site wire.Site
 	// ids numbers synthesised tool-call ids; shared by concurrent streams.
 	ids idCounter
+	// hist keeps the last request's settled contents encoded, for the
+	// next.
+	hist *wire.History[*histState]
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -56,7 +59,7 @@ var _ llm.Model = (*Model)(nil)
 // New returns a Model for cfg. The config is copied; later changes to it do
 // not affect the model.
 func New(cfg Config) *Model {
-	m := &Model{cfg: cfg, site: wire.NewSite(wire.SiteConfig{
+	m := &Model{cfg: cfg, hist: &wire.History[*histState]{}, site: wire.NewSite(wire.SiteConfig{
 		Info: cfg.Info, BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient, IdleTimeout: cfg.IdleTimeout, Headers: cfg.Headers,
 		DefaultProvider: "google", DefaultBaseURL: DefaultBaseURL, DefaultIdle: DefaultIdleTimeout,
 		Endpoint: func(base string) string {

@@ -203,6 +203,18 @@ func (m *Model) buildRequest(req *llm.Request) *request {
 // alternate, and all responses to one turn's calls in one content).
 func (m *Model) convertMessages(msgs []llm.Message) []content {
 	out := make([]content, 0, len(msgs))
+	// Gemini pairs a response with its call by name: a result stored
+	// without one takes its call's.
+	names := map[string]string{}
+	for i := range msgs {
+		out = m.convertMessage(out, &msgs[i], names)
+	}
+	return out
+}
+
+// convertMessage adds one history message to out, merging it into the
+// last content when that has its role.
+func (m *Model) convertMessage(out []content, msg *llm.Message, names map[string]string) []content {
 	add := func(role string, parts []part) {
 		if len(parts) == 0 {
 			return
@@ -213,26 +225,64 @@ func (m *Model) convertMessages(msgs []llm.Message) []content {
 		}
 		out = append(out, content{Role: role, Parts: parts})
 	}
-	// Gemini pairs a response with its call by name: a result stored
-	// without one takes its call's.
-	names := map[string]string{}
-	for i := range msgs {
-		msg := &msgs[i]
-		switch msg.Role {
-		case llm.RoleUser:
-			add("user", userParts(msg.Content))
-		case llm.RoleAssistant:
-			for _, c := range msg.Content {
-				if c.Type == llm.ContentToolCall {
-					names[c.ID] = c.Name
-				}
+	switch msg.Role {
+	case llm.RoleUser:
+		add("user", userParts(msg.Content))
+	case llm.RoleAssistant:
+		for _, c := range msg.Content {
+			if c.Type == llm.ContentToolCall {
+				names[c.ID] = c.Name
 			}
-			add("model", m.modelParts(msg))
-		case llm.RoleToolResult:
-			add("user", toolResultParts(msg, names[msg.ToolCallID]))
 		}
+		add("model", m.modelParts(msg))
+	case llm.RoleToolResult:
+		add("user", toolResultParts(msg, names[msg.ToolCallID]))
 	}
 	return out
+}
+
+// histState is where an incremental build continues from: the calls'
+// names so far and the last content, which the next message may join.
+type histState struct {
+	names map[string]string
+	open  []content
+}
+
+// encodeRequest is json.Marshal(buildRequest(req)), byte for byte, with
+// the settled contents (all but the last) taken from the model's History
+// when the request continues the conversation of the one before: only
+// the messages appended since are converted and encoded. It returns the
+// request without its contents, for its other fields.
+func (m *Model) encodeRequest(req *llm.Request) (wire.Encoded, *request, error) {
+	r := m.buildRequest(&llm.Request{SystemPrompt: req.SystemPrompt, Tools: req.Tools, Options: req.Options})
+	r.Contents = nil
+	head, err := json.Marshal(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	msgs := req.Messages
+	n, enc, st := m.hist.Take(msgs)
+	if st == nil {
+		n, enc, st = 0, nil, &histState{names: map[string]string{}}
+	}
+	out := st.open
+	for i := n; i < len(msgs); i++ {
+		out = m.convertMessage(out, &msgs[i], st.names)
+	}
+	settled := max(0, len(out)-1)
+	if enc, err = wire.AppendElements(enc, out[:settled]); err != nil {
+		m.hist.Drop()
+		return nil, nil, err
+	}
+	open := append([]content(nil), out[settled:]...)
+	last, err := wire.AppendElements(nil, open)
+	if err != nil {
+		m.hist.Drop()
+		return nil, nil, err
+	}
+	m.hist.Keep(msgs, n, enc, &histState{names: st.names, open: open})
+	body, err := wire.Splice(head, "contents", "[]", enc, last)
+	return body, r, err
 }
 
 func userParts(cs []llm.Content) []part {

@@ -88,7 +88,11 @@ func (c *idCounter) next(name string) string {
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIGoogleGenerativeAI, yield)
-		greq := m.buildRequest(req)
+		body, greq, err := m.encodeRequest(req)
+		if err != nil {
+			b.Fail(fmt.Errorf("%s: encode request: %w", m.site.Provider, err))
+			return
+		}
 		if gc := greq.GenerationConfig; gc != nil {
 			b.LimitOutput(gc.MaxOutputTokens)
 		}
@@ -96,7 +100,7 @@ func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			"Content-Type":   "application/json",
 			"Accept":         "text/event-stream",
 			"X-Goog-Api-Key": m.cfg.APIKey,
-		}), greq, &decoder{m: m, b: b, cur: -1})
+		}), body, &decoder{m: m, b: b, cur: -1})
 	}
 }
 

@@ -48,6 +48,8 @@ type Config struct {
 type Model struct {
 	settings
 	compat Compat
+	// hist keeps the last request's history encoded, for the next turn.
+	hist *wire.History[*converter]
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -55,7 +57,7 @@ var _ llm.Model = (*Model)(nil)
 // New returns a Model for cfg. The config (and its Compat) is copied; later
 // changes to it do not affect the model.
 func New(cfg Config) *Model {
-	m := &Model{settings: newSettings(cfg, "/chat/completions")}
+	m := &Model{settings: newSettings(cfg, "/chat/completions"), hist: &wire.History[*converter]{}}
 	if cfg.Compat != nil {
 		m.compat = cfg.Compat.clone()
 	} else {

@@ -161,6 +161,54 @@ func (m *Model) buildRequest(req *llm.Request) *request {
 	return r
 }
 
+// encodeRequest is json.Marshal(buildRequest(req)), byte for byte, with
+// the history's part taken from the model's History where the request
+// continues the conversation of the one before: only the messages
+// appended since are converted and encoded. It returns the request
+// without its history, for its other fields.
+func (m *Model) encodeRequest(req *llm.Request) (wire.Encoded, *request, error) {
+	r := m.buildRequest(&llm.Request{SystemPrompt: req.SystemPrompt, Tools: req.Tools, Options: req.Options})
+	msgs := req.Messages
+	n, enc, cv := m.hist.Take(msgs)
+	if cv == nil {
+		n, enc, cv = 0, nil, m.newConverter()
+	}
+	var out []message
+	for i := n; i < len(msgs); i++ {
+		out = cv.add(out, &msgs[i])
+	}
+	var err error
+	if enc, err = wire.AppendElements(enc, out); err != nil {
+		m.hist.Drop()
+		return nil, nil, err
+	}
+	// The images of trailing tool results go out as a user turn at the
+	// end of this request only: the next one may bring more results
+	// before it, so the kept state is the one before that turn.
+	tail := *cv
+	last, err := wire.AppendElements(nil, tail.flush(nil))
+	if err != nil {
+		m.hist.Drop()
+		return nil, nil, err
+	}
+	m.hist.Keep(msgs, n, enc, cv)
+
+	// The system message, if any, stays first; the history follows it.
+	var sys []byte
+	if r.Messages != nil {
+		if sys, err = json.Marshal(&r.Messages[0]); err != nil {
+			return nil, nil, err
+		}
+		r.Messages = nil
+	}
+	head, err := json.Marshal(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := wire.Splice(head, "messages", "null", sys, enc, last)
+	return body, r, err
+}
+
 func (m *Model) setReasoning(r *request, level llm.ThinkingLevel) {
 	c := &m.compat
 	on := level.Enabled()
@@ -207,61 +255,86 @@ func (m *Model) setReasoning(r *request, level llm.ThinkingLevel) {
 }
 
 func (m *Model) appendMessages(out []message, msgs []llm.Message) []message {
-	c := &m.compat
-	images := m.cfg.Info.AcceptsImages() || len(m.cfg.Info.Input) == 0
-	var pendingImages []part // images of tool results, re-sent as a user turn
-	ids := wire.NewCallIDs(40)
-	flushImages := func() {
-		if len(pendingImages) > 0 {
-			parts := append([]part{{Type: "text", Text: "Images from the tool results above:"}}, pendingImages...)
-			out = append(out, message{Role: "user", Content: parts})
-			pendingImages = nil
-		}
-	}
+	cv := m.newConverter()
 	for i := range msgs {
-		msg := &msgs[i]
-		if msg.Role != llm.RoleToolResult {
-			flushImages()
-		}
-		switch msg.Role {
-		case llm.RoleUser:
-			if c.RequiresAssistantAfterToolResult && len(out) > 0 && out[len(out)-1].Role == "tool" {
-				out = append(out, message{Role: "assistant", Content: toolResultBridge})
-			}
-			if content := userContent(msg.Content, images); content != nil {
-				out = append(out, message{Role: "user", Content: content})
-			}
-		case llm.RoleAssistant:
-			if am, ok := m.assistantMessage(msg, ids); ok {
-				out = append(out, am)
-			}
-		case llm.RoleToolResult:
-			var text []string
-			for _, b := range msg.Content {
-				switch b.Type {
-				case llm.ContentText:
-					text = append(text, b.Text)
-				case llm.ContentImage:
-					if images {
-						pendingImages = append(pendingImages, imagePart(b))
-					}
-				}
-			}
-			content := strings.Join(text, "\n")
-			if content == "" {
-				content = "(no output)"
-				if len(pendingImages) > 0 {
-					content = "(see the attached image)"
-				}
-			}
-			tm := message{Role: "tool", Content: content, ToolCallID: ids.Result(msg.ToolCallID)}
-			if c.RequiresToolResultName {
-				tm.Name = msg.ToolName
-			}
-			out = append(out, tm)
-		}
+		out = cv.add(out, &msgs[i])
 	}
-	flushImages()
+	return cv.flush(out)
+}
+
+// converter turns history messages into Chat Completions messages, one at
+// a time, carrying what a message's conversion depends on from the ones
+// before it. Between two messages its state is all an incremental build
+// (see History) needs to continue exactly as a whole build does.
+type converter struct {
+	m             *Model
+	images        bool
+	ids           *wire.CallIDs
+	pendingImages []part // images of tool results, re-sent as a user turn
+	lastRole      string // role of the last history message sent
+}
+
+func (m *Model) newConverter() *converter {
+	return &converter{m: m, images: m.cfg.Info.AcceptsImages() || len(m.cfg.Info.Input) == 0, ids: wire.NewCallIDs(40)}
+}
+
+func (cv *converter) push(out []message, msg message) []message {
+	cv.lastRole = msg.Role
+	return append(out, msg)
+}
+
+// flush sends the images collected from tool results as a user turn.
+func (cv *converter) flush(out []message) []message {
+	if len(cv.pendingImages) > 0 {
+		parts := append([]part{{Type: "text", Text: "Images from the tool results above:"}}, cv.pendingImages...)
+		out = cv.push(out, message{Role: "user", Content: parts})
+		cv.pendingImages = nil
+	}
+	return out
+}
+
+func (cv *converter) add(out []message, msg *llm.Message) []message {
+	c := &cv.m.compat
+	if msg.Role != llm.RoleToolResult {
+		out = cv.flush(out)
+	}
+	switch msg.Role {
+	case llm.RoleUser:
+		if c.RequiresAssistantAfterToolResult && cv.lastRole == "tool" {
+			out = cv.push(out, message{Role: "assistant", Content: toolResultBridge})
+		}
+		if content := userContent(msg.Content, cv.images); content != nil {
+			out = cv.push(out, message{Role: "user", Content: content})
+		}
+	case llm.RoleAssistant:
+		if am, ok := cv.m.assistantMessage(msg, cv.ids); ok {
+			out = cv.push(out, am)
+		}
+	case llm.RoleToolResult:
+		var text []string
+		for _, b := range msg.Content {
+			switch b.Type {
+			case llm.ContentText:
+				text = append(text, b.Text)
+			case llm.ContentImage:
+				if cv.images {
+					cv.pendingImages = append(cv.pendingImages, imagePart(b))
+				}
+			}
+		}
+		content := strings.Join(text, "\n")
+		if content == "" {
+			content = "(no output)"
+			if len(cv.pendingImages) > 0 {
+				content = "(see the attached image)"
+			}
+		}
+		tm := message{Role: "tool", Content: content, ToolCallID: cv.ids.Result(msg.ToolCallID)}
+		if c.RequiresToolResultName {
+			tm.Name = msg.ToolName
+		}
+		out = cv.push(out, tm)
+	}
 	return out
 }
 

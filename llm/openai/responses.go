@@ -19,6 +19,9 @@ import (
 // content included) so reasoning carries across turns.
 type ResponsesModel struct {
 	settings
+	// hist keeps the last request's input items encoded, for the next
+	// turn.
+	hist *wire.History[*wire.CallIDs]
 }
 
 var _ llm.Model = (*ResponsesModel)(nil)
@@ -26,7 +29,7 @@ var _ llm.Model = (*ResponsesModel)(nil)
 // NewResponses returns a Responses API model for cfg: BaseURL "" means
 // DefaultBaseURL, and /responses is appended. Compat is not used.
 func NewResponses(cfg Config) *ResponsesModel {
-	return &ResponsesModel{settings: newSettings(cfg, "/responses")}
+	return &ResponsesModel{settings: newSettings(cfg, "/responses"), hist: &wire.History[*wire.CallIDs]{}}
 }
 
 // Info returns the model's description.
@@ -122,51 +125,98 @@ func (m *ResponsesModel) buildRequest(req *llm.Request) *responsesRequest {
 			r.ToolChoice = map[string]string{"type": "function", "name": c}
 		}
 	}
-	images := info.AcceptsImages() || len(info.Input) == 0
 	ids := wire.NewCallIDs(0) // a call_id used twice in one input is refused
 	for i := range req.Messages {
-		msg := &req.Messages[i]
-		switch msg.Role {
-		case llm.RoleUser:
-			var parts []inputPart
-			for _, c := range msg.Content {
-				switch {
-				case c.Type == llm.ContentText && c.Text != "":
-					parts = append(parts, inputPart{Type: "input_text", Text: c.Text})
-				case c.Type == llm.ContentImage && images:
-					parts = append(parts, inputPart{Type: "input_image", ImageURL: "data:" + c.MimeType + ";base64," + c.Data})
-				}
-			}
-			if len(parts) > 0 {
-				add(map[string]any{"role": "user", "content": parts})
-			}
-		case llm.RoleAssistant:
-			m.appendAssistant(msg, ids, add)
-		case llm.RoleToolResult:
-			var text []string
-			var imgs []inputPart
-			for _, c := range msg.Content {
-				switch c.Type {
-				case llm.ContentText:
-					text = append(text, c.Text)
-				case llm.ContentImage:
-					if images {
-						imgs = append(imgs, inputPart{Type: "input_image", ImageURL: "data:" + c.MimeType + ";base64," + c.Data})
-					}
-				}
-			}
-			out := strings.Join(text, "\n")
-			if out == "" {
-				out = "(no output)"
-			}
-			callID, _, _ := strings.Cut(msg.ToolCallID, "|")
-			add(map[string]any{"type": "function_call_output", "call_id": ids.Result(callID), "output": out})
-			if len(imgs) > 0 {
-				add(map[string]any{"role": "user", "content": append([]inputPart{{Type: "input_text", Text: "Images from the tool result above:"}}, imgs...)})
-			}
-		}
+		m.appendMessage(&req.Messages[i], ids, add)
 	}
 	return r
+}
+
+// appendMessage adds the input items of one history message. Each item
+// depends on the message and on the call ids chosen before it only.
+func (m *ResponsesModel) appendMessage(msg *llm.Message, ids *wire.CallIDs, add func(any)) {
+	info := &m.cfg.Info
+	images := info.AcceptsImages() || len(info.Input) == 0
+	switch msg.Role {
+	case llm.RoleUser:
+		var parts []inputPart
+		for _, c := range msg.Content {
+			switch {
+			case c.Type == llm.ContentText && c.Text != "":
+				parts = append(parts, inputPart{Type: "input_text", Text: c.Text})
+			case c.Type == llm.ContentImage && images:
+				parts = append(parts, inputPart{Type: "input_image", ImageURL: "data:" + c.MimeType + ";base64," + c.Data})
+			}
+		}
+		if len(parts) > 0 {
+			add(map[string]any{"role": "user", "content": parts})
+		}
+	case llm.RoleAssistant:
+		m.appendAssistant(msg, ids, add)
+	case llm.RoleToolResult:
+		var text []string
+		var imgs []inputPart
+		for _, c := range msg.Content {
+			switch c.Type {
+			case llm.ContentText:
+				text = append(text, c.Text)
+			case llm.ContentImage:
+				if images {
+					imgs = append(imgs, inputPart{Type: "input_image", ImageURL: "data:" + c.MimeType + ";base64," + c.Data})
+				}
+			}
+		}
+		out := strings.Join(text, "\n")
+		if out == "" {
+			out = "(no output)"
+		}
+		callID, _, _ := strings.Cut(msg.ToolCallID, "|")
+		add(map[string]any{"type": "function_call_output", "call_id": ids.Result(callID), "output": out})
+		if len(imgs) > 0 {
+			add(map[string]any{"role": "user", "content": append([]inputPart{{Type: "input_text", Text: "Images from the tool result above:"}}, imgs...)})
+		}
+	}
+}
+
+// encodeRequest is json.Marshal(buildRequest(req)), byte for byte, with
+// the history's items taken from the model's History when the request
+// continues the conversation of the one before: only the messages
+// appended since are converted and encoded. It returns the request
+// without its input, for its other fields.
+func (m *ResponsesModel) encodeRequest(req *llm.Request) (wire.Encoded, *responsesRequest, error) {
+	r := m.buildRequest(&llm.Request{SystemPrompt: req.SystemPrompt, Tools: req.Tools, Options: req.Options})
+	var sys []byte
+	if len(r.Input) > 0 {
+		sys = r.Input[0]
+	}
+	r.Input = nil
+	head, err := json.Marshal(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	msgs := req.Messages
+	n, enc, ids := m.hist.Take(msgs)
+	if ids == nil {
+		n, enc, ids = 0, nil, wire.NewCallIDs(0)
+	}
+	add := func(v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return // as buildRequest leaves an item out
+		}
+		if len(enc) > 0 {
+			enc = append(enc, ',')
+		}
+		// The whole build compacts each item again, which changes nothing
+		// in Marshal's output.
+		enc = append(enc, b...)
+	}
+	for i := n; i < len(msgs); i++ {
+		m.appendMessage(&msgs[i], ids, add)
+	}
+	m.hist.Keep(msgs, n, enc, ids)
+	body, err := wire.Splice(head, "input", "null", sys, enc)
+	return body, r, err
 }
 
 // appendAssistant replays an assistant message as output items: reasoning

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 	"strings"
 
@@ -92,9 +93,13 @@ type outputItem struct {
 func (m *ResponsesModel) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIOpenAIResponses, yield)
-		rreq := m.buildRequest(req)
+		body, rreq, err := m.encodeRequest(req)
+		if err != nil {
+			b.Fail(fmt.Errorf("%s: encode request: %w", m.site.Provider, err))
+			return
+		}
 		b.LimitOutput(rreq.MaxOutputTokens)
-		wire.Call(ctx, b, m.post(), rreq, &responsesDecoder{m: m, b: b, items: map[int]int{}})
+		wire.Call(ctx, b, m.post(), body, &responsesDecoder{m: m, b: b, items: map[int]int{}})
 	}
 }
 

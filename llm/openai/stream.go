@@ -157,9 +157,13 @@ func (u *usage) apply(to *llm.Usage) {
 func (m *Model) stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
 		b := wire.NewBuilder(m.cfg.Info, m.site.Provider, llm.APIOpenAICompletions, yield)
-		creq := m.buildRequest(req)
+		body, creq, err := m.encodeRequest(req)
+		if err != nil {
+			b.Fail(fmt.Errorf("%s: encode request: %w", m.site.Provider, err))
+			return
+		}
 		b.LimitOutput(max(creq.MaxTokens, creq.MaxCompletionTokens))
-		wire.Call(ctx, b, m.post(), creq, &decoder{m: m, b: b, calls: map[int]int{}, ends: map[int]*jsonpartial.ObjectEnd{}, ids: map[string]bool{}, sent: map[int]string{}, cur: -1})
+		wire.Call(ctx, b, m.post(), body, &decoder{m: m, b: b, calls: map[int]int{}, ends: map[int]*jsonpartial.ObjectEnd{}, ids: map[string]bool{}, sent: map[int]string{}, cur: -1})
 	}
 }
 

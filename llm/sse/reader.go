@@ -52,6 +52,7 @@ type Reader struct {
 	skipLF    bool  // the last line ended in CR: a following LF belongs to it
 	started   bool  // a byte-order mark may only come first
 	truncated bool
+	full      bool // the last read filled buf
 
 	long    []byte // a line that spans buffer refills
 	data    []byte
@@ -62,9 +63,16 @@ type Reader struct {
 	types   map[string]string // interned event names
 }
 
+// The read buffer starts small, as most replies are a few kilobytes, and
+// doubles while reads fill it, up to maxBuffer.
+const (
+	minBuffer = 2 << 10
+	maxBuffer = 32 << 10
+)
+
 // NewReader returns a reader of r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{r: r, buf: make([]byte, 32<<10), retry: -1}
+	return &Reader{r: r, buf: make([]byte, minBuffer), retry: -1}
 }
 
 func (r *Reader) limit() int {
@@ -248,8 +256,14 @@ func (r *Reader) readLine() ([]byte, error) {
 			}
 			return nil, r.err
 		}
+		if r.full && len(r.buf) < maxBuffer {
+			// The last read filled the buffer, which is empty now: the
+			// stream comes faster than the buffer holds, so give it room.
+			r.buf = make([]byte, 2*len(r.buf))
+		}
 		n, err := r.r.Read(r.buf)
 		r.end = n
 		r.err = err
+		r.full = n == len(r.buf)
 	}
 }

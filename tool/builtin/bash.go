@@ -257,11 +257,12 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tag := proc.NewTag()
-	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
+	// The command's whole tree is proc's: its own group and tag, killed
+	// with every process it started at the timeout or on abort.
+	c := proc.CommandContext(runCtx, argv[0], argv[1:]...)
+	cmd := c.Cmd
 	cmd.Dir = dir
 	cmd.Env = b.env()
-	proc.Prepare(cmd, tag)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("bash: create the output pipe: %w", err)
@@ -269,23 +270,10 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	// An *os.File goes to the shell as is: Wait then returns when the
 	// shell exits, not when the last holder of the pipe closes it.
 	cmd.Stdout, cmd.Stderr = pw, pw
-
-	var (
-		killMu sync.Mutex
-		killed []proc.Proc
-	)
-	cmd.Cancel = func() error {
-		pid := cmd.Process.Pid
-		k := proc.Kill(proc.Target{Root: pid, Group: pid, Tag: tag, AdoptedSince: proc.Stamp(pid).Start})
-		killMu.Lock()
-		killed = append(killed, k...)
-		killMu.Unlock()
-		return nil
-	}
 	cmd.WaitDelay = bashDrainTimeout
 
 	started := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := c.Start(); err != nil {
 		pw.Close()
 		pr.Close()
 		if b.opts.Sandbox != nil {
@@ -295,7 +283,6 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 	}
 	pw.Close()
 	pid := cmd.Process.Pid
-	born := proc.Stamp(pid).Start // what the command adopts from here on is its own
 
 	out := &bashOutput{spillDir: spillDir, spillName: "bash-" + bashFileSafe(call.ID)}
 	upd := &bashUpdater{out: out, update: update}
@@ -307,24 +294,13 @@ func (b *Bash) Execute(ctx context.Context, call tool.Call, update func(tool.Par
 
 	// The shell is gone: end whatever it left behind (unless it may stay
 	// until Close), then collect it.
-	var leftovers []proc.Proc
-	rest := proc.Target{Group: pid, Tag: tag, AdoptedSince: born}
-	if b.opts.KeepBackground && ctx.Err() == nil && runCtx.Err() == nil {
-		if len(proc.Find(rest)) > 0 {
-			b.mu.Lock()
-			b.kept = append(b.kept, rest)
-			b.mu.Unlock()
-		}
-	} else {
-		leftovers = proc.Kill(rest)
+	keep := b.opts.KeepBackground && ctx.Err() == nil && runCtx.Err() == nil
+	if c.Sweep(keep, bashReapTimeout) {
+		b.mu.Lock()
+		b.kept = append(b.kept, c.Rest())
+		b.mu.Unlock()
 	}
-	killMu.Lock()
-	all := append(killed, leftovers...)
-	killMu.Unlock()
-	proc.Reap(all, pid, bashReapTimeout)
-	// As the subreaper, this process also inherits the orphans of other
-	// children (hooks, MCP servers): collect those that died meanwhile.
-	proc.ReapOrphans()
+	all := c.Killed()
 
 	drain := time.NewTimer(bashDrainTimeout)
 	select {

@@ -315,7 +315,7 @@ func shellCallReadOnly(c *syntax.CallExpr) bool {
 	if !name.static || strings.Contains(name.val, "/") {
 		return false
 	}
-	spec, ok := shellPrograms[name.val]
+	spec, ok := shellPrograms()[name.val]
 	if !ok {
 		return false
 	}

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"strings"
+	"sync"
 )
 
 // shellProgram describes how one program parses its command line, so that
@@ -227,11 +228,13 @@ func (p *shellProgram) check(args []shellWord) bool {
 	return p.operands == nil || p.operands(ops, seen)
 }
 
-// shellPrograms are the programs IsReadOnlyCommand knows, with the
+// shellPrograms returns the programs IsReadOnlyCommand knows, with the
 // options each has that only read. A program missing here needs approval.
-var shellPrograms = map[string]*shellProgram{}
+// The table is built on first use, not at package initialisation.
+var shellPrograms = sync.OnceValue(buildShellPrograms)
 
-func init() {
+func buildShellPrograms() map[string]*shellProgram {
+	shellPrograms := map[string]*shellProgram{}
 	add := func(p *shellProgram, names ...string) {
 		for _, n := range names {
 			shellPrograms[n] = p
@@ -337,6 +340,7 @@ func init() {
 
 	add(&shellProgram{custom: findReadOnly}, "find")
 	add(&shellProgram{custom: gitReadOnly}, "git")
+	return shellPrograms
 }
 
 // findPrimaries are the find words that only read or select, with the

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentloop/agentloop/internal/proc"
@@ -77,16 +78,10 @@ func (s *Sandbox) Check(ctx context.Context) error {
 	defer cancel()
 	dir := "/"
 	args := s.Args(dir, nil, []string{"true"})
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	tag := proc.NewTag()
-	proc.Prepare(cmd, tag)
+	c := proc.CommandContext(ctx, args[0], args[1:]...)
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	if cmd.Process != nil {
-		// The sandbox's pid 1 may outlive bwrap: collect it.
-		proc.Reap(proc.Kill(proc.Target{Group: cmd.Process.Pid, Tag: tag}), 0, bashReapTimeout)
-	}
+	c.Cmd.Stderr = &stderr
+	err := c.Run(bashReapTimeout) // the sandbox's pid 1 may outlive bwrap: Run collects it
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
@@ -117,7 +112,7 @@ func (s *Sandbox) Args(dir string, writable []string, argv []string) []string {
 	}
 	// Private temporary and runtime directories: the host's Unix sockets
 	// (a Docker daemon, a database, an agent) live there.
-	for _, d := range sandboxHidden {
+	for _, d := range sandboxHidden() {
 		args = append(args, "--tmpfs", d)
 	}
 	if s.Network {
@@ -137,7 +132,7 @@ func (s *Sandbox) Args(dir string, writable []string, argv []string) []string {
 	for _, d := range append(append([]string{dir}, writable...), s.Writable...) {
 		// Binding / or a hidden directory itself would undo the read-only
 		// root or the private directory.
-		if d == "" || d == "/" || slices.Contains(sandboxHidden, d) || seen[d] {
+		if d == "" || d == "/" || slices.Contains(sandboxHidden(), d) || seen[d] {
 			continue
 		}
 		seen[d] = true
@@ -161,7 +156,8 @@ func (s *Sandbox) Args(dir string, writable []string, argv []string) []string {
 // private ones: /tmp always, and /var/tmp, /run and /var/run where they
 // are directories (/var/run is a symlink to /run on current systems;
 // bwrap cannot mount over a path that is not there in the read-only root).
-var sandboxHidden = func() []string {
+// They are looked up when a sandbox is first used, not at start-up.
+var sandboxHidden = sync.OnceValue(func() []string {
 	dirs := []string{"/tmp"}
 	for _, d := range []string{"/var/tmp", "/run", "/var/run"} {
 		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
@@ -169,7 +165,7 @@ var sandboxHidden = func() []string {
 		}
 	}
 	return dirs
-}()
+})
 
 // sandboxDir returns the real path of dir, which bwrap needs for binds
 // under symlinked directories.

@@ -36,7 +36,7 @@ func TestSandboxArgs(t *testing.T) {
 		"--unshare-user", "--uid", "65534", "--gid", "65534", "--disable-userns", "--cap-drop", "ALL",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox", "--unshare-cgroup-try",
 		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
-	for _, d := range sandboxHidden {
+	for _, d := range sandboxHidden() {
 		want = append(want, "--tmpfs", d)
 	}
 	want = append(want,

@@ -6,13 +6,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/agentloop/agentloop/internal/lazyre"
 )
 
 // ErrOutsideWorkspace is wrapped by every error about a path that resolves
@@ -238,7 +239,7 @@ func (w *Workspace) resolve(p string) (real, lexical string, err error) {
 // amPM finds a time followed by a plain space and AM or PM, as a model
 // types the name of a macOS screenshot whose real name has a narrow
 // no-break space there.
-var amPM = regexp.MustCompile(`(\d) (AM|PM)\b`)
+var amPM = lazyre.New(`(\d) (AM|PM)\b`)
 
 // pathVariants returns spellings of a path that does not exist that a
 // model may have meant: Unicode spaces as plain spaces, the macOS

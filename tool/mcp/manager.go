@@ -117,8 +117,7 @@ type server struct {
 	err     error
 	session *sdk.ClientSession
 	tools   []*Tool
-	tag     string    // process tag of a stdio server
-	cmd     *exec.Cmd // a stdio server's command
+	proc    *proc.Command // a stdio server's command, its tree owned by proc
 	stderr  *tailWriter
 	// The read end of a stdio server's stderr pipe, the write end (closed
 	// once the server has started), and the copier's end.
@@ -289,8 +288,7 @@ func (s *server) transport() (sdk.Transport, error) {
 		cmd.Stderr = pw
 		// Its own process group and a tag, so that Close can end what the
 		// server started (npx starts node, which may start more).
-		s.tag, s.cmd = proc.NewTag(), cmd
-		proc.Prepare(cmd, s.tag)
+		s.proc = proc.Adopt(cmd)
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: stopTimeout}, nil
 	case TransportHTTP:
 		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient(), DisableStandaloneSSE: true}, nil
@@ -383,15 +381,10 @@ func (s *server) markExited(err error) {
 // its tag, and members of its process group (which also collects their
 // zombies once they were reparented here).
 func (s *server) sweep() {
-	if s.tag == "" {
+	if s.proc == nil {
 		return
 	}
-	t := proc.Target{Tag: s.tag}
-	if s.cmd != nil && s.cmd.Process != nil {
-		t.Group = s.cmd.Process.Pid
-	}
-	proc.Reap(proc.Kill(t), t.Group, stopTimeout)
-	proc.ReapOrphans()
+	s.proc.Sweep(false, stopTimeout)
 }
 
 // errClosed is the cause of calls cancelled by Close.

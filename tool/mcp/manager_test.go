@@ -213,7 +213,7 @@ func TestCloseStopsServersAndTheirChildren(t *testing.T) {
 	if st := m.Status()[0]; st.State != StateReady {
 		t.Fatalf("status %s, %v", st.State, st.Err)
 	}
-	tag := m.servers[0].tag
+	tag := m.servers[0].proc.Tag()
 	if tagged, _ := proc.Alive(tag); len(tagged) != 2 {
 		t.Fatalf("%d processes before Close, want the server and its sleeper", len(tagged))
 	}
@@ -370,7 +370,7 @@ func TestStartTimeout(t *testing.T) {
 	if st[1].State != StateReady && !strings.Contains(fmt.Sprint(st[1].Err), "no answer") {
 		t.Errorf("the other server: %s, %v", st[1].State, st[1].Err)
 	}
-	if tagged, zombies := proc.Alive(m.servers[0].tag); len(tagged)+len(zombies) > 0 {
+	if tagged, zombies := proc.Alive(m.servers[0].proc.Tag()); len(tagged)+len(zombies) > 0 {
 		t.Errorf("the mute server was left running: %v %v", tagged, zombies)
 	}
 }

@@ -30,21 +30,33 @@ type Post struct {
 	AcceptJSON bool
 }
 
-// Open encodes body as JSON, posts it and checks the response. On success
-// the caller owns the exchange and must Close it. On failure Open reports
-// the error through b (before the start event, so as a bare error) and
-// returns nil.
+// Open encodes body as JSON (an Encoded body is sent as it is), posts it
+// and checks the response. On success the caller owns the exchange and
+// must Close it. On failure Open reports the error through b (before the
+// start event, so as a bare error) and returns nil.
 func Open(ctx context.Context, b *Builder, p *Post, body any) *Exchange {
-	data, err := json.Marshal(body)
-	if err != nil {
-		b.Fail(fmt.Errorf("%s: encode request: %w", p.Provider, err))
-		return nil
+	var req *http.Request
+	var err error
+	if enc, ok := body.(Encoded); ok {
+		// Sent as is: a known length (no chunked encoding), and a body
+		// that can be read again for a redirect or a retried connection.
+		req, err = http.NewRequest(http.MethodPost, p.Endpoint, enc.reader())
+		if err == nil {
+			req.ContentLength = enc.size()
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(enc.reader()), nil }
+		}
+	} else {
+		data, merr := json.Marshal(body)
+		if merr != nil {
+			b.Fail(fmt.Errorf("%s: encode request: %w", p.Provider, merr))
+			return nil
+		}
+		req, err = http.NewRequest(http.MethodPost, p.Endpoint, bytes.NewReader(data))
 	}
 	if ctx.Err() != nil {
 		b.Fail(AbortError(ctx))
 		return nil
 	}
-	req, err := http.NewRequest(http.MethodPost, p.Endpoint, bytes.NewReader(data))
 	if err != nil {
 		b.Fail(fmt.Errorf("%s: build request: %w", p.Provider, err))
 		return nil
