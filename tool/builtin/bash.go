@@ -164,7 +164,7 @@ var bashSchema = schemaOf[bashArgs](nil)
 
 // Schema is the JSON schema of the arguments: command (required) and
 // timeout in seconds.
-func (*Bash) Schema() json.RawMessage { return bashSchema }
+func (*Bash) Schema() json.RawMessage { return bashSchema() }
 
 // ConcurrencySafe reports whether the call's command is read-only by
 // IsReadOnlyCommand; other commands run alone.

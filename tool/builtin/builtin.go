@@ -84,20 +84,23 @@ func checkRegular(p string, fi fs.FileInfo) error {
 
 // schemaOf is the arguments schema of a built-in tool, derived from its
 // arguments type (tool.SchemaFor: descriptions in jsonschema tags, optional
-// fields omitempty); refine sets what tags cannot say (minimums).
-func schemaOf[In any](refine func(*jsonschema.Schema)) json.RawMessage {
-	s, err := tool.SchemaFor[In]()
-	if err != nil {
-		panic(err) // the argument types are ours
-	}
-	if refine != nil {
-		refine(s)
-	}
-	b, err := llm.MarshalJSON(s)
-	if err != nil {
-		panic(err)
-	}
-	return b
+// fields omitempty); refine sets what tags cannot say (minimums). It is
+// built on first use, so that importing the package costs no reflection.
+func schemaOf[In any](refine func(*jsonschema.Schema)) func() json.RawMessage {
+	return sync.OnceValue(func() json.RawMessage {
+		s, err := tool.SchemaFor[In]()
+		if err != nil {
+			panic(err) // the argument types are ours
+		}
+		if refine != nil {
+			refine(s)
+		}
+		b, err := llm.MarshalJSON(s)
+		if err != nil {
+			panic(err)
+		}
+		return b
+	})
 }
 
 // atLeast sets the minimum of integer properties of s.

@@ -59,7 +59,7 @@ var editSchema = schemaOf[editArgs](func(s *jsonschema.Schema) {
 
 // Schema returns the arguments schema: path and edits[{oldText, newText}]
 // (a single top-level oldText/newText pair is accepted too).
-func (*EditTool) Schema() json.RawMessage { return editSchema }
+func (*EditTool) Schema() json.RawMessage { return editSchema() }
 
 // ConcurrencySafe reports false: edits run alone.
 func (*EditTool) ConcurrencySafe(tool.Call) bool { return false }

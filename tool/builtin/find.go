@@ -38,7 +38,7 @@ type findArgs struct {
 var findSchema = schemaOf[findArgs](atLeast(1, "limit"))
 
 // Schema returns the arguments schema: pattern, path, limit.
-func (*FindTool) Schema() json.RawMessage { return findSchema }
+func (*FindTool) Schema() json.RawMessage { return findSchema() }
 
 // ConcurrencySafe reports true.
 func (*FindTool) ConcurrencySafe(tool.Call) bool { return true }

@@ -41,7 +41,7 @@ func (*GrepTool) Description() string {
 var grepSchema = schemaOf[grepArgs](func(s *jsonschema.Schema) { atLeast(0, "context")(s); atLeast(1, "limit")(s) })
 
 // Schema returns the arguments schema.
-func (*GrepTool) Schema() json.RawMessage { return grepSchema }
+func (*GrepTool) Schema() json.RawMessage { return grepSchema() }
 
 // ConcurrencySafe reports true.
 func (*GrepTool) ConcurrencySafe(tool.Call) bool { return true }

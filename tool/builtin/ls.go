@@ -36,7 +36,7 @@ type lsArgs struct {
 var lsSchema = schemaOf[lsArgs](atLeast(1, "limit"))
 
 // Schema returns the arguments schema: path, limit.
-func (*LsTool) Schema() json.RawMessage { return lsSchema }
+func (*LsTool) Schema() json.RawMessage { return lsSchema() }
 
 // ConcurrencySafe reports true.
 func (*LsTool) ConcurrencySafe(tool.Call) bool { return true }

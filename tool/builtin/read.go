@@ -49,7 +49,7 @@ func (*ReadTool) Description() string {
 var readSchema = schemaOf[readArgs](atLeast(1, "limit"))
 
 // Schema returns the arguments schema: path, offset, limit.
-func (*ReadTool) Schema() json.RawMessage { return readSchema }
+func (*ReadTool) Schema() json.RawMessage { return readSchema() }
 
 // ConcurrencySafe reports true: reads run beside other calls.
 func (*ReadTool) ConcurrencySafe(tool.Call) bool { return true }

@@ -22,13 +22,13 @@ func TestBuiltinSchemas(t *testing.T) {
 		required []string
 		min      map[string]float64
 	}{
-		{"read", readSchema, []string{"path"}, map[string]float64{"limit": 1}},
-		{"write", writeSchema, []string{"path", "content"}, nil},
-		{"edit", editSchema, []string{"path"}, nil},
-		{"ls", lsSchema, nil, map[string]float64{"limit": 1}},
-		{"find", findSchema, []string{"pattern"}, map[string]float64{"limit": 1}},
-		{"grep", grepSchema, []string{"pattern"}, map[string]float64{"limit": 1, "context": 0}},
-		{"bash", bashSchema, []string{"command"}, nil},
+		{"read", readSchema(), []string{"path"}, map[string]float64{"limit": 1}},
+		{"write", writeSchema(), []string{"path", "content"}, nil},
+		{"edit", editSchema(), []string{"path"}, nil},
+		{"ls", lsSchema(), nil, map[string]float64{"limit": 1}},
+		{"find", findSchema(), []string{"pattern"}, map[string]float64{"limit": 1}},
+		{"grep", grepSchema(), []string{"pattern"}, map[string]float64{"limit": 1, "context": 0}},
+		{"bash", bashSchema(), []string{"command"}, nil},
 	}
 	for _, tc := range tests {
 		var s struct {
@@ -56,7 +56,7 @@ func TestBuiltinSchemas(t *testing.T) {
 	var e struct {
 		Properties map[string]prop `json:"properties"`
 	}
-	_ = json.Unmarshal(editSchema, &e)
+	_ = json.Unmarshal(editSchema(), &e)
 	if p := e.Properties["edits"]; p.Type != "array" || p.MinItems == nil || *p.MinItems != 1 {
 		t.Errorf("edit.edits %+v, want an array of at least one", p)
 	}

@@ -35,7 +35,7 @@ type writeArgs struct {
 var writeSchema = schemaOf[writeArgs](nil)
 
 // Schema returns the arguments schema: path, content.
-func (*WriteTool) Schema() json.RawMessage { return writeSchema }
+func (*WriteTool) Schema() json.RawMessage { return writeSchema() }
 
 // ConcurrencySafe reports false: writes run alone.
 func (*WriteTool) ConcurrencySafe(tool.Call) bool { return false }
