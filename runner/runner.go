@@ -260,6 +260,9 @@ type CompactionSpec struct {
 type Params struct {
 	// Prompt is the user's message.
 	Prompt string
+	// Images are attached to the user's message after its text (image
+	// blocks: the files a prompt's @ includes named).
+	Images []llm.Content
 	// History is the prior conversation of a run without a session store
 	// (a session's own context is used otherwise).
 	History []llm.Message

@@ -76,8 +76,9 @@ func newRunCmd(env *cliEnv) *cobra.Command {
 		Short: "Run the agent on one prompt",
 		Long: `Run the agent on one prompt until it answers.
 
-The prompt is the arguments joined by spaces; "-" (or no argument with a pipe on stdin)
-reads stdin, and a word @path includes that file. The assistant's text streams to stdout;
+The prompt is the arguments joined by spaces; piped stdin follows them after a blank line
+("-" reads it in place), and a word @path naming a file of the workspace includes it (an image
+as an image); the prompt's own text is sent as typed. The assistant's text streams to stdout;
 each tool call and a final usage line go to stderr. With --json, every event is one JSON
 line on stdout (docs/protocol.md).
 
@@ -140,7 +141,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		return usageError{err}
 	}
-	text, err := readPrompt(args, env.stdin, env.stdinIsPipe, cwd)
+	up, err := readPrompt(args, env.stdin, env.stdinIsPipe, cwd)
 	if err != nil {
 		return err
 	}
@@ -164,7 +165,10 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		return err
 	}
-	for _, w := range resolved.Warnings {
+	for _, w := range append(resolved.Warnings, imageWarning(up, resolved.Info)) {
+		if w == "" {
+			continue
+		}
 		fmt.Fprintln(env.stderr, "agentloop: warning:", w)
 	}
 
@@ -214,7 +218,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		maxTurns = -1
 	}
 	p := runner.Params{
-		Prompt: text, Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
+		Prompt: up.text, Images: up.images, Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
 		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
 		Approval: approval,
 		Hooks:    &hook.LoadOptions{Home: home, Workspace: cwd, Trust: f.trust, NoHooks: f.noHooks},
