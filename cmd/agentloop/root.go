@@ -29,6 +29,7 @@ Try it offline on the scripted model:
 		newMCPCmd(env),
 		newAuthCmd(env),
 		newCompactCmd(env),
+		newPermissionsCmd(env),
 	)
 	return root
 }

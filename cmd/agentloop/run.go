@@ -204,6 +204,12 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		return usageError{err}
 	}
+	// Permission rules of the settings files decide before --approve.
+	if rules, err := permissionRules(env, home, cwd, f.trust); err != nil {
+		return err
+	} else if rules != nil {
+		approval.Policy = rules.Policy(approval.Policy)
+	}
 
 	system, _, err := prompt.Build(prompt.Options{
 		Tools: offered.Specs(), Workspace: cwd, Home: home,
@@ -221,7 +227,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		Prompt: up.text, Images: up.images, Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
 		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
 		Approval: approval,
-		Hooks:    &hook.LoadOptions{Home: home, Workspace: cwd, Trust: f.trust, NoHooks: f.noHooks},
+		Hooks:    &hook.LoadOptions{Home: home, Workspace: cwd, ClaudeHome: claudeHome(env), Trust: f.trust, NoHooks: f.noHooks},
 		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
 		// The run's own model writes the summaries of compaction: no Model
 		// means the one the run is on, after a profile rotation or a
