@@ -35,3 +35,29 @@ func TestE2EMCPListUntrusted(t *testing.T) {
 
 // goLogLine is how the log and slog packages' default output starts.
 var goLogLine = regexp.MustCompile(`(?m)^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d `)
+
+func TestE2EFlagMistakes(t *testing.T) {
+	home := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "--modle", "faux/demo", "hi"}, []string{"unknown flag --modle", "did you mean --model", `"agentloop run --help"`}},
+		{[]string{"run", "--max-turns", "abc", "hi"}, []string{"--max-turns abc: want a whole number"}},
+		{[]string{"run", "--timeout", "5", "hi"}, []string{"--timeout 5: want a duration with a unit, like 30s"}},
+		{[]string{"sessions", "list", "--cwdd", "x"}, []string{"did you mean --cwd", "--help"}},
+	} {
+		code, _, errs := execCLIIn(t, "", home, home, nil, tc.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2", tc.args, code)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errs, w) {
+				t.Errorf("%v: stderr %q lacks %q", tc.args, errs, w)
+			}
+		}
+		if strings.Contains(errs, "strconv.") || strings.Contains(errs, "time: missing unit") {
+			t.Errorf("%v: Go's parse error reaches the user: %q", tc.args, errs)
+		}
+	}
+}
