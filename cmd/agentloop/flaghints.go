@@ -84,4 +84,3 @@ func nearFlags(c *cobra.Command, name string) []string {
 	}
 	return out
 }
-
