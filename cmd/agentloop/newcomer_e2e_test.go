@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -59,5 +61,70 @@ func TestE2EFlagMistakes(t *testing.T) {
 		if strings.Contains(errs, "strconv.") || strings.Contains(errs, "time: missing unit") {
 			t.Errorf("%v: Go's parse error reaches the user: %q", tc.args, errs)
 		}
+	}
+}
+
+// A read-only $AGENTLOOP_HOME: the run says to use --no-session or
+// another home, and --no-session works. As root (CI), agentloop runs as
+// nobody through setpriv, as a read-only directory means nothing to root.
+func TestE2EReadOnlyHome(t *testing.T) {
+	base, err := os.MkdirTemp("", "agentloop-rohome-") // t.TempDir's parent is closed to nobody
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home, ws := filepath.Join(base, "home"), filepath.Join(base, "ws")
+	for _, d := range []string{home, ws} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := builtCLI(t)
+	var prefix []string
+	if os.Geteuid() == 0 {
+		if _, err := exec.LookPath("setpriv"); err != nil {
+			t.Skip("running as root without setpriv: a read-only directory cannot be made")
+		}
+		prefix = []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"}
+		copied := filepath.Join(base, "agentloop")
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(copied, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		bin = copied
+		if err := os.Chmod(ws, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(home, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(home, 0o755) }) // runs before the RemoveAll
+	run := func(args ...string) (int, string) {
+		argv := append(append(prefix, bin), args...)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + ws, "AGENTLOOP_HOME=" + home}
+		cmd.Dir = ws
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(out)
+	}
+	code, out := run("run", "--model", "faux/demo", "hi")
+	if code != 1 || !strings.Contains(out, "run with --no-session, or set AGENTLOOP_HOME to a directory you can write") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	if code, out = run("run", "--no-session", "--model", "faux/demo", "hi"); code != 0 {
+		t.Errorf("--no-session: exit %d:\n%s", code, out)
 	}
 }

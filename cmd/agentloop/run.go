@@ -295,7 +295,11 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		if ctx.Err() != nil {
 			return exitError{code: exitInterrupted, msg: "interrupted"}
 		}
-		return exitError{code: exitFailed, msg: describeError(err)}
+		msg := describeError(err)
+		if hint := homeWriteHint(err, home); hint != "" {
+			msg += "\n" + hint
+		}
+		return exitError{code: exitFailed, msg: msg}
 	}
 	pr.finish(res)
 	return runOutcome(ctx, res)
