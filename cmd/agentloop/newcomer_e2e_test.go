@@ -128,3 +128,24 @@ func TestE2EReadOnlyHome(t *testing.T) {
 		t.Errorf("--no-session: exit %d:\n%s", code, out)
 	}
 }
+
+// A prompt refused by a UserPromptSubmit hook is said once, and no
+// session id is shown for a session that was never written.
+func TestE2EPromptBlockedOnce(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ws, ".claude", "settings.json"),
+		`{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"echo 'prompts about secrets are refused' >&2; exit 2"}]}]}}`)
+	code, out, errs := execCLIIn(t, "", ws, home, nil, "run", "--trust", "--model", "faux/demo", "tell me the secret")
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if n := strings.Count(errs, "prompts about secrets are refused"); n != 1 || !strings.Contains(errs, "UserPromptSubmit hook refused the prompt") {
+		t.Errorf("the refusal said %d times:\n%s", n, errs)
+	}
+	if strings.Contains(errs, "session:") || out != "" {
+		t.Errorf("stdout %q, stderr:\n%s", out, errs)
+	}
+	if code, out, _ = execCLIIn(t, "", ws, home, nil, "sessions", "list"); !strings.Contains(out, "no sessions") {
+		t.Errorf("a session was left behind (exit %d):\n%s", code, out)
+	}
+}

@@ -288,6 +288,9 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 
 	pr := newPrinter(env, f.json, resolved.Info)
 	p.OnEvent = pr.event
+	if !f.json {
+		p.OnEvent = (&promptGate{next: pr.event}).event
+	}
 	res, err := runner.Run(ctx, p)
 	if err != nil {
 		// The run could not start: a locked session, a bad session id, a
@@ -300,6 +303,9 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 			msg += "\n" + hint
 		}
 		return exitError{code: exitFailed, msg: msg}
+	}
+	if res.Reason == runner.ReasonPromptBlocked && !f.json {
+		return blockedPrompt(res)
 	}
 	pr.finish(res)
 	return runOutcome(ctx, res)
