@@ -1,12 +1,14 @@
 package main
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Issue 21 item 7: what a newcomer meets, through the built binary.
@@ -147,5 +149,28 @@ func TestE2EPromptBlockedOnce(t *testing.T) {
 	}
 	if code, out, _ = execCLIIn(t, "", ws, home, nil, "sessions", "list"); !strings.Contains(out, "no sessions") {
 		t.Errorf("a session was left behind (exit %d):\n%s", code, out)
+	}
+}
+
+// ollama/… with no server running says so at once, not after three
+// retries of "connection refused".
+func TestE2ELocalServerNotRunning(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	home := t.TempDir()
+	start := time.Now()
+	code, _, errs := execCLIIn(t, "", home, home, nil, "run", "--no-session", "--model", "ollama/qwen3", "--base-url", "http://"+addr+"/v1", "hi")
+	if code != 1 || !strings.Contains(errs, "no model server is running at http://"+addr) || !strings.Contains(errs, "ollama serve") {
+		t.Errorf("exit %d:\n%s", code, errs)
+	}
+	if strings.Contains(errs, "retrying") || strings.Contains(errs, "connection refused") {
+		t.Errorf("retried a server that is not there:\n%s", errs)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %s", d)
 	}
 }

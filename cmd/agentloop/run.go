@@ -286,6 +286,12 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		return err
 	}
 
+	if len(p.FallbackModels) == 0 {
+		if err := checkLocalServer(resolved.Info); err != nil {
+			return exitError{code: exitFailed, msg: err.Error()}
+		}
+	}
+
 	pr := newPrinter(env, f.json, resolved.Info)
 	p.OnEvent = pr.event
 	if !f.json {
