@@ -80,6 +80,35 @@ func readSettingsFiles(home, claudeHome, ws string) (settingsFiles, error) {
 	return out, nil
 }
 
+// loadSettingsFiles reads the settings files of opts (what, hooks or
+// permissions, is for errors) and returns the workspace without links,
+// the files, and whether the workspace is trusted. Trust is looked up only
+// when a project file has something it would decide.
+func loadSettingsFiles(opts LoadOptions, what string) (string, settingsFiles, bool, error) {
+	home, err := homeOr(opts.Home)
+	if err != nil {
+		return "", nil, false, err
+	}
+	if opts.Workspace == "" {
+		return "", nil, false, fmt.Errorf("load %s: no workspace given", what)
+	}
+	ws, err := realDir(opts.Workspace)
+	if err != nil {
+		return "", nil, false, fmt.Errorf("load %s: %w", what, err)
+	}
+	files, err := readSettingsFiles(home, opts.ClaudeHome, ws)
+	if err != nil {
+		return "", nil, false, err
+	}
+	trusted := opts.Trust
+	if !trusted && files.projectHooks() {
+		if trusted, err = Trusted(home, ws); err != nil {
+			return "", nil, false, err
+		}
+	}
+	return ws, files, trusted, nil
+}
+
 // projectHooks reports whether a project file configures hooks or
 // permissions, so that trust must be looked up.
 func (fs settingsFiles) projectHooks() bool {
@@ -109,26 +138,9 @@ type PermissionEntry struct {
 // inactive unless the workspace is trusted (opts.Trust or `agentloop
 // trust`): a repository must not be able to allow itself anything.
 func Permissions(opts LoadOptions) ([]PermissionEntry, error) {
-	home, err := homeOr(opts.Home)
+	_, files, trusted, err := loadSettingsFiles(opts, "permissions")
 	if err != nil {
 		return nil, err
-	}
-	if opts.Workspace == "" {
-		return nil, fmt.Errorf("load permissions: no workspace given")
-	}
-	ws, err := realDir(opts.Workspace)
-	if err != nil {
-		return nil, fmt.Errorf("load permissions: %w", err)
-	}
-	files, err := readSettingsFiles(home, opts.ClaudeHome, ws)
-	if err != nil {
-		return nil, err
-	}
-	trusted := opts.Trust
-	if !trusted && files.projectHooks() {
-		if trusted, err = Trusted(home, ws); err != nil {
-			return nil, err
-		}
 	}
 	var out []PermissionEntry
 	for _, list := range []Permission{PermissionDeny, PermissionAsk, PermissionAllow} {

@@ -129,29 +129,12 @@ func Load(opts LoadOptions) (*Bus, []string, error) {
 }
 
 func readSettings(opts LoadOptions) (*settingsSet, error) {
-	home, err := homeOr(opts.Home)
+	ws, files, trusted, err := loadSettingsFiles(opts, "hooks")
 	if err != nil {
 		return nil, err
-	}
-	if opts.Workspace == "" {
-		return nil, errors.New("load hooks: no workspace given")
-	}
-	ws, err := realDir(opts.Workspace)
-	if err != nil {
-		return nil, fmt.Errorf("load hooks: %w", err)
 	}
 	s := &settingsSet{workspace: ws}
 
-	files, err := readSettingsFiles(home, opts.ClaudeHome, ws)
-	if err != nil {
-		return nil, err
-	}
-	trusted := opts.Trust
-	if !trusted && files.projectHooks() {
-		if trusted, err = Trusted(home, ws); err != nil {
-			return nil, err
-		}
-	}
 	disabled := ""
 	if opts.NoHooks {
 		disabled = "hooks are off for this run (--no-hooks)"

@@ -26,13 +26,9 @@ func newHooksCmd(env *cliEnv) *cobra.Command {
 "hooks": [{"type": "command", "command": "...", "timeout": 60}]}]}}.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			home, err := agentloopHome(env.getenv)
+			home, ws, err := homeAndWorkspace(env, cwd)
 			if err != nil {
 				return err
-			}
-			ws, err := workspaceDir(cwd)
-			if err != nil {
-				return usageError{err}
 			}
 			hooks, err := hook.List(hook.LoadOptions{Home: home, Workspace: ws, ClaudeHome: claudeHome(env), Trust: trust})
 			if err != nil {

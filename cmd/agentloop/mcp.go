@@ -30,13 +30,9 @@ workspace: see "agentloop trust") and --mcp-config files, in the format of Claud
 {"mcpServers": {"name": {"command": "...", "args": [...], "env": {...}} | {"type": "http", "url": "...", "headers": {...}}}}.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			home, err := agentloopHome(env.getenv)
+			home, ws, err := homeAndWorkspace(env, cwd)
 			if err != nil {
 				return err
-			}
-			ws, err := workspaceDir(cwd)
-			if err != nil {
-				return usageError{err}
 			}
 			trusted := trust
 			if !trusted {

@@ -113,14 +113,8 @@ func TestE2EReadOnlyHome(t *testing.T) {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + ws, "AGENTLOOP_HOME=" + home}
 		cmd.Dir = ws
-		out, err := cmd.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, string(out)
+		code, out, errs := runProcess(t, cmd)
+		return code, out + errs
 	}
 	code, out := run("run", "--model", "faux/demo", "hi")
 	if code != 1 || !strings.Contains(out, "run with --no-session, or set AGENTLOOP_HOME to a directory you can write") {

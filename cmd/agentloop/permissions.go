@@ -22,6 +22,18 @@ func claudeHome(env *cliEnv) string {
 	return filepath.Join(h, hook.ClaudeDir)
 }
 
+// homeAndWorkspace resolves the agentloop home and the workspace a
+// command's --cwd names.
+func homeAndWorkspace(env *cliEnv, cwd string) (home, ws string, err error) {
+	if home, err = agentloopHome(env.getenv); err != nil {
+		return "", "", err
+	}
+	if ws, err = workspaceDir(cwd); err != nil {
+		return "", "", usageError{err}
+	}
+	return home, ws, nil
+}
+
 // builtinToolNames are the tools a run can have besides MCP ones.
 var builtinToolNames = []string{"read", "write", "edit", "bash", "grep", "find", "ls"}
 
@@ -78,13 +90,9 @@ Deny rules are looked at first, then ask, then allow; the first match decides a 
 mcp__server, mcp__server__tool.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			home, err := agentloopHome(env.getenv)
+			home, ws, err := homeAndWorkspace(env, cwd)
 			if err != nil {
 				return err
-			}
-			ws, err := workspaceDir(cwd)
-			if err != nil {
-				return usageError{err}
 			}
 			entries, err := hook.Permissions(hook.LoadOptions{Home: home, Workspace: ws, ClaudeHome: claudeHome(env), Trust: trust})
 			if err != nil {

@@ -20,16 +20,7 @@ func execCLIIn(t *testing.T, stdin, dir, home string, env []string, args ...stri
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AGENTLOOP_HOME=" + home}, env...)
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(stdin) // a pipe, as from `git diff |`
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, out.String(), errb.String()
+	return runProcess(t, cmd)
 }
 
 // mockArgs are the flags that point a run at mockllm.
