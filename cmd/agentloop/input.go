@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
@@ -48,7 +49,7 @@ func readPrompt(args []string, stdin io.Reader, stdinIsPipe bool, cwd string) (u
 		parts = append(parts, a)
 	}
 	text := strings.Join(parts, " ")
-	if !dash && stdinIsPipe {
+	if !dash && stdinIsPipe && (len(args) == 0 || stdinHoldsInput(stdin)) {
 		piped, err := readStdin()
 		if err != nil {
 			return userPrompt{}, err
@@ -65,6 +66,19 @@ func readPrompt(args []string, stdin io.Reader, stdinIsPipe bool, cwd string) (u
 		return userPrompt{}, usageError{errors.New("the prompt is empty")}
 	}
 	return includeFiles(text, cwd)
+}
+
+// stdinHoldsInput reports whether stdin, beside a prompt argument, is
+// something piped or redirected in (a pipe, a file) rather than a socket or
+// a device a parent process left open: `ssh host agentloop run "…"` must not
+// wait for an end of input that never comes.
+func stdinHoldsInput(stdin io.Reader) bool {
+	f, ok := stdin.(*os.File)
+	if !ok {
+		return true // tests: a reader given as stdin
+	}
+	fi, err := f.Stat()
+	return err == nil && (fi.Mode()&os.ModeNamedPipe != 0 || fi.Mode().IsRegular())
 }
 
 // usageError marks an error in how agentloop was called: exit code 2.

@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Issue 21: the prompt as a Claude Code user types it, through the built
@@ -170,5 +172,32 @@ func TestE2EIncludes(t *testing.T) {
 				t.Errorf("a request was sent: %v", readLines(t, capture))
 			}
 		})
+	}
+}
+
+// A socket left open on stdin by a parent process (ssh runs a command
+// so) is not read beside a prompt argument: the run does not wait for an
+// end of input that never comes.
+func TestE2EOpenSocketStdinNotRead(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0) // the child gets only its end
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "theirs")
+	defer ours.Close()
+	defer theirs.Close()
+	home := t.TempDir()
+	cmd := exec.Command(builtCLI(t), "run", "--no-session", "--model", "faux/demo", "--timeout", "20s", "hi")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AGENTLOOP_HOME=" + home}
+	cmd.Dir = home
+	cmd.Stdin = theirs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(15*time.Second, func() { _ = cmd.Process.Kill() }) // a run waiting on stdin, failing the test below
+	defer timer.Stop()
+	_ = cmd.Wait()
+	if !timer.Stop() {
+		t.Fatal("the run waited for stdin to end")
 	}
 }
