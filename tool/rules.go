@@ -128,6 +128,31 @@ type PermissionRules struct {
 	Workspace, Home string
 }
 
+// DeniedTools returns, as tool-policy names and globs, the tools that deny
+// rules without a specifier refuse whole ("Bash", "Edit", "mcp__fs"): as
+// in Claude Code, such a tool is not offered at all, where a rule with a
+// specifier (Bash(rm:*)) refuses only the calls it matches.
+func (rs *PermissionRules) DeniedTools() []string {
+	if rs == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range rs.Rules {
+		if r.Verdict != VerdictDeny || r.hasSpec {
+			continue
+		}
+		switch ts, ok := claudeTools[r.tool]; {
+		case ok:
+			out = append(out, ts...)
+		case strings.HasPrefix(r.tool, "mcp__") && !strings.Contains(strings.TrimPrefix(r.tool, "mcp__"), "__"):
+			out = append(out, r.tool+"__*") // a whole server
+		default:
+			out = append(out, r.tool)
+		}
+	}
+	return out
+}
+
 // Match returns the rule that decides call: the first deny rule that
 // matches, else the first ask rule, else an allow rule (for a compound
 // bash command, one for each of its commands). ok is false when no rule

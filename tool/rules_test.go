@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -92,5 +93,19 @@ func TestPermissionRulesPolicy(t *testing.T) {
 	}
 	if _, err := ParsePermissionRule(VerdictAllow, "Bash(ls", ""); err == nil {
 		t.Error("an unclosed specifier parsed")
+	}
+}
+
+func TestPermissionRulesDeniedTools(t *testing.T) {
+	var rs PermissionRules
+	for _, s := range []string{"Bash", "Bash(rm:*)", "Edit", "mcp__fs", "mcp__gh__create_issue"} {
+		r, _ := ParsePermissionRule(VerdictDeny, s, "")
+		rs.Rules = append(rs.Rules, r)
+	}
+	allow, _ := ParsePermissionRule(VerdictAllow, "Read", "")
+	rs.Rules = append(rs.Rules, allow)
+	got := strings.Join(rs.DeniedTools(), " ")
+	if want := "bash edit write mcp__fs__* mcp__gh__create_issue"; got != want {
+		t.Errorf("denied tools %q, want %q", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -161,5 +162,35 @@ func TestE2EClaudeSettingsHooks(t *testing.T) {
 	}
 	if reqs := readLines(t, capture); len(reqs) != 2 || !strings.Contains(reqs[1], "destructive command refused by policy") {
 		t.Errorf("the model was not told why: %d requests", len(reqs))
+	}
+}
+
+// A deny rule that names a tool alone ("Bash") offers no such tool: the
+// model never sees it, as in Claude Code.
+func TestE2EPermissionBareDenyHidesTool(t *testing.T) {
+	capture := filepath.Join(t.TempDir(), "req.jsonl")
+	base := mockLLM(t, "-rounds", "0", "-capture", capture)
+	home, ws := t.TempDir(), t.TempDir()
+	writeClaudeSettings(t, filepath.Join(home, ".claude", "settings.json"), perms(nil, []string{"Bash"}, nil))
+	code, _, errs := execCLIIn(t, "", ws, home, []string{"OPENAI_API_KEY=sk-mock"}, mockArgs(base, "hi")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	var body struct {
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(readLines(t, capture)[0]), &body); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range body.Tools {
+		names = append(names, tl.Function.Name)
+	}
+	if slices.Contains(names, "bash") || !slices.Contains(names, "read") {
+		t.Errorf("tools offered: %v", names)
 	}
 }

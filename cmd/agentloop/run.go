@@ -193,6 +193,11 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		return usageError{err}
 	}
+	rules, err := permissionRules(env, home, cwd, f.trust)
+	if err != nil {
+		return err
+	}
+	policy.Deny = append(policy.Deny, rules.DeniedTools()...) // a bare deny ("Bash") offers no such tool
 	// The runner applies the policy to every tool once the MCP servers are
 	// up; the built-in part is applied here too, for the system prompt and
 	// to refuse a misspelt tool name before anything starts.
@@ -205,9 +210,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		return usageError{err}
 	}
 	// Permission rules of the settings files decide before --approve.
-	if rules, err := permissionRules(env, home, cwd, f.trust); err != nil {
-		return err
-	} else if rules != nil {
+	if rules != nil {
 		approval.Policy = rules.Policy(approval.Policy)
 	}
 
