@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -26,6 +25,7 @@ const ProjectDir = ".agentloop"
 type settingsJSON struct {
 	Hooks           map[string][]matcherJSON `json:"hooks"`
 	DisableAllHooks bool                     `json:"disableAllHooks"`
+	Permissions     permissionsJSON          `json:"permissions"`
 }
 
 type matcherJSON struct {
@@ -46,6 +46,9 @@ type LoadOptions struct {
 	// Workspace is the directory the run works in; its hooks are in
 	// Workspace/.agentloop/settings.json. Hooks run there.
 	Workspace string
+	// ClaudeHome is Claude Code's user directory (~/.claude), whose
+	// settings.json is read beside the agentloop home's; "" reads none.
+	ClaudeHome string
 	// Trust trusts the workspace for this run only (--trust).
 	Trust bool
 	// NoHooks loads no command hooks at all (--no-hooks).
@@ -126,49 +129,24 @@ func Load(opts LoadOptions) (*Bus, []string, error) {
 }
 
 func readSettings(opts LoadOptions) (*settingsSet, error) {
-	home, err := homeOr(opts.Home)
+	ws, files, trusted, err := loadSettingsFiles(opts, "hooks")
 	if err != nil {
 		return nil, err
-	}
-	if opts.Workspace == "" {
-		return nil, errors.New("load hooks: no workspace given")
-	}
-	ws, err := realDir(opts.Workspace)
-	if err != nil {
-		return nil, fmt.Errorf("load hooks: %w", err)
 	}
 	s := &settingsSet{workspace: ws}
 
-	userPath := filepath.Join(home, SettingsFile)
-	user, err := readSettingsFile(userPath)
-	if err != nil {
-		return nil, err
-	}
-	projPath := filepath.Join(ws, ProjectDir, SettingsFile)
-	var proj *settingsJSON
-	if !sameFile(userPath, projPath) {
-		if proj, err = readSettingsFile(projPath); err != nil {
-			return nil, err
-		}
-	}
-
-	trusted := opts.Trust
-	if !trusted && proj != nil && len(proj.Hooks) > 0 {
-		if trusted, err = Trusted(home, ws); err != nil {
-			return nil, err
-		}
-	}
 	disabled := ""
-	switch {
-	case opts.NoHooks:
+	if opts.NoHooks {
 		disabled = "hooks are off for this run (--no-hooks)"
-	case user != nil && user.DisableAllHooks:
-		disabled = "disableAllHooks is set in " + userPath
-	case proj != nil && proj.DisableAllHooks && trusted:
-		disabled = "disableAllHooks is set in " + projPath
+	}
+	for _, f := range files {
+		if disabled == "" && f.json.DisableAllHooks && (f.scope == ScopeUser || trusted) {
+			disabled = "disableAllHooks is set in " + f.path
+		}
 	}
 
 	var untrusted, unusable []string
+	var untrustedFiles []string
 	add := func(f *settingsJSON, path string, scope Scope) {
 		if f == nil {
 			return
@@ -205,6 +183,9 @@ func readSettings(opts LoadOptions) (*settingsSet, error) {
 					}
 					if h.Inactive == "the workspace is not trusted" {
 						untrusted = append(untrusted, describe(h))
+						if !slices.Contains(untrustedFiles, path) {
+							untrustedFiles = append(untrustedFiles, path)
+						}
 					} else {
 						unusable = append(unusable, describe(h)+": "+h.Inactive)
 					}
@@ -212,13 +193,14 @@ func readSettings(opts LoadOptions) (*settingsSet, error) {
 			}
 		}
 	}
-	add(user, userPath, ScopeUser)
-	add(proj, projPath, ScopeProject)
+	for _, f := range files {
+		add(f.json, f.path, f.scope)
+	}
 
 	if len(untrusted) > 0 {
 		s.warnings = append(s.warnings, fmt.Sprintf(
 			"Skipped %d hook(s) from %s because this workspace is not trusted: %s. If you trust this project, run `agentloop trust %s`, or pass --trust for this run.",
-			len(untrusted), projPath, strings.Join(untrusted, "; "), ws))
+			len(untrusted), strings.Join(untrustedFiles, " and "), strings.Join(untrusted, "; "), ws))
 	}
 	if len(unusable) > 0 {
 		s.warnings = append(s.warnings, fmt.Sprintf("Skipped %d hook(s) that cannot run: %s.",

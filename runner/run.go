@@ -264,6 +264,7 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	if promptContext != "" {
 		prompt.Content = append(prompt.Content, llm.Text(promptContext))
 	}
+	prompt.Content = append(prompt.Content, p.Images...)
 
 	// Tools, with the sources (MCP servers) started before the first
 	// model call.

@@ -282,6 +282,7 @@ type CompactionSpec struct {
 type params struct {
 	Store            session.Store
 	Prompt           string
+	Images           []llm.Content
 	History          []llm.Message
 	SessionKey       string
 	Lane, ParentLane string
@@ -325,6 +326,9 @@ type params struct {
 type Request struct {
 	// Prompt is the user's message.
 	Prompt string
+	// Images are attached to the user's message after its text (image
+	// blocks: the files a prompt's @ includes named).
+	Images []llm.Content
 	// History is the prior conversation of a run without a session store
 	// (a session's own context is used otherwise).
 	History []llm.Message
@@ -389,7 +393,7 @@ type Request struct {
 func (r *Runner) params(q Request) params {
 	c := r.cfg
 	return params{
-		Store: c.Store, Prompt: q.Prompt, History: q.History, SessionKey: q.SessionKey, Lane: q.Lane,
+		Store: c.Store, Prompt: q.Prompt, Images: q.Images, History: q.History, SessionKey: q.SessionKey, Lane: q.Lane,
 		ParentLane: q.ParentLane, Session: q.Session, Model: q.Model, Info: q.Info, ResolveModel: c.ResolveModel,
 		FallbackModels: q.FallbackModels, Tools: q.Tools, ToolPolicy: q.ToolPolicy, SystemPrompt: q.SystemPrompt,
 		Options: q.Options, MaxTurns: q.MaxTurns, Approval: q.Approval, Hooks: c.Hooks, RegisterHooks: c.RegisterHooks,

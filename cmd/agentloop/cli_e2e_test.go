@@ -50,6 +50,12 @@ func execCLI(t *testing.T, env []string, home string, args ...string) (int, stri
 	t.Helper()
 	cmd := exec.Command(builtCLI(t), args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AGENTLOOP_HOME=" + home}, env...)
+	return runProcess(t, cmd)
+}
+
+// runProcess runs cmd and returns its exit code, stdout and stderr.
+func runProcess(t *testing.T, cmd *exec.Cmd) (int, string, string) {
+	t.Helper()
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -137,7 +137,7 @@ func compactSession(ctx context.Context, env *cliEnv, f *compactFlags, instructi
 	if fs, ok := sess.(interface{ Path() string }); ok {
 		path = fs.Path()
 	}
-	bus, warns, err := hook.Load(hook.LoadOptions{Home: home, Workspace: cwd, Trust: f.trust, NoHooks: f.noHooks,
+	bus, warns, err := hook.Load(hook.LoadOptions{Home: home, Workspace: cwd, ClaudeHome: claudeHome(env), Trust: f.trust, NoHooks: f.noHooks,
 		SessionID: sess.ID(), TranscriptPath: path,
 		BusOptions: &hook.Options{Report: func(_ context.Context, n hook.Notice) {
 			text := n.Text

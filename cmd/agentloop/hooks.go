@@ -20,26 +20,22 @@ func newHooksCmd(env *cliEnv) *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List every configured hook, its source file and whether it runs here",
-		Long: `List the command hooks configured in $AGENTLOOP_HOME/settings.json (user hooks, always active)
-and <workspace>/.agentloop/settings.json (project hooks, active only in a trusted workspace:
-see "agentloop trust"). The format is Claude Code's: {"hooks": {"PreToolUse": [{"matcher": "Bash",
+		Long: `List the command hooks configured in $AGENTLOOP_HOME/settings.json and ~/.claude/settings.json
+(user hooks, always active) and <workspace>/.agentloop/settings.json, .claude/settings.json and
+.claude/settings.local.json (project hooks, active only in a trusted workspace: see "agentloop trust"). The format is Claude Code's: {"hooks": {"PreToolUse": [{"matcher": "Bash",
 "hooks": [{"type": "command", "command": "...", "timeout": 60}]}]}}.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			home, err := agentloopHome(env.getenv)
+			home, ws, err := homeAndWorkspace(env, cwd)
 			if err != nil {
 				return err
 			}
-			ws, err := workspaceDir(cwd)
-			if err != nil {
-				return usageError{err}
-			}
-			hooks, err := hook.List(hook.LoadOptions{Home: home, Workspace: ws, Trust: trust})
+			hooks, err := hook.List(hook.LoadOptions{Home: home, Workspace: ws, ClaudeHome: claudeHome(env), Trust: trust})
 			if err != nil {
 				return err
 			}
 			if len(hooks) == 0 {
-				fmt.Fprintf(env.stdout, "no hooks configured (looked in %s and %s)\n",
+				fmt.Fprintf(env.stdout, "no hooks configured (looked in %s, ~/.claude/settings.json, and %s, .claude/settings.json and .claude/settings.local.json of the workspace)\n",
 					filepath.Join(home, "settings.json"), filepath.Join(ws, ".agentloop", "settings.json"))
 				return nil
 			}

@@ -5,79 +5,80 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/agentloop/agentloop/llm"
 )
 
-// readPrompt assembles the prompt of `agentloop run` from its arguments:
-// "-" (or no argument while stdin is a pipe) reads stdin, and a word
-// "@path" is replaced by the contents of that file, relative to cwd.
-func readPrompt(args []string, stdin io.Reader, stdinIsPipe bool, cwd string) (string, error) {
-	if len(args) == 0 {
-		if !stdinIsPipe {
-			return "", usageError{errors.New(`no prompt: give one as an argument ("agentloop run \"what is here?\""), or pipe it on stdin`)}
-		}
-		args = []string{"-"}
-	}
-	var parts []string
-	for _, a := range args {
-		switch {
-		case a == "-":
-			b, err := io.ReadAll(stdin)
-			if err != nil {
-				return "", fmt.Errorf("read prompt from stdin: %w", err)
-			}
-			parts = append(parts, strings.TrimRight(string(b), "\n"))
-		default:
-			s, err := expandFileRefs(a, cwd)
-			if err != nil {
-				return "", err
-			}
-			parts = append(parts, s)
-		}
-	}
-	p := strings.TrimSpace(strings.Join(parts, " "))
-	if p == "" {
-		return "", usageError{errors.New("the prompt is empty")}
-	}
-	return p, nil
+// userPrompt is what `agentloop run` sends as the user's message: the
+// text, and the images its @ includes named.
+type userPrompt struct {
+	text   string
+	images []llm.Content
 }
 
-// expandFileRefs replaces each whitespace-separated word "@path" of s that
-// names a readable file with the file, fenced and labelled with its path.
-// A word "@..." that names no file is an error, so a typo is never sent to
-// the model as is; "@@x" stands for a literal "@x".
-func expandFileRefs(s, cwd string) (string, error) {
-	words := strings.Fields(s)
-	if !strings.Contains(s, "@") {
-		return s, nil
+// readPrompt assembles the prompt of `agentloop run` from its arguments,
+// joined by spaces: "-" reads stdin in its place, and piped stdin without a
+// "-" follows the arguments, after a blank line (as `claude -p` reads
+// `git diff | claude -p "review this diff"`), or is the whole prompt when
+// there are none. A word @path naming a file of the workspace cwd includes
+// it (see includeFiles).
+func readPrompt(args []string, stdin io.Reader, stdinIsPipe bool, cwd string) (userPrompt, error) {
+	if len(args) == 0 && !stdinIsPipe {
+		return userPrompt{}, usageError{errors.New(`no prompt: give one as an argument ("agentloop run \"what is here?\""), or pipe it on stdin`)}
 	}
-	changed := false
-	for i, w := range words {
-		if strings.HasPrefix(w, "@@") {
-			words[i] = w[1:]
-			changed = true
-			continue
-		}
-		if len(w) < 2 || w[0] != '@' {
-			continue
-		}
-		path := w[1:]
-		full := path
-		if !filepath.IsAbs(full) {
-			full = filepath.Join(cwd, path)
-		}
-		data, err := os.ReadFile(full)
+	readStdin := func() (string, error) {
+		b, err := io.ReadAll(stdin)
 		if err != nil {
-			return "", usageError{fmt.Errorf("cannot include %s: %v (write @@%s for a literal @)", w, errors.Unwrap(err), path)}
+			return "", fmt.Errorf("read prompt from stdin: %w", err)
 		}
-		words[i] = fmt.Sprintf("\n\n<file path=%q>\n%s\n</file>\n\n", path, strings.TrimRight(string(data), "\n"))
-		changed = true
+		return strings.TrimRight(string(b), "\r\n"), nil
 	}
-	if !changed {
-		return s, nil
+	var parts []string
+	dash := false
+	for _, a := range args {
+		if a == "-" && !dash {
+			s, err := readStdin()
+			if err != nil {
+				return userPrompt{}, err
+			}
+			parts = append(parts, s)
+			dash = true
+			continue
+		}
+		parts = append(parts, a)
 	}
-	return strings.Join(words, " "), nil
+	text := strings.Join(parts, " ")
+	if !dash && stdinIsPipe && (len(args) == 0 || stdinHoldsInput(stdin)) {
+		piped, err := readStdin()
+		if err != nil {
+			return userPrompt{}, err
+		}
+		switch {
+		case strings.TrimSpace(piped) == "":
+		case strings.TrimSpace(text) == "":
+			text = piped
+		default:
+			text += "\n\n" + piped
+		}
+	}
+	if strings.TrimSpace(text) == "" {
+		return userPrompt{}, usageError{errors.New("the prompt is empty")}
+	}
+	return includeFiles(text, cwd)
+}
+
+// stdinHoldsInput reports whether stdin, beside a prompt argument, is
+// something piped or redirected in (a pipe, a file) rather than a socket or
+// a device a parent process left open: `ssh host agentloop run "…"` must not
+// wait for an end of input that never comes.
+func stdinHoldsInput(stdin io.Reader) bool {
+	f, ok := stdin.(*os.File)
+	if !ok {
+		return true // tests: a reader given as stdin
+	}
+	fi, err := f.Stat()
+	return err == nil && (fi.Mode()&os.ModeNamedPipe != 0 || fi.Mode().IsRegular())
 }
 
 // usageError marks an error in how agentloop was called: exit code 2.

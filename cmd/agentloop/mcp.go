@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,13 +30,9 @@ workspace: see "agentloop trust") and --mcp-config files, in the format of Claud
 {"mcpServers": {"name": {"command": "...", "args": [...], "env": {...}} | {"type": "http", "url": "...", "headers": {...}}}}.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			home, err := agentloopHome(env.getenv)
+			home, ws, err := homeAndWorkspace(env, cwd)
 			if err != nil {
 				return err
-			}
-			ws, err := workspaceDir(cwd)
-			if err != nil {
-				return usageError{err}
 			}
 			trusted := trust
 			if !trusted {
@@ -47,21 +44,30 @@ workspace: see "agentloop trust") and --mcp-config files, in the format of Claud
 			if err != nil {
 				return err
 			}
+			var skipped []string
 			if !trusted {
-				if skipped := untrustedMCPServers(ws); len(skipped) > 0 {
-					fmt.Fprintf(env.stderr, "agentloop: warning: %s is not trusted, so its .mcp.json servers are skipped: %s (run \"agentloop trust\" to allow them)\n",
-						ws, strings.Join(skipped, ", "))
-				}
+				skipped = untrustedMCPServers(ws)
 			}
-			m, err := mcp.Start(c.Context(), cfg, &mcp.Options{})
+			skippedLine := fmt.Sprintf("%s is not trusted, so its .mcp.json servers are skipped: %s (run \"agentloop trust\" to allow them, or pass --trust)",
+				ws, strings.Join(skipped, ", "))
+			// A server that fails to start is a row of the table, not a
+			// log line on stderr.
+			m, err := mcp.Start(c.Context(), cfg, &mcp.Options{Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				return err
 			}
 			defer m.Close()
 			status := m.Status()
 			if len(status) == 0 {
+				if len(skipped) > 0 {
+					fmt.Fprintln(env.stdout, "no MCP servers started: "+skippedLine)
+					return nil
+				}
 				fmt.Fprintln(env.stdout, "no MCP servers configured")
 				return nil
+			}
+			if len(skipped) > 0 {
+				fmt.Fprintln(env.stderr, "agentloop: warning: "+skippedLine)
 			}
 			tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATUS\tTOOLS\tSOURCE")

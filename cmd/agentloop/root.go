@@ -19,7 +19,7 @@ Try it offline on the scripted model:
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{err: flagErr{err}}
+		return usageError{err: flagErr{flagHint(c, err)}}
 	})
 	root.AddCommand(
 		newRunCmd(env),
@@ -29,6 +29,7 @@ Try it offline on the scripted model:
 		newMCPCmd(env),
 		newAuthCmd(env),
 		newCompactCmd(env),
+		newPermissionsCmd(env),
 	)
 	return root
 }

@@ -76,8 +76,9 @@ func newRunCmd(env *cliEnv) *cobra.Command {
 		Short: "Run the agent on one prompt",
 		Long: `Run the agent on one prompt until it answers.
 
-The prompt is the arguments joined by spaces; "-" (or no argument with a pipe on stdin)
-reads stdin, and a word @path includes that file. The assistant's text streams to stdout;
+The prompt is the arguments joined by spaces; piped stdin follows them after a blank line
+("-" reads it in place), and a word @path naming a file of the workspace includes it (an image
+as an image); the prompt's own text is sent as typed. The assistant's text streams to stdout;
 each tool call and a final usage line go to stderr. With --json, every event is one JSON
 line on stdout (docs/protocol.md).
 
@@ -140,7 +141,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		return usageError{err}
 	}
-	text, err := readPrompt(args, env.stdin, env.stdinIsPipe, cwd)
+	up, err := readPrompt(args, env.stdin, env.stdinIsPipe, cwd)
 	if err != nil {
 		return err
 	}
@@ -164,7 +165,10 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		return err
 	}
-	for _, w := range resolved.Warnings {
+	for _, w := range append(resolved.Warnings, imageWarning(up, resolved.Info)) {
+		if w == "" {
+			continue
+		}
 		fmt.Fprintln(env.stderr, "agentloop: warning:", w)
 	}
 
@@ -189,6 +193,11 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		return usageError{err}
 	}
+	rules, err := permissionRules(env, home, cwd, f.trust)
+	if err != nil {
+		return err
+	}
+	policy.Deny = append(policy.Deny, rules.DeniedTools()...) // a bare deny ("Bash") offers no such tool
 	// The runner applies the policy to every tool once the MCP servers are
 	// up; the built-in part is applied here too, for the system prompt and
 	// to refuse a misspelt tool name before anything starts.
@@ -199,6 +208,10 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	approval, err := newApproval(env, f.approve)
 	if err != nil {
 		return usageError{err}
+	}
+	// Permission rules of the settings files decide before --approve.
+	if rules != nil {
+		approval.Policy = rules.Policy(approval.Policy)
 	}
 
 	system, _, err := prompt.Build(prompt.Options{
@@ -214,14 +227,14 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		maxTurns = -1
 	}
 	cfg := runner.Config{
-		Hooks: &hook.LoadOptions{Home: home, Workspace: cwd, Trust: f.trust, NoHooks: f.noHooks},
+		Hooks: &hook.LoadOptions{Home: home, Workspace: cwd, ClaudeHome: claudeHome(env), Trust: f.trust, NoHooks: f.noHooks},
 		// The run's own model writes the summaries of compaction: no Model
 		// means the one the run is on, after a profile rotation or a
 		// fallback too.
 		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{}},
 	}
 	q := runner.Request{
-		Prompt: text, Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
+		Prompt: up.text, Images: up.images, Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
 		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
 		Approval: approval,
 		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
@@ -282,6 +295,12 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		cfg.ToolSources = []tool.Source{mcpServers}
 	}
 
+	if len(q.FallbackModels) == 0 {
+		if err := checkLocalServer(resolved.Info); err != nil {
+			return exitError{code: exitFailed, msg: err.Error()}
+		}
+	}
+
 	rn, err := runner.New(cfg)
 	if err != nil {
 		return err
@@ -289,6 +308,9 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	defer rn.Close()
 	pr := newPrinter(env, f.json, resolved.Info)
 	q.OnEvent = pr.event
+	if !f.json {
+		q.OnEvent = (&promptGate{next: pr.event}).event
+	}
 	res, err := rn.Run(ctx, q)
 	if err != nil {
 		// The run could not start: a locked session, a bad session id, a
@@ -296,7 +318,14 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		if ctx.Err() != nil {
 			return exitError{code: exitInterrupted, msg: "interrupted"}
 		}
-		return exitError{code: exitFailed, msg: describeError(err)}
+		msg := describeError(err)
+		if hint := homeWriteHint(err, home); hint != "" {
+			msg += "\n" + hint
+		}
+		return exitError{code: exitFailed, msg: msg}
+	}
+	if res.Reason == runner.ReasonPromptBlocked && !f.json {
+		return blockedPrompt(res)
 	}
 	pr.finish(res)
 	return runOutcome(ctx, res)

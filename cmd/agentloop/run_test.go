@@ -269,7 +269,8 @@ func TestRunPromptSources(t *testing.T) {
 		{"stdin dash", "from stdin\n", []string{"-"}, 0, ""},
 		{"stdin pipe without argument", "piped", nil, 0, ""},
 		{"file reference", "", []string{"read", "@notes.txt"}, 0, ""},
-		{"missing file reference", "", []string{"read", "@nope.txt"}, 2, "cannot include @nope.txt"},
+		{"missing file reference is text", "", []string{"read", "@nope.txt"}, 0, ""},
+		{"file outside the workspace", "", []string{"read", "@/etc/hostname"}, 2, "outside the workspace"},
 		{"no prompt", "", nil, 2, "no prompt"},
 	}
 	for _, tt := range tests {

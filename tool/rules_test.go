@@ -1,0 +1,111 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func ruleCall(name string, args map[string]string) Call {
+	b, _ := json.Marshal(args)
+	return Call{Name: name, Args: b}
+}
+
+func TestPermissionRulesMatch(t *testing.T) {
+	parse := func(v Verdict, texts ...string) []PermissionRule {
+		var out []PermissionRule
+		for _, s := range texts {
+			r, err := ParsePermissionRule(v, s, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	bash := func(c string) Call { return ruleCall("bash", map[string]string{"command": c}) }
+	file := func(tool, p string) Call { return ruleCall(tool, map[string]string{"path": p}) }
+	tests := []struct {
+		name  string
+		allow []string
+		deny  []string
+		ask   []string
+		call  Call
+		want  string // the verdict, or "" for no rule
+	}{
+		{"prefix rule", []string{"Bash(git diff:*)"}, nil, nil, bash("git diff --stat"), "allow"},
+		{"prefix rule alone", []string{"Bash(git diff:*)"}, nil, nil, bash("git diff"), "allow"},
+		{"prefix needs a word boundary", []string{"Bash(git diff:*)"}, nil, nil, bash("git difftool"), ""},
+		{"exact rule", []string{"Bash(npm run test)"}, nil, nil, bash("npm run test"), "allow"},
+		{"exact rule is exact", []string{"Bash(npm run test)"}, nil, nil, bash("npm run test --watch"), ""},
+		{"wildcard in the middle", []string{"Bash(git * main)"}, nil, nil, bash("git push origin main"), "allow"},
+		{"trailing wildcard optional", []string{"Bash(ls *)"}, nil, nil, bash("ls"), "allow"},
+		{"compound needs every command allowed", []string{"Bash(git diff:*)"}, nil, nil, bash("git diff && rm -rf /"), ""},
+		{"compound of allowed commands", []string{"Bash(git diff:*)", "Bash(wc:*)"}, nil, nil, bash("git diff | wc -l"), "allow"},
+		{"deny over allow", []string{"Bash"}, []string{"Bash(rm:*)"}, nil, bash("rm -rf build"), "deny"},
+		{"deny inside a compound", []string{"Bash"}, []string{"Bash(rm:*)"}, nil, bash("cd x && rm -rf build"), "deny"},
+		{"deny inside a substitution", nil, []string{"Bash(rm:*)"}, nil, bash("echo $(rm -rf build)"), "deny"},
+		{"ask over allow", []string{"Bash"}, nil, []string{"Bash(git push:*)"}, bash("git push"), "ask"},
+		{"deny over ask", nil, []string{"Bash(git push:*)"}, []string{"Bash(git push:*)"}, bash("git push"), "deny"},
+		{"bare tool", []string{"Edit"}, nil, nil, file("write", "x.go"), "allow"},
+		{"read rule covers grep", nil, []string{"Read(./secrets/**)"}, nil, file("grep", "secrets/a"), "deny"},
+		{"read directory pattern", nil, []string{"Read(./secrets/**)"}, nil, file("read", "/ws/secrets/deep/key.pem"), "deny"},
+		{"read outside the pattern", nil, []string{"Read(./secrets/**)"}, nil, file("read", "src/main.go"), ""},
+		{"bare name at any depth", nil, []string{"Read(.env)"}, nil, file("read", "a/b/.env"), "deny"},
+		{"star in a segment", nil, []string{"Read(*.pem)"}, nil, file("read", "keys/x.pem"), "deny"},
+		{"absolute", nil, []string{"Read(//etc/**)"}, nil, file("read", "/etc/passwd"), "deny"},
+		{"home", nil, []string{"Read(~/.ssh/**)"}, nil, file("read", "/home/u/.ssh/id_rsa"), "deny"},
+		{"root of the project", []string{"Edit(/src/**/*.go)"}, nil, nil, file("edit", "src/a/b.go"), "allow"},
+		{"root of the project, elsewhere", []string{"Edit(/src/**/*.go)"}, nil, nil, file("edit", "lib/b.go"), ""},
+		{"mcp server", nil, []string{"mcp__fs"}, nil, ruleCall("mcp__fs__write_file", nil), "deny"},
+		{"mcp server is not a prefix", nil, []string{"mcp__fs"}, nil, ruleCall("mcp__fsx__write_file", nil), ""},
+		{"mcp tool", []string{"mcp__fs__read_file"}, nil, nil, ruleCall("mcp__fs__read_file", nil), "allow"},
+		{"our own names", nil, []string{"bash"}, nil, bash("ls"), "deny"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := &PermissionRules{Workspace: "/ws", Home: "/home/u"}
+			rs.Rules = append(rs.Rules, parse(VerdictAllow, tt.allow...)...)
+			rs.Rules = append(rs.Rules, parse(VerdictDeny, tt.deny...)...)
+			rs.Rules = append(rs.Rules, parse(VerdictAsk, tt.ask...)...)
+			got := ""
+			if r, ok := rs.Match(tt.call); ok {
+				got = r.Verdict.String()
+			}
+			if got != tt.want {
+				t.Errorf("verdict %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPermissionRulesPolicy(t *testing.T) {
+	r, _ := ParsePermissionRule(VerdictDeny, "Bash(rm:*)", "/p/.claude/settings.json")
+	rs := &PermissionRules{Rules: []PermissionRule{r}, Workspace: "/ws"}
+	p := rs.Policy(ApproveAuto)
+	d := p(context.Background(), ruleCall("bash", map[string]string{"command": "rm x"}), false)
+	if d.Verdict != VerdictDeny || d.Reason == "" {
+		t.Errorf("decision %+v", d)
+	}
+	if d := p(context.Background(), ruleCall("bash", map[string]string{"command": "ls"}), true); d.Verdict != VerdictAllow {
+		t.Errorf("a call no rule covers: %+v, want the default's allow", d)
+	}
+	if _, err := ParsePermissionRule(VerdictAllow, "Bash(ls", ""); err == nil {
+		t.Error("an unclosed specifier parsed")
+	}
+}
+
+func TestPermissionRulesDeniedTools(t *testing.T) {
+	var rs PermissionRules
+	for _, s := range []string{"Bash", "Bash(rm:*)", "Edit", "mcp__fs", "mcp__gh__create_issue"} {
+		r, _ := ParsePermissionRule(VerdictDeny, s, "")
+		rs.Rules = append(rs.Rules, r)
+	}
+	allow, _ := ParsePermissionRule(VerdictAllow, "Read", "")
+	rs.Rules = append(rs.Rules, allow)
+	got := strings.Join(rs.DeniedTools(), " ")
+	if want := "bash edit write mcp__fs__* mcp__gh__create_issue"; got != want {
+		t.Errorf("denied tools %q, want %q", got, want)
+	}
+}
