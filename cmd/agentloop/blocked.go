@@ -21,6 +21,9 @@ func (g *promptGate) event(ev runner.Event) {
 		return
 	}
 	switch ev.Type {
+	case runner.EventRunStart: // comes before the prompt hooks
+		g.next(ev)
+		return
 	case runner.EventHookMessage:
 		if ev.Notice != nil && ev.Notice.Reason == string(hook.UserPromptSubmit) {
 			g.held = append(g.held, ev)
