@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentloop/agentloop/clock"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -12,7 +13,7 @@ import (
 func BenchmarkSelect(b *testing.B) {
 	b.ReportAllocs()
 	c := newClock()
-	s, _ := Open(&Config{Path: filepath.Join(b.TempDir(), StateFileName), Now: c.Now})
+	s, _ := Open(&Config{Path: filepath.Join(b.TempDir(), StateFileName), Clock: clock.At(c.Now)})
 	s.MarkFailure("anthropic", "A", "m", llm.ReasonRateLimit)
 	ids := []string{"A", "B", "C"}
 	for b.Loop() {
@@ -26,7 +27,7 @@ func BenchmarkSelect(b *testing.B) {
 func BenchmarkMarkFailure(b *testing.B) {
 	b.ReportAllocs()
 	c := newClock()
-	s, _ := Open(&Config{Path: filepath.Join(b.TempDir(), StateFileName), Now: c.Now})
+	s, _ := Open(&Config{Path: filepath.Join(b.TempDir(), StateFileName), Clock: clock.At(c.Now)})
 	for b.Loop() {
 		if _, err := s.MarkFailure("anthropic", "A", "m", llm.ReasonAuth); err != nil {
 			b.Fatal(err)
@@ -39,7 +40,7 @@ func BenchmarkMarkFailure(b *testing.B) {
 func BenchmarkMarkGood(b *testing.B) {
 	b.ReportAllocs()
 	c := newClock()
-	s, _ := Open(&Config{Path: filepath.Join(b.TempDir(), StateFileName), Now: c.Now})
+	s, _ := Open(&Config{Path: filepath.Join(b.TempDir(), StateFileName), Clock: clock.At(c.Now)})
 	s.MarkGood("anthropic", "A", "m")
 	for b.Loop() {
 		if err := s.MarkGood("anthropic", "A", "m"); err != nil {

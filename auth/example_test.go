@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/auth"
+	"github.com/agentloop/agentloop/clock"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -17,7 +18,7 @@ func ExampleStore_Select() {
 	dir, _ := os.MkdirTemp("", "auth-example")
 	defer os.RemoveAll(dir)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	store, _ := auth.Open(&auth.Config{Path: filepath.Join(dir, "auth-state.json"), Now: func() time.Time { return now }})
+	store, _ := auth.Open(&auth.Config{Path: filepath.Join(dir, "auth-state.json"), Clock: clock.At(func() time.Time { return now })})
 	ids := []string{"work", "spare"}
 
 	id, _ := store.Select("anthropic", "claude-sonnet-4-5", ids, "")
@@ -39,7 +40,7 @@ func ExampleWriteStatus() {
 	dir, _ := os.MkdirTemp("", "auth-example")
 	defer os.RemoveAll(dir)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	store, _ := auth.Open(&auth.Config{Path: filepath.Join(dir, "auth-state.json"), Now: func() time.Time { return now }})
+	store, _ := auth.Open(&auth.Config{Path: filepath.Join(dir, "auth-state.json"), Clock: clock.At(func() time.Time { return now })})
 	mf, _ := llm.ParseModelsFile("models.json", []byte(`{"providers": {"anthropic": {"profiles": [{"id": "work", "apiKey": "KEY_A"}, {"id": "spare", "apiKey": "KEY_B"}]}}}`))
 	store.MarkFailure("anthropic", "work", "claude-sonnet-4-5", llm.ReasonRateLimit)
 	statuses, _ := store.Status(mf)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloop/agentloop/clock"
 	"github.com/agentloop/agentloop/llm"
 	"go.uber.org/goleak"
 )
@@ -26,7 +27,7 @@ func child() int {
 	id := os.Getenv("AUTH_TEST_PROFILE")
 	n, _ := strconv.Atoi(os.Getenv("AUTH_TEST_COUNT"))
 	now := time.Unix(1_800_000_000, 0)
-	s, err := Open(&Config{Path: path, Now: func() time.Time { return now }})
+	s, err := Open(&Config{Path: path, Clock: clock.At(func() time.Time { return now })})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentloop/agentloop/clock"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -77,8 +78,8 @@ func DefaultPath(getenv func(string) string) (string, error) {
 type Config struct {
 	// Path is the state file; "" means DefaultPath(nil).
 	Path string
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the time source of cooldowns; nil means clock.Real.
+	Clock clock.Clock
 	// BillingBackoff overrides the first billing window per provider
 	// (it still doubles, up to at least BillingMax).
 	BillingBackoff map[string]time.Duration
@@ -106,11 +107,9 @@ func Open(cfg *Config) (*Store, error) {
 	if cfg != nil {
 		c = *cfg
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	now := clock.Or(c.Clock).Now
 	if c.InMemory {
-		return &Store{now: c.Now, billing: c.BillingBackoff, mem: newState()}, nil
+		return &Store{now: now, billing: c.BillingBackoff, mem: newState()}, nil
 	}
 	if c.Path == "" {
 		p, err := DefaultPath(nil)
@@ -119,7 +118,7 @@ func Open(cfg *Config) (*Store, error) {
 		}
 		c.Path = p
 	}
-	return &Store{path: c.Path, now: c.Now, billing: c.BillingBackoff}, nil
+	return &Store{path: c.Path, now: now, billing: c.BillingBackoff}, nil
 }
 
 // Path returns the state file's path ("" for an InMemory store).

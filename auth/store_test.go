@@ -11,32 +11,33 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloop/agentloop/clock"
 	"github.com/agentloop/agentloop/llm"
 )
 
-// clock is a fake clock tests move by hand.
-type clock struct {
+// testClock is a fake testClock tests move by hand.
+type testClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
+func newClock() *testClock { return &testClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
 
-func (c *clock) Now() time.Time {
+func (c *testClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
-func (c *clock) Advance(d time.Duration) {
+func (c *testClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
 }
 
-func open(t *testing.T, path string, c *clock) *Store {
+func open(t *testing.T, path string, c *testClock) *Store {
 	t.Helper()
-	s, err := Open(&Config{Path: path, Now: c.Now})
+	s, err := Open(&Config{Path: path, Clock: clock.At(c.Now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +352,7 @@ func TestTwoProcesses(t *testing.T) {
 		}
 		cmds = append(cmds, cmd)
 	}
-	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	c := &testClock{t: time.Unix(1_800_000_000, 0)}
 	s := open(t, path, c)
 	for range n {
 		mark(t, s, "P0", "m", llm.ReasonAuth)
@@ -459,7 +460,7 @@ func TestInMemoryStore(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("AGENTLOOP_HOME", dir)
 	c := newClock()
-	s, err := Open(&Config{InMemory: true, Now: c.Now, Path: filepath.Join(dir, StateFileName)})
+	s, err := Open(&Config{InMemory: true, Clock: clock.At(c.Now), Path: filepath.Join(dir, StateFileName)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,7 +484,7 @@ func TestInMemoryStore(t *testing.T) {
 	if got := mustSelect(t, s, "m", []string{"A", "C"}, ""); got != "A" {
 		t.Errorf("after A's cooldown picked %s, want A", got)
 	}
-	other, _ := Open(&Config{InMemory: true, Now: c.Now})
+	other, _ := Open(&Config{InMemory: true, Clock: clock.At(c.Now)})
 	if got := mustSelect(t, other, "m", []string{"C"}, ""); got != "C" {
 		t.Errorf("a second in-memory store sees the first one's failures: picked %s", got)
 	}

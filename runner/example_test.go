@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/clock"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
 	"github.com/agentloop/agentloop/runner"
@@ -77,6 +78,6 @@ func ExampleRunner_Run() {
 }
 
 // instantClock skips the backoff waits, for the example.
-type instantClock struct{ runner.RealClock }
+type instantClock struct{ clock.Real }
 
 func (instantClock) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/clock"
 	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
@@ -25,7 +26,7 @@ type run struct {
 	r     *Runner
 	h     *Run
 	p     params
-	clock Clock
+	clock clock.Clock
 
 	emitMu sync.Mutex
 	seq    *atomic.Int64

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentloop/agentloop/hook"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/clock"
+	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
 	"github.com/agentloop/agentloop/session"
@@ -338,7 +339,7 @@ func TestRunBudgets(t *testing.T) {
 
 func TestRunTimeoutExtendedDuringCompaction(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newRun(nil, params{Timeout: 10 * time.Second, CompactionTimeout: 20 * time.Second}, RealClock{})
+		s := newRun(nil, params{Timeout: 10 * time.Second, CompactionTimeout: 20 * time.Second}, clock.Real{})
 		ev := &events{}
 		s.p.OnEvent = ev.add
 		ctx, cancel := context.WithCancelCause(t.Context())

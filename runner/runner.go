@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/auth"
+	"github.com/agentloop/agentloop/clock"
 	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
@@ -79,37 +80,6 @@ func (e *HaltError) Error() string {
 	return "a hook stopped the run: " + e.Reason
 }
 
-// Clock is the runner's time source: backoff waits and the run timeout.
-// Tests run the real clock inside a testing/synctest bubble, or inject one.
-type Clock interface {
-	Now() time.Time
-	// Sleep waits d or until ctx ends, returning ctx's cause then.
-	Sleep(ctx context.Context, d time.Duration) error
-	// AfterFunc calls f after d; stop cancels it.
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
-}
-
-// RealClock is the Clock of the time package.
-type RealClock struct{}
-
-// Now returns time.Now().
-func (RealClock) Now() time.Time { return time.Now() }
-
-// Sleep waits d on a timer, or until ctx ends.
-func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-// AfterFunc is time.AfterFunc.
-func (RealClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
-
 // Config is what lives as long as the program: it is given once, to New,
 // and every run of the Runner shares it. The zero value means the
 // defaults: runs are not persisted, hooks and MCP servers are not loaded.
@@ -148,9 +118,9 @@ type Config struct {
 	LoopGuard  *loopguard.Config
 	// LaneCaps are the global lanes' caps; nil means DefaultLaneCaps.
 	LaneCaps map[string]int
-	// Clock is the time source; nil means RealClock. Now stamps messages
+	// Clock is the time source; nil means clock.Real. Now stamps messages
 	// (Unix ms); nil means the wall clock.
-	Clock Clock
+	Clock clock.Clock
 	Now   func() int64
 	// Retry is the retry policy of runs whose Request sets none.
 	Retry RetryPolicy
@@ -183,9 +153,9 @@ type Runner struct {
 // New returns a Runner for cfg, which it copies.
 func New(cfg Config) (*Runner, error) {
 	if cfg.Clock == nil {
-		cfg.Clock = RealClock{}
+		cfg.Clock = clock.Real{}
 	}
-	mem, err := auth.Open(&auth.Config{InMemory: true, Now: cfg.Clock.Now})
+	mem, err := auth.Open(&auth.Config{InMemory: true, Clock: cfg.Clock})
 	if err != nil {
 		return nil, fmt.Errorf("runner: in-memory auth state: %w", err)
 	}

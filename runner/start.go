@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/clock"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/session"
 )
@@ -276,10 +277,10 @@ func stable(ev Event) Event {
 }
 
 // newRun is the state of a run of r (nil in tests of its parts).
-func newRun(r *Runner, p params, clock Clock) *run {
+func newRun(r *Runner, p params, clk clock.Clock) *run {
 	h := &Run{id: "run-" + session.NewSessionID(), done: make(chan struct{})}
 	h.qcond = sync.NewCond(&h.qmu)
-	return &run{r: r, h: h, p: p, clock: clock, seq: new(atomic.Int64)}
+	return &run{r: r, h: h, p: p, clock: clk, seq: new(atomic.Int64)}
 }
 
 // startInfo is the payload of run_start.

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/agentloop/agentloop/clock"
 )
 
 // ErrLocked is matched (errors.Is) by every *LockedError.
@@ -52,22 +54,6 @@ func (e *LockedError) Error() string {
 // Is makes errors.Is(err, ErrLocked) true.
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
-// Clock is the time source of lock waits; tests inject one (or run in a
-// testing/synctest bubble with RealClock).
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-// RealClock is the Clock of the time package.
-type RealClock struct{}
-
-// Now returns time.Now().
-func (RealClock) Now() time.Time { return time.Now() }
-
-// After returns time.After(d).
-func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 // DefaultLockTimeout is how long a waiting lock acquisition tries.
 const DefaultLockTimeout = 10 * time.Second
 
@@ -78,8 +64,8 @@ type LockOptions struct {
 	Wait bool
 	// Timeout bounds a wait; 0 means DefaultLockTimeout.
 	Timeout time.Duration
-	// Clock is the time source; nil means RealClock.
-	Clock Clock
+	// Clock is the time source of the waits; nil means clock.Real.
+	Clock clock.Clock
 }
 
 // LockBackoff returns the pause before retry attempt n (1-based).
@@ -124,7 +110,7 @@ func AcquireLock(ctx context.Context, sessionPath, id string, opts *LockOptions)
 		o.Timeout = DefaultLockTimeout
 	}
 	if o.Clock == nil {
-		o.Clock = RealClock{}
+		o.Clock = clock.Real{}
 	}
 	abs, err := filepath.Abs(sessionPath)
 	if err != nil {
@@ -147,10 +133,8 @@ func AcquireLock(ctx context.Context, sessionPath, id string, opts *LockOptions)
 			}
 			return nil, lerr
 		}
-		select {
-		case <-ctx.Done():
+		if err := o.Clock.Sleep(ctx, min(LockBackoff(attempt), o.Timeout-waited)); err != nil {
 			return nil, fmt.Errorf("wait for the lock of session %s: %w (%w)", id, ctx.Err(), lerr)
-		case <-o.Clock.After(min(LockBackoff(attempt), o.Timeout-waited)):
 		}
 	}
 }

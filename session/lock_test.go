@@ -101,7 +101,7 @@ func TestLockWaitTimeout(t *testing.T) {
 	})
 }
 
-// fakeClock is a Clock whose After fires at once and advances Now.
+// fakeClock is a Clock whose Sleep returns at once and advances Now.
 type fakeClock struct {
 	now    time.Time
 	delays []time.Duration
@@ -109,12 +109,14 @@ type fakeClock struct {
 
 func (c *fakeClock) Now() time.Time { return c.now }
 
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
 	c.delays = append(c.delays, d)
 	c.now = c.now.Add(d)
-	ch := make(chan time.Time, 1)
-	ch <- c.now
-	return ch
+	return nil
+}
+
+func (c *fakeClock) AfterFunc(time.Duration, func()) func() bool {
+	panic("lock waits do not use AfterFunc")
 }
 
 func TestLockBackoffWithInjectedClock(t *testing.T) {
