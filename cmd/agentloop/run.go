@@ -148,6 +148,9 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err := checkRunFlags(f); err != nil {
 		return usageError{err}
 	}
+	if !f.noSession && (f.cont || f.session != "") {
+		cwd = resumeSession(ctx, env, f, session.NewJSONLStore(sessionsDir(f, home)), cwd)
+	}
 	var thinking llm.ThinkingLevel
 	if f.thinking != "" {
 		l, ok := llm.ParseThinkingLevel(f.thinking)
@@ -280,11 +283,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		q.Retry = &runner.RetryPolicy{Base: f.retryBase}
 	}
 	if !f.noSession {
-		dir := f.sessionDir
-		if dir == "" {
-			dir = filepath.Join(home, "sessions")
-		}
-		cfg.Store = session.NewJSONLStore(dir)
+		cfg.Store = session.NewJSONLStore(sessionsDir(f, home))
 		q.Session = runner.SessionSpec{Cwd: cwd, ID: f.session, Continue: f.cont, Fork: f.fork, Opened: spill.opened}
 	}
 	mcpServers, err := mcpSource(env, f, home, cwd, settings.ToolEnv)
