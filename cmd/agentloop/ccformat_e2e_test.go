@@ -270,3 +270,28 @@ func TestE2EInputStreamJSONSteer(t *testing.T) {
 		t.Errorf("third request's user messages %q, want the whole session", got)
 	}
 }
+
+// `agentloop -p "prompt"` is a run in text; --verbose shows tool results;
+// --version answers; a bare prompt says to use -p.
+func TestE2EPrintModeText(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	code, out, errs := runIn(t, ws, home, "-p", "--model", "faux/demo", "--no-session", "--verbose", "what is here?")
+	if code != 0 || !strings.Contains(out, "This folder") || !strings.Contains(errs, "→ ls") || !strings.Contains(errs, "← ls: ") {
+		t.Errorf("-p --verbose: exit %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+	code, _, errs = runIn(t, ws, home, "-p", "--model", "faux/demo", "--no-session", "what is here?")
+	if code != 0 || strings.Contains(errs, "← ls") {
+		t.Errorf("without --verbose: exit %d, stderr:\n%s", code, errs)
+	}
+	if code, out, _ := runIn(t, ws, home, "--version"); code != 0 || !strings.HasPrefix(out, "agentloop version ") {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+	code, _, errs = runIn(t, ws, home, "what is here?")
+	if code != exitUsage || !strings.Contains(errs, `agentloop -p "what is here?"`) {
+		t.Errorf("bare prompt: exit %d, stderr:\n%s", code, errs)
+	}
+	// A subcommand name is not a prompt, with -p after it too.
+	if code, out, _ := runIn(t, ws, home, "sessions", "list"); code != 0 || !strings.Contains(out, "no sessions") {
+		t.Errorf("sessions list: exit %d, %q", code, out)
+	}
+}

@@ -322,6 +322,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	}
 	defer rn.Close()
 	pr := newPrinter(env, f.json, resolved.Info)
+	pr.verbose = f.verbose
 	q.OnEvent = pr.event
 	if !f.json {
 		q.OnEvent = (&promptGate{next: pr.event}).event
