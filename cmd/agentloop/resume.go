@@ -40,19 +40,14 @@ func resumeSession(ctx context.Context, env *cliEnv, f *runFlags, store *session
 	if f.session == "" {
 		return cwd
 	}
-	path, err := store.Resolve(f.session)
-	if err != nil {
+	h, last, ok := sessionTail(ctx, store, f.session)
+	if !ok {
 		return cwd
 	}
-	t, err := session.LoadFile(path)
-	if err != nil {
-		return cwd
-	}
-	if hc := t.Header.Cwd; explicit && hc != "" && hc != cwd {
+	if hc := h.Cwd; explicit && hc != "" && hc != cwd {
 		fmt.Fprintf(env.stderr, "agentloop: session %s was recorded in %s; this run works in %s (--cwd %s to work there)\n",
-			t.Header.ID, hc, cwd, hc)
+			h.ID, hc, cwd, hc)
 	}
-	last := t.Context("")
 	if f.model == "" && f.script == "" && last.Provider != "" && last.ModelID != "" {
 		f.model = last.Provider + "/" + last.ModelID
 	}
@@ -69,4 +64,23 @@ func sessionsDir(f *runFlags, home string) string {
 		return f.sessionDir
 	}
 	return filepath.Join(home, "sessions")
+}
+
+// sessionTail reads a session's header and its context at the leaf: from
+// the tail of a long transcript when the session is free (Open reads no
+// more), from the whole file when another run holds its lock.
+func sessionTail(ctx context.Context, store *session.JSONLStore, id string) (session.Header, session.Context, bool) {
+	if sess, err := store.Open(ctx, id, nil); err == nil {
+		defer sess.Close()
+		return sess.Header(), sess.Context(), true
+	}
+	path, err := store.Resolve(id)
+	if err != nil {
+		return session.Header{}, session.Context{}, false
+	}
+	t, err := session.LoadFile(path)
+	if err != nil {
+		return session.Header{}, session.Context{}, false
+	}
+	return t.Header, t.Context(""), true
 }

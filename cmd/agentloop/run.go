@@ -334,14 +334,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		// The run could not start: a locked session, a bad session id, a
 		// hook file that is not JSON, an interrupted wait in a lane.
-		if ctx.Err() != nil {
-			return exitError{code: exitInterrupted, msg: "interrupted"}
-		}
-		msg := describeError(err)
-		if hint := homeWriteHint(err, home); hint != "" {
-			msg += "\n" + hint
-		}
-		return exitError{code: exitFailed, msg: msg}
+		return startFailure(ctx, err, home)
 	}
 	if res.Reason == runner.ReasonPromptBlocked && !f.json {
 		return blockedPrompt(res)
