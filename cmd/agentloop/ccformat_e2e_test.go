@@ -84,6 +84,10 @@ func TestE2EPrintOutputJSON(t *testing.T) {
 	if r := decodeResult(t, out); code != 1 || r.Subtype != "error_max_turns" || !r.IsError || r.NumTurns != 1 {
 		t.Errorf("--max-turns 1: exit %d, result %+v", code, r)
 	}
+	code, out, _ = runIn(t, ws, home, "-p", "--model", "faux/demo", "--input-format", "stream-json", "--output-format", "stream-json", "hi")
+	if r := decodeResult(t, out); code != exitUsage || !r.IsError || !strings.Contains(r.Result, "give no prompt argument") {
+		t.Errorf("a prompt argument with --input-format stream-json: exit %d, result %+v", code, r)
+	}
 	code, out, _ = runIn(t, ws, home, "-p", "--model", "nosuch/model", "--output-format", "stream-json", "hi")
 	if r := decodeResult(t, out); code == 0 || r.Subtype != "error_during_execution" || !r.IsError || !strings.Contains(r.Result, "nosuch") {
 		t.Errorf("setup error: exit %d, result %+v", code, r)

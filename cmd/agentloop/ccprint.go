@@ -51,6 +51,8 @@ func claudeFlags(f *runFlags, home string, args *[]string) error {
 		return errors.New("--input-format json: use text or stream-json")
 	case f.inputFormat == formatStreamJSON && f.outputFormat != formatStreamJSON:
 		return errors.New("--input-format stream-json needs --output-format stream-json")
+	case f.inputFormat == formatStreamJSON && len(*args) > 0:
+		return errors.New("--input-format stream-json reads the prompts from stdin: give no prompt argument")
 	case f.json && f.outputFormat != formatText:
 		return errors.New("use --json (our protocol) or --output-format, not both")
 	}
