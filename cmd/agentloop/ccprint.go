@@ -16,8 +16,9 @@ import (
 	"github.com/agentloop/agentloop/session"
 )
 
-// resumeLatest is the value of a bare --resume: the latest session.
-const resumeLatest = "\x00latest"
+// resumeLatest is the value of a bare --resume (or --resume=latest): the
+// latest session of the directory.
+const resumeLatest = "latest"
 
 // addClaudeFlags adds the flags of `claude -p` that have no name of ours.
 func addClaudeFlags(fl *pflag.FlagSet, f *runFlags) {
