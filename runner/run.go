@@ -185,6 +185,10 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 
 	s.tr.sess, s.tr.warn = s.sess, s.warn
 	history := s.tr.begin(p.History)
+	if l := p.Options.Thinking; s.sess != nil && l != "" && l != s.tr.thinking {
+		// The session remembers the level, for the run that resumes it.
+		s.tr.record(runCtx, session.ThinkingLevelEntry(l))
+	}
 	sessionID := ""
 	transcript := ""
 	if s.sess != nil {

@@ -22,6 +22,8 @@ type transcript struct {
 	leafBefore string
 	added      []llm.Message
 	failed     bool // a write failed (reported once)
+	// thinking is the session's last thinking level when the run began.
+	thinking llm.ThinkingLevel
 }
 
 // begin lines the mirror up with the history the agent starts from: the
@@ -32,6 +34,7 @@ func (t *transcript) begin(history []llm.Message) []llm.Message {
 		return history
 	}
 	c := t.sess.Context()
+	t.thinking = c.ThinkingLevel
 	t.ids = append([]string(nil), c.EntryIDs...)
 	for len(t.ids) < len(c.Messages) {
 		t.ids = append(t.ids, "")

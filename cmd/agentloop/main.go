@@ -81,6 +81,7 @@ type cliEnv struct {
 // execute runs the command line and returns the exit code.
 func execute(ctx context.Context, env *cliEnv, args []string) int {
 	root := newRootCmd(env)
+	args = printModeArgs(root, args)
 	root.SetArgs(args)
 	root.SetIn(env.stdin)
 	root.SetOut(env.stdout)
@@ -97,6 +98,9 @@ func execute(ctx context.Context, env *cliEnv, args []string) int {
 		return ee.code
 	}
 	fmt.Fprintln(env.stderr, "agentloop:", err)
+	if hint := barePromptHint(root, args); hint != "" {
+		fmt.Fprintln(env.stderr, "agentloop:", hint)
+	}
 	var ue usageError
 	if errors.As(err, &ue) || isFlagError(err) {
 		return exitUsage

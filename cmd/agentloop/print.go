@@ -25,6 +25,7 @@ const eventReply agent.EventType = "reply"
 type printer struct {
 	out, errw io.Writer
 	json      bool
+	verbose   bool // --verbose: each tool's result on stderr too
 	enc       *json.Encoder
 	info      llm.ModelInfo
 
@@ -140,6 +141,8 @@ func (p *printer) event(re runner.Event) {
 		}
 		if ev.Result != nil && ev.Result.IsError {
 			fmt.Fprintf(p.errw, "  ✗ %s: %s\n", ev.ToolName, oneLine(ev.Result.Text(), 200))
+		} else if ev.Result != nil && p.verbose {
+			fmt.Fprintf(p.errw, "  ← %s: %s\n", ev.ToolName, oneLine(ev.Result.Text(), 300))
 		}
 	case agent.EventHookError:
 		p.endLine()

@@ -15,6 +15,7 @@ feeds the results back until the work is done, and keeps the transcript.
 
 Try it offline on the scripted model:
   agentloop run --model faux/demo "what is in this folder?"`,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -67,6 +67,15 @@ type runFlags struct {
 	retryBase   time.Duration
 	noLoopGuard bool
 	fallbacks   []string
+
+	// Claude Code's print mode (ccformat.go, resume.go).
+	outputFormat    string
+	inputFormat     string
+	verbose         bool
+	disallowedTools []string
+	resume          string
+	print           bool
+	resultShown     bool // a json or stream-json result line was written
 }
 
 func newRunCmd(env *cliEnv) *cobra.Command {
@@ -88,7 +97,7 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
   agentloop run "summarise @README.md"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.idleGiven = cmd.Flags().Changed("idle-timeout")
-			return runAgent(cmd.Context(), env, f, args)
+			return printSetupError(env, f, runAgent(cmd.Context(), env, f, args))
 		},
 	}
 	fl := cmd.Flags()
@@ -127,6 +136,7 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.BoolVar(&f.noLoopGuard, "no-loop-detection", false, "do not warn about or block a tool call repeated over and over")
 	fl.DurationVar(&f.retryBase, "retry-base", 0, "first wait before retrying a transient failure (default 2s)")
 	_ = fl.MarkHidden("retry-base") // for tests against scripted servers
+	addClaudeFlags(fl, f)
 	return cmd
 }
 
@@ -141,12 +151,20 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		return usageError{err}
 	}
-	up, err := readPrompt(args, env.stdin, env.stdinIsPipe, cwd)
-	if err != nil {
-		return err
+	if err := claudeFlags(f, home, &args); err != nil {
+		return usageError{err}
+	}
+	var up userPrompt
+	if f.inputFormat != formatStreamJSON { // the prompts come on stdin, one a line
+		if up, err = readPrompt(args, env.stdin, env.stdinIsPipe, cwd); err != nil {
+			return err
+		}
 	}
 	if err := checkRunFlags(f); err != nil {
 		return usageError{err}
+	}
+	if !f.noSession && (f.cont || f.session != "") {
+		cwd = resumeSession(ctx, env, f, session.NewJSONLStore(sessionsDir(f, home)), cwd)
 	}
 	var thinking llm.ThinkingLevel
 	if f.thinking != "" {
@@ -197,7 +215,8 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		return err
 	}
-	policy.Deny = append(policy.Deny, rules.DeniedTools()...) // a bare deny ("Bash") offers no such tool
+	policy.Deny = append(policy.Deny, rules.DeniedTools()...)
+	policy.Deny = append(policy.Deny, f.disallowedTools...) // a bare deny ("Bash") offers no such tool
 	// The runner applies the policy to every tool once the MCP servers are
 	// up; the built-in part is applied here too, for the system prompt and
 	// to refuse a misspelt tool name before anything starts.
@@ -280,11 +299,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		q.Retry = &runner.RetryPolicy{Base: f.retryBase}
 	}
 	if !f.noSession {
-		dir := f.sessionDir
-		if dir == "" {
-			dir = filepath.Join(home, "sessions")
-		}
-		cfg.Store = session.NewJSONLStore(dir)
+		cfg.Store = session.NewJSONLStore(sessionsDir(f, home))
 		q.Session = runner.SessionSpec{Cwd: cwd, ID: f.session, Continue: f.cont, Fork: f.fork, Opened: spill.opened}
 	}
 	mcpServers, err := mcpSource(env, f, home, cwd, settings.ToolEnv)
@@ -307,22 +322,19 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	}
 	defer rn.Close()
 	pr := newPrinter(env, f.json, resolved.Info)
+	pr.verbose = f.verbose
 	q.OnEvent = pr.event
 	if !f.json {
 		q.OnEvent = (&promptGate{next: pr.event}).event
+	}
+	if f.outputFormat != formatText {
+		return runClaudeFormat(ctx, env, f, rn, q, resolved.Info, home)
 	}
 	res, err := rn.Run(ctx, q)
 	if err != nil {
 		// The run could not start: a locked session, a bad session id, a
 		// hook file that is not JSON, an interrupted wait in a lane.
-		if ctx.Err() != nil {
-			return exitError{code: exitInterrupted, msg: "interrupted"}
-		}
-		msg := describeError(err)
-		if hint := homeWriteHint(err, home); hint != "" {
-			msg += "\n" + hint
-		}
-		return exitError{code: exitFailed, msg: msg}
+		return startFailure(ctx, err, home)
 	}
 	if res.Reason == runner.ReasonPromptBlocked && !f.json {
 		return blockedPrompt(res)
