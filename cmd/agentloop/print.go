@@ -53,6 +53,9 @@ type printer struct {
 	// detection made after the call (a tool that does not exist) gets a
 	// line of its own.
 	ended map[string]bool
+
+	// status is the terminal's status line (status.go), nil without one.
+	status *status
 }
 
 // loopNote is a loop detection waiting for its call's line.
@@ -82,6 +85,7 @@ func (p *printer) event(re runner.Event) {
 		}
 		return
 	}
+	p.status.event(re)
 	if ev == nil {
 		p.runnerEvent(re)
 		return
