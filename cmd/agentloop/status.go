@@ -215,11 +215,11 @@ func (s *status) event(re runner.Event) {
 		}
 		switch ev.LLM.Type {
 		case llm.EventTextDelta:
-			// Output arrives: the line goes now, not on the write of
-			// the text, so it is never redrawn just before it.
+			// Not redrawn: the text's write erases the line, and text
+			// that shows nothing (a <think> block) leaves it counting.
 			s.thinking = false
 			s.chars += len(ev.LLM.Delta)
-			s.lastOut = now
+			return
 		case llm.EventThinkingDelta:
 			s.thinking = true
 			s.chars += len(ev.LLM.Delta)

@@ -112,6 +112,17 @@ func TestStatusWaitingForTheModel(t *testing.T) {
 	}
 }
 
+// Text that shows nothing (a reasoning block the printer strips) is no
+// output: the line stays and counts its tokens.
+func TestStatusHiddenTextIsNoOutput(t *testing.T) {
+	f := newFakeStatus()
+	f.event(agentEv(agent.Event{Type: agent.EventTurnStart}))
+	f.event(llmDelta(llm.EventTextDelta, "<think>"+strings.Repeat("z", 33)))
+	if got, want := f.step(500*time.Millisecond), "\r⠙ waiting for the model · 0s · ↓ 10 tokens\x1b[K"; got != want {
+		t.Fatalf("after hidden text: %q, want %q", got, want)
+	}
+}
+
 // Streamed output is the progress: the line comes back only when it has
 // paused (a long tool call being written after some text).
 func TestStatusReturnsWhenOutputPauses(t *testing.T) {
