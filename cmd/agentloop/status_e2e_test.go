@@ -202,3 +202,23 @@ func TestE2EStatusLineOffInPipes(t *testing.T) {
 		t.Fatalf("status bytes in pipes:\nstdout %q\nstderr %q", out, errs)
 	}
 }
+
+// A question on the terminal (--approve ask) is not drawn over: the status
+// stays away from a line the user is answering.
+func TestE2EStatusLineLeavesAQuestionAlone(t *testing.T) {
+	pane := newTmuxPane(t)
+	base := mockLLM(t, "-rounds", "1", "-delay", "1s", "-cmd", "touch made-by-the-agent", "-text", "3")
+	pane.typeLine("sh " + statusScript(t, base, "", "--approve", "ask", "hi"))
+	pane.waitFor(5*time.Second, "approval question", func(s string) bool { return strings.Contains(s, "Allow? [y]es") })
+	// Long enough for a tool status (over a second) and many redraws.
+	time.Sleep(1500 * time.Millisecond) // the question waits for a person
+	s := pane.screen()
+	if statusRe.MatchString(s) || !regexp.MustCompile(`(?m)^Allow\? \[y\]es, \[n\]o, \[a\]lways allow bash in this run: *$`).MatchString(s) {
+		t.Fatalf("the question is not left alone:\n%s", s)
+	}
+	pane.typeLine("y")
+	final := pane.waitFor(10*time.Second, "end of the run", func(s string) bool { return strings.Contains(s, "== exit") })
+	if s := final[len(final)-1]; !strings.Contains(s, "== exit 0") || !strings.Contains(s, "word word done") || statusRe.MatchString(s) {
+		t.Fatalf("after the answer:\n%s", s)
+	}
+}
