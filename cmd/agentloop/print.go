@@ -54,6 +54,9 @@ type printer struct {
 	// detection made after the call (a tool that does not exist) gets a
 	// line of its own.
 	ended map[string]bool
+
+	// status is the terminal's status line (status.go), nil without one.
+	status *status
 }
 
 // loopNote is a loop detection waiting for its call's line.
@@ -83,6 +86,7 @@ func (p *printer) event(re runner.Event) {
 		}
 		return
 	}
+	p.status.event(re)
 	if ev == nil {
 		p.runnerEvent(re)
 		return

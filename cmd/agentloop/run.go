@@ -143,6 +143,11 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 // runAgent is `agentloop run`: it resolves what the flags name and hands
 // the run to package runner.
 func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) error {
+	st, env := terminalStatus(env, f.json || f.outputFormat != formatText)
+	if st != nil {
+		st.start()
+		defer st.stop()
+	}
 	home, err := agentloopHome(env.getenv)
 	if err != nil {
 		return err
@@ -323,6 +328,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	defer rn.Close()
 	pr := newPrinter(env, f.json, resolved.Info)
 	pr.verbose = f.verbose
+	pr.status = st
 	q.OnEvent = pr.event
 	if !f.json {
 		q.OnEvent = (&promptGate{next: pr.event}).event
