@@ -53,7 +53,7 @@ const (
 	EventRetryReset EventType = "retry_reset"
 	// EventStopContinuation reports that the run goes on where it would
 	// have stopped: Reason is ContinueMaxTokens, ContinueStopHook,
-	// ContinueTokenBudget or ContinueRevision, Data {"count", "max"}.
+	// ContinueTokenBudget or ContinueRevision; Count and Max say how many so far and the bound.
 	EventStopContinuation EventType = "stop_continuation"
 )
 

@@ -151,7 +151,26 @@ func (p *printer) event(re runner.Event) {
 	case agent.EventHookError:
 		p.endLine()
 		fmt.Fprintf(p.errw, "agentloop: hook %s: %v\n", ev.Hook, ev.Err)
+	case agent.EventStopContinuation:
+		p.endLine()
+		fmt.Fprintf(p.errw, "agentloop: %s (%d of at most %d)\n", continuationText(ev.Reason), ev.Count, ev.Max)
 	}
+}
+
+// continuationText says in words why the run went on where it would have
+// stopped.
+func continuationText(reason string) string {
+	switch reason {
+	case agent.ContinueStopHook:
+		return "a Stop hook asked the model to keep going"
+	case agent.ContinueMaxTokens:
+		return "the reply was cut off at its output limit; asking the model to continue"
+	case agent.ContinueTokenBudget:
+		return "the token budget is not spent; the model keeps going"
+	case agent.ContinueRevision:
+		return "a finalize hook asked for a revision"
+	}
+	return "the run goes on (" + reason + ")"
 }
 
 // runnerEvent shows the events of the runner and of compaction.

@@ -366,6 +366,11 @@ func TestE2EStopHookContinuesOnce(t *testing.T) {
 	if !strings.Contains(out.String(), "second answer") || strings.Contains(out.String(), "third answer") {
 		t.Errorf("stdout %q: want exactly one continuation", out.String())
 	}
+	// Issue 21: the continuation is one line in words, not an event dump.
+	const line = "agentloop: a Stop hook asked the model to keep going (1 of at most 3)\n"
+	if strings.Count(errb.String(), line) != 1 || strings.Contains(errb.String(), "stop_continuation") {
+		t.Errorf("stderr does not say the continuation once in words:\n%s", errb.String())
+	}
 	store := session.NewJSONLStore(filepath.Join(home, "sessions"))
 	infos, err := store.List(context.Background(), ws)
 	if err != nil || len(infos) != 1 {
