@@ -169,13 +169,19 @@ func TestRepairerSeesReplacedMessages(t *testing.T) {
 	}
 }
 
+// BenchmarkTransformLongHistory is one turn of a read-tool loop: the
+// repair of a history of n messages that grew by one turn.
 func BenchmarkTransformLongHistory(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			var h []llm.Message
 			h = append(h, user("q"))
 			for len(h) < n {
-				h = append(h, asst(call("call_0", "read")), result("call_0", "read", "out"))
+				// Results carry Details, as the read tool's do, which the
+				// repair strips: the full pass copies the history for it.
+				r := result("call_0", "read", "out")
+				r.Details = json.RawMessage(`{"path":"hello.txt"}`)
+				h = append(h, asst(call("call_0", "read")), r)
 			}
 			opts := RepairOptions{API: llm.APIOpenAICompletions}
 			b.Run("full", func(b *testing.B) {
