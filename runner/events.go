@@ -14,6 +14,11 @@ const (
 	// EventRunStart: the run starts, always its first event; Start says
 	// what it runs on.
 	EventRunStart agent.EventType = "run_start"
+	// EventToolsReady: the run's tool sources (Config.ToolSources, MCP
+	// servers) have started; Notice.Tools lists every tool the run offers,
+	// its own and the sources', its policy applied. Only runs with tool
+	// sources send it, after the prompt hooks, before the first attempt.
+	EventToolsReady agent.EventType = "tools_ready"
 	// EventLaneWait: the run waits in a lane (position 1 is next).
 	EventLaneWait agent.EventType = "lane_wait"
 	// EventLaneAcquired: a run that waited got its slots.
@@ -104,7 +109,8 @@ type RunStart struct {
 	// Lane is the global lane the run waits in.
 	Lane string
 	// Tools names the run's own tools (its policy applied); the tools of
-	// Config.ToolSources (MCP servers) are added once they have started.
+	// Config.ToolSources (MCP servers) start later, and tools_ready lists
+	// them all.
 	Tools []string
 	// Resumed is set when the session existed before the run.
 	Resumed bool
@@ -130,4 +136,6 @@ type Notice struct {
 	Streamed bool
 	// Window is the context window learned, on window_learned.
 	Window int
+	// Tools names every tool the run offers, on tools_ready.
+	Tools []string
 }

@@ -128,6 +128,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	if n := e.Notice; n != nil {
 		w.Text, w.Reason, w.DelayMs, w.Attempt, w.Max = n.Message, n.Reason, n.Delay.Milliseconds(), n.Attempt, n.Max
 		w.Lane, w.Position, w.WaitedMs, w.Streamed, w.Window = n.Lane, n.Position, n.Waited.Milliseconds(), n.Streamed, n.Window
+		w.Tools = n.Tools
 	}
 	if l := e.Loop; l != nil {
 		w.ToolCallID, w.ToolName, w.Count = l.CallID, l.Tool, l.Detection.Count

@@ -288,6 +288,15 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		}
 		reg = nr
 	}
+	if len(p.ToolSources) > 0 {
+		// run_start came before the sources started (a refused prompt
+		// starts none): say once what the run offers now.
+		all := []string{}
+		if reg != nil {
+			all = reg.Names()
+		}
+		s.notice(EventToolsReady, Notice{Tools: all, Message: fmt.Sprintf("%d tools ready", len(all))})
+	}
 	if p.Approval != nil && p.Approval.ReadOnly == nil && reg != nil {
 		p.Approval.ReadOnly = reg.ReadOnly
 	}

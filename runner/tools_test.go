@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,6 +46,9 @@ func TestToolSources(t *testing.T) {
 	}
 	if w := ev.notices(EventWarning); len(w) != 1 || w[0].Message != "server x is not available" {
 		t.Errorf("warnings %+v", w)
+	}
+	if tr := ev.notices(EventToolsReady); len(tr) != 1 || !slices.Equal(tr[0].Tools, []string{"echo"}) {
+		t.Errorf("tools_ready %+v, want one listing the source's echo", tr)
 	}
 	if got := res.Messages[2].Text(); got != "echoed" {
 		t.Errorf("tool result %q, want the source's tool to have run", got)

@@ -66,12 +66,15 @@ func Repair(msgs []llm.Message, opts RepairOptions) []llm.Message {
 }
 
 // Transform returns Repair with fixed options in the shape of the agent's
-// TransformContext hook, which runs it before every model call.
+// TransformContext hook, which runs it before every model call. It repairs
+// through a Repairer, so a history that grew by appends is repaired only
+// where it grew.
 func Transform(opts RepairOptions) func(ctx context.Context, msgs []llm.Message) ([]llm.Message, error) {
+	r := NewRepairer(opts)
 	return func(ctx context.Context, msgs []llm.Message) ([]llm.Message, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		return Repair(msgs, opts), nil
+		return r.Repair(msgs), nil
 	}
 }

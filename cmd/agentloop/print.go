@@ -258,7 +258,7 @@ func (p *printer) delta(s string) {
 var quiet = map[agent.EventType]bool{
 	agent.EventAgentStart: true, agent.EventAgentEnd: true, agent.EventMessageStart: true,
 	agent.EventTurnEnd: true, agent.EventToolExecutionUpdate: true,
-	runner.EventAttemptStart: true, runner.EventRunStart: true, runner.EventRunEnd: true,
+	runner.EventAttemptStart: true, runner.EventRunStart: true, runner.EventRunEnd: true, runner.EventToolsReady: true,
 	"auto_compaction_start": true, "tool_result_truncation": true,
 }
 
