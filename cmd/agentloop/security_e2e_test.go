@@ -36,6 +36,12 @@ func TestE2EApproveNeverRefusesWrites(t *testing.T) {
 		{`sed --expr=1etouch\ PWN p f`, "PWN"},
 		{`sed -n 'w W' f`, "W"},
 		{`printf -v PATH ./bin; ls`, ""},
+		// bash splits an unquoted $LANG into words: sed -i, sort -o, sed's e.
+		{`LANG=' -i'; sed -e s/^/X/ f$LANG`, ""},
+		{`X=' -i'; sed -e s/^/X/ f$X`, ""},
+		{`LANG=' -o PWN1'; sort /dev/null$LANG`, "PWN1"},
+		{`TZ=' -o PWN1'; sort /dev/null${TZ}`, "PWN1"},
+		{`LANG=' -e e'; echo 'touch PWN2' | sed -n -e p /dev/stdin$LANG`, "PWN2"},
 	} {
 		t.Run(c.cmd, func(t *testing.T) {
 			capture := filepath.Join(t.TempDir(), "requests.jsonl")
