@@ -68,6 +68,39 @@ func TestE2EApproveNeverRefusesWrites(t *testing.T) {
 	}
 }
 
+// Review finding 5: bash opens /dev/tcp/HOST/PORT in a redirection as a
+// socket, so under --approve never `cat < /dev/tcp/...` is refused and
+// no connection reaches the listener.
+func TestE2EApproveNeverRefusesDevTCP(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan bool, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err == nil
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	capture := filepath.Join(t.TempDir(), "requests.jsonl")
+	base := mockLLM(t, "-rounds", "1", "-cmd", fmt.Sprintf("cat < /dev/tcp/127.0.0.1/%d", port), "-capture", capture)
+	home, ws := t.TempDir(), t.TempDir()
+	code, _, errs := runBuilt(t, []string{"OPENAI_API_KEY=sk-mock"}, home, ws, base, "--no-session", "--approve", "never", "go")
+	l.Close()
+	if <-accepted {
+		t.Error("the command connected to the listener")
+	}
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if reqs := readLines(t, capture); len(reqs) != 2 || !strings.Contains(reqs[1], "never") {
+		t.Errorf("the model was not told the call was refused; %d requests", len(reqs))
+	}
+}
+
 // Issue 17, item 4: with provider keys in agentloop's environment, the
 // model runs printenv: no key reaches the transcript or the next request,
 // nor does a variable the user's deny list names; the allow list keeps
