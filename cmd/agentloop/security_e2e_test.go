@@ -36,6 +36,12 @@ func TestE2EApproveNeverRefusesWrites(t *testing.T) {
 		{`sed --expr=1etouch\ PWN p f`, "PWN"},
 		{`sed -n 'w W' f`, "W"},
 		{`printf -v PATH ./bin; ls`, ""},
+		// bash splits an unquoted $LANG into words: sed -i, sort -o, sed's e.
+		{`LANG=' -i'; sed -e s/^/X/ f$LANG`, ""},
+		{`X=' -i'; sed -e s/^/X/ f$X`, ""},
+		{`LANG=' -o PWN1'; sort /dev/null$LANG`, "PWN1"},
+		{`TZ=' -o PWN1'; sort /dev/null${TZ}`, "PWN1"},
+		{`LANG=' -e e'; echo 'touch PWN2' | sed -n -e p /dev/stdin$LANG`, "PWN2"},
 	} {
 		t.Run(c.cmd, func(t *testing.T) {
 			capture := filepath.Join(t.TempDir(), "requests.jsonl")
@@ -59,6 +65,39 @@ func TestE2EApproveNeverRefusesWrites(t *testing.T) {
 				t.Errorf("the model was not told the call was refused; requests:\n%s", strings.Join(reqs, "\n"))
 			}
 		})
+	}
+}
+
+// Review finding 5: bash opens /dev/tcp/HOST/PORT in a redirection as a
+// socket, so under --approve never `cat < /dev/tcp/...` is refused and
+// no connection reaches the listener.
+func TestE2EApproveNeverRefusesDevTCP(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan bool, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err == nil
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	capture := filepath.Join(t.TempDir(), "requests.jsonl")
+	base := mockLLM(t, "-rounds", "1", "-cmd", fmt.Sprintf("cat < /dev/tcp/127.0.0.1/%d", port), "-capture", capture)
+	home, ws := t.TempDir(), t.TempDir()
+	code, _, errs := runBuilt(t, []string{"OPENAI_API_KEY=sk-mock"}, home, ws, base, "--no-session", "--approve", "never", "go")
+	l.Close()
+	if <-accepted {
+		t.Error("the command connected to the listener")
+	}
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if reqs := readLines(t, capture); len(reqs) != 2 || !strings.Contains(reqs[1], "never") {
+		t.Errorf("the model was not told the call was refused; %d requests", len(reqs))
 	}
 }
 

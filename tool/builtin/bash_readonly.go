@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"path"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -16,12 +17,16 @@ import (
 //     their abbreviations the way the program does, so sed --in is
 //     --in-place); an unknown option, or a word whose value is not known
 //     before it runs (a glob, $VAR) where an option could be, makes it
-//     false;
+//     false; an unquoted $VAR (or "$@") is split by bash into words, any
+//     of which may be an option whatever precedes it in the word, so only
+//     programs none of whose options write or execute accept one;
 //   - program arguments that are programs themselves are read too: a sed
 //     script with e, r, R, w or W (or s///e, s///w), find -exec, git -c;
 //   - no command or process substitution, arithmetic, function
 //     definition, redirection to anything but /dev/null, /dev/stdout,
-//     /dev/stderr or a descriptor, and no assignment except to the
+//     /dev/stderr or a descriptor, input only from a path known before
+//     it runs and not a device bash opens as a socket (/dev/tcp/...), and
+//     no assignment except of a plain word (no blank, no glob) to the
 //     locale and display variables (PATH, LD_PRELOAD, BASH_ENV, ... are
 //     never safe); printf -v, which assigns, is refused too;
 //   - printenv and env, which print the environment (secrets), are not
@@ -133,8 +138,10 @@ func shellRedirectReadOnly(r *syntax.Redirect) bool {
 	}
 	w := shellWordOf(r.Word)
 	switch r.Op {
-	case syntax.RdrIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
-		return true
+	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return true // the text is data; expansions in it were judged already
+	case syntax.RdrIn:
+		return w.static && shellInputPath(w.val)
 	case syntax.DplIn, syntax.DplOut:
 		if w.static && (w.val == "-" || shellAllDigits(w.val)) {
 			return true
@@ -144,6 +151,23 @@ func shellRedirectReadOnly(r *syntax.Redirect) bool {
 		return w.static && shellDevOut(w.val)
 	}
 	return false // <> opens read-write
+}
+
+// shellInputPath accepts a file to read from, except the devices: bash
+// itself opens /dev/tcp/HOST/PORT and /dev/udp/HOST/PORT as sockets, so
+// only the few that read nothing, or data, are allowed under /dev.
+func shellInputPath(p string) bool {
+	if p == "" {
+		return false
+	}
+	if strings.HasPrefix(p, "/dev/") || strings.HasPrefix(path.Clean(p), "/dev/") {
+		switch p {
+		case "/dev/null", "/dev/stdin", "/dev/zero", "/dev/urandom", "/dev/random":
+			return true
+		}
+		return false
+	}
+	return true
 }
 
 func shellDevOut(p string) bool {
@@ -173,10 +197,18 @@ type shellWord struct {
 	// multi is true when the word may expand to several words or none
 	// (an unquoted $VAR, a glob, a brace expansion).
 	multi bool
+	// split is true when the word holds an unquoted expansion (or "$@"):
+	// bash splits its value into words, so any word after the first may be
+	// an option, whatever the static prefix. A glob or brace expansion
+	// keeps the prefix in every word it makes, and is multi only.
+	split bool
 }
 
 // maybeOption reports whether the word may be, or expand to, an option.
 func (w shellWord) maybeOption() bool {
+	if w.split {
+		return true
+	}
 	if w.static {
 		return strings.HasPrefix(w.val, "-") && w.val != "-"
 	}
@@ -221,12 +253,18 @@ func shellWordOf(w *syntax.Word) shellWord {
 				switch q := q.(type) {
 				case *syntax.Lit:
 					b.WriteString(shellUnescapeDouble(q.Value))
+				case *syntax.ParamExp:
+					// "$@" makes one word per parameter, "$VAR" one word.
+					all := q.Param != nil && q.Param.Value == "@"
+					dynamic(all)
+					out.split = out.split || all
 				default:
 					dynamic(false)
 				}
 			}
 		default: // $VAR unquoted
 			dynamic(true)
+			out.split = true
 		}
 	}
 	if out.static {
@@ -301,6 +339,11 @@ func shellSafeVar(name string) bool {
 func shellCallReadOnly(c *syntax.CallExpr) bool {
 	for _, a := range c.Assigns {
 		if a.Append || a.Naked || a.Index != nil || a.Array != nil || !shellSafeVar(a.Name.Value) {
+			return false
+		}
+		// A later $LANG is split into words and globbed: only a value that
+		// stays one plain word is accepted.
+		if v := shellWordOf(a.Value); !v.static || strings.ContainsAny(v.val, " \t\n*?[]{}~") {
 			return false
 		}
 	}

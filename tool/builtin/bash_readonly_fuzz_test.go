@@ -29,6 +29,10 @@ func FuzzReadOnlyCommandRuns(f *testing.F) {
 		"date +%s", "echo hi > /dev/null", "sort -o a.txt a.txt", "cat <<EOF\nx\nEOF", "(cd sub && ls)", "ls >&2",
 		"git status 2>/dev/null", "diff a.txt b.txt", "cut -c1 a.txt", "sed '1e touch PWN' a.txt", "sort -T . a.txt",
 		"find . -fprint out", "rg -n a . 2>/dev/null", "jq . 2>/dev/null < a.txt", "sed -s -n '$p' a.txt b.txt",
+		"LANG=' -o F'; sort a.txt$LANG", "LANG=' -i'; sed -e s/^/X/ a.txt$LANG", "X=' -i'; sed -n p a.txt$X",
+		"LANG=' -e e'; echo 'touch PWN' | sed -n -e p /dev/stdin$LANG", "LANG=' --output=F'; git log HEAD$LANG",
+		"TZ=' -o F'; sort a.txt${TZ}", "set -- -o F; sort a.txt \"$@\"", "set -- -o F; sort a.txt $*",
+		"cat < /dev/tcp/127.0.0.1/9", "sort -k $HOME a.txt",
 	} {
 		f.Add(s)
 	}

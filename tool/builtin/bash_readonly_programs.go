@@ -138,6 +138,9 @@ func (p *shellProgram) check(args []shellWord) bool {
 	var ops []shellWord
 	endOpts := false
 	takeArg := func(opt string, val shellWord) bool {
+		if val.multi && !p.anyOption {
+			return false // sort -k $K: the words after the first are options
+		}
 		seen[opt] = true
 		return p.arg == nil || p.arg(opt, val)
 	}
