@@ -341,7 +341,7 @@ func TestMain(m *testing.M) {
 func TestInterruptExits130(t *testing.T) {
 	ws := t.TempDir()
 	script := writeFile(t, filepath.Join(ws, "slow.json"),
-		`{"steps":[{"text":"one two three four five six seven eight nine ten","delayMs":200}]}`)
+		`{"steps":[{"text":"one two three four five six seven eight nine ten","delayMs":200,"tailMs":20000}]}`)
 	cmd := exec.Command(os.Args[0], "run", "--script", script, "--cwd", ws, "go")
 	cmd.Env = append(os.Environ(), "AGENTLOOP_TEST_MAIN=1", "AGENTLOOP_HOME="+t.TempDir())
 	var out bytes.Buffer
