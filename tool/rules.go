@@ -219,6 +219,11 @@ func (rs *PermissionRules) matches(r PermissionRule, call Call, cmds []string, a
 		if !allow && bashSpecMatch(r.spec, strings.TrimSpace(bashCommandArg(call.Args))) {
 			return true
 		}
+		if allow && !bashAllowable(bashCommandArg(call.Args)) {
+			// The words match, but the command also writes a file or
+			// changes what runs: the rule did not allow that.
+			return false
+		}
 		for _, c := range cmds {
 			m := bashSpecMatch(r.spec, c)
 			if allow && !m {
@@ -294,6 +299,73 @@ func bashCommands(command string) []string {
 		return nil
 	}
 	return out
+}
+
+// bashAllowable reports whether an allow rule may cover command: it has
+// no redirection that writes (other than to /dev/null, /dev/stdout,
+// /dev/stderr or a file descriptor), no assignment (a prefix like
+// LD_PRELOAD=… or PATH=…, or one alone), no declare/export/local/readonly,
+// no function definition, and no builtin that changes or runs what comes
+// next (alias, eval, source, .). A rule's words say which command, not
+// which file it may write or which environment it runs in.
+func bashAllowable(command string) bool {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
+	if err != nil {
+		return false
+	}
+	ok := true
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			for _, r := range n.Redirs {
+				if !allowRuleRedirect(r) {
+					ok = false
+				}
+			}
+		case *syntax.CallExpr:
+			if len(n.Assigns) > 0 {
+				ok = false
+			}
+			if len(n.Args) > 0 {
+				switch n.Args[0].Lit() {
+				case "alias", "eval", "source", ".", "declare", "typeset", "export", "local", "readonly", "builtin", "enable":
+					ok = false
+				}
+			}
+		case *syntax.DeclClause, *syntax.FuncDecl, *syntax.LetClause:
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}
+
+// allowRuleRedirect accepts the redirections an allowed command may have:
+// reading a file, here-documents, and writing only to the terminal's
+// streams, /dev/null or another file descriptor.
+func allowRuleRedirect(r *syntax.Redirect) bool {
+	target := ""
+	if r.Word != nil {
+		target = r.Word.Lit() // "" unless static
+	}
+	switch r.Op {
+	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return true
+	case syntax.RdrIn:
+		return target != "" && !strings.HasPrefix(target, "/dev/tcp/") && !strings.HasPrefix(target, "/dev/udp/")
+	case syntax.DplIn, syntax.DplOut:
+		if target == "-" || target != "" && strings.Trim(target, "0123456789") == "" {
+			return true
+		}
+	}
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.ClbOut, syntax.RdrAll, syntax.AppAll, syntax.DplOut:
+		switch target {
+		case "/dev/null", "/dev/stdout", "/dev/stderr":
+			return true
+		}
+	}
+	return false
 }
 
 // bashSpecMatch matches one command against a Bash specifier.

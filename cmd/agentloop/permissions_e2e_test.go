@@ -194,3 +194,33 @@ func TestE2EPermissionBareDenyHidesTool(t *testing.T) {
 		t.Errorf("tools offered: %v", names)
 	}
 }
+
+// An allow rule's words do not allow a redirection that writes: with
+// Bash(echo:*) allowed and --approve never, the model's `echo hi > f` is
+// refused and f is not made; a bare Bash allow, for contrast, runs it.
+func TestE2EPermissionAllowRuleDoesNotAllowRedirection(t *testing.T) {
+	env := []string{"OPENAI_API_KEY=sk-mock"}
+	for _, tc := range []struct {
+		allow string
+		made  bool
+	}{
+		{"Bash(echo:*)", false},
+		{"Bash", true},
+	} {
+		t.Run(tc.allow, func(t *testing.T) {
+			base := mockLLM(t, "-rounds", "1", "-cmd", "echo hi > f")
+			home, ws := t.TempDir(), t.TempDir()
+			writeClaudeSettings(t, filepath.Join(ws, ".claude", "settings.local.json"), perms([]string{tc.allow}, nil, nil))
+			if _, err := hook.Trust(home, ws); err != nil {
+				t.Fatal(err)
+			}
+			code, _, errs := execCLIIn(t, "", ws, home, env, mockArgs(base, "--approve", "never", "write it")...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, errs)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "f")); (err == nil) != tc.made {
+				t.Errorf("f made = %v, want %v\n%s", err == nil, tc.made, errs)
+			}
+		})
+	}
+}
