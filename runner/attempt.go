@@ -54,6 +54,7 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 		s.attemptCompacted = false
 		s.notice(EventAttemptStart, Notice{Attempt: s.iterations, Max: maxIter})
 		var end *agent.Event
+		s.h.setClosing(false) // a retry takes messages again
 		seq := a.Continue(ctx)
 		if first {
 			seq = a.Run(ctx, prompt)

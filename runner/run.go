@@ -451,6 +451,9 @@ func (s *run) onAgentEvent(ctx context.Context, ev agent.Event) {
 		s.precheckCounted, s.turn = false, ev.Turn
 	case agent.EventTurnEnd:
 		s.tr.endTurn()
+	case agent.EventAgentEnd:
+		// The loop has drained its queues: what comes now would be lost.
+		s.h.setClosing(true)
 	}
 	s.emitAgent(ev)
 }

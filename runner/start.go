@@ -24,11 +24,14 @@ type Run struct {
 	err    error
 
 	// The agent of the attempt in progress; steering and follow-ups that
-	// come before it exists wait in pending.
+	// come before it exists wait in pending. closing is set from an
+	// attempt's agent_end (its loop takes no more messages) until a retry
+	// starts, and for good when the attempts are over.
 	mu         sync.Mutex
 	agent      *agent.Agent
 	compacting *atomic.Bool
 	pending    []queuedMessage
+	closing    bool
 
 	// The events for Events, when the run was started by Start.
 	queued bool
@@ -151,11 +154,14 @@ func (h *Run) Done() <-chan struct{} { return h.done }
 func (h *Run) Abort() { h.cancel(ErrAborted) }
 
 // Steer queues text as a user message, injected after the current tool
-// batch. It reports false when the run has ended or is compacting.
+// batch. It reports false when the message will not be delivered: the run
+// is compacting, or its agent loop has stopped taking messages (from
+// agent_end on, including between a failed attempt and its retry, and at
+// run_end).
 func (h *Run) Steer(text string) bool { return h.inject(llm.UserText(text), false) }
 
 // FollowUp queues text as a user message for when the agent would stop. It
-// reports false when the run has ended or is compacting.
+// reports false when Steer would.
 func (h *Run) FollowUp(text string) bool { return h.inject(llm.UserText(text), true) }
 
 func (h *Run) inject(m llm.Message, follow bool) bool {
@@ -166,6 +172,9 @@ func (h *Run) inject(m llm.Message, follow bool) bool {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closing {
+		return false
+	}
 	if h.agent == nil {
 		h.pending = append(h.pending, queuedMessage{m, follow})
 		return true
@@ -188,13 +197,21 @@ func (h *Run) current() *agent.Agent {
 	return h.agent
 }
 
+// setClosing marks whether the agent loop has stopped taking messages.
+func (h *Run) setClosing(c bool) {
+	h.mu.Lock()
+	h.closing = c
+	h.mu.Unlock()
+}
+
 // bind makes a the agent that steering goes to (nil when the attempts are
-// over), handing it what came before.
+// over, which also refuses what comes after), handing it what came before.
 func (h *Run) bind(a *agent.Agent, compacting *atomic.Bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.agent, h.compacting = a, compacting
 	if a == nil {
+		h.closing = true
 		return
 	}
 	for _, q := range h.pending {

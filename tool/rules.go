@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -219,6 +220,11 @@ func (rs *PermissionRules) matches(r PermissionRule, call Call, cmds []string, a
 		if !allow && bashSpecMatch(r.spec, strings.TrimSpace(bashCommandArg(call.Args))) {
 			return true
 		}
+		if allow && !bashAllowable(bashCommandArg(call.Args)) {
+			// The words match, but the command also writes a file or
+			// changes what runs: the rule did not allow that.
+			return false
+		}
 		for _, c := range cmds {
 			m := bashSpecMatch(r.spec, c)
 			if allow && !m {
@@ -230,7 +236,20 @@ func (rs *PermissionRules) matches(r PermissionRule, call Call, cmds []string, a
 		}
 		return allow
 	case pathTools[call.Name]:
-		return pathSpecMatch(r.spec, rs.callPath(call), rs.Workspace, rs.Home)
+		// The path as written and the file it names once symlinks are
+		// resolved: a deny or ask covers either, an allow must cover both.
+		p := rs.callPath(call)
+		lexical := pathSpecMatch(r.spec, p, rs.Workspace, rs.Home)
+		resolved := pathSpecMatch(r.spec, rs.resolve(p), rs.Workspace, rs.Home)
+		if allow {
+			return lexical && resolved
+		}
+		if lexical || resolved {
+			return true
+		}
+		// A tool that reads the files under a directory reads what the
+		// rule denies there: the call is refused rather than walked.
+		return walkTools[call.Name] && rs.containsMatch(r.spec, p)
 	}
 	return false
 }
@@ -296,6 +315,73 @@ func bashCommands(command string) []string {
 	return out
 }
 
+// bashAllowable reports whether an allow rule may cover command: it has
+// no redirection that writes (other than to /dev/null, /dev/stdout,
+// /dev/stderr or a file descriptor), no assignment (a prefix like
+// LD_PRELOAD=… or PATH=…, or one alone), no declare/export/local/readonly,
+// no function definition, and no builtin that changes or runs what comes
+// next (alias, eval, source, .). A rule's words say which command, not
+// which file it may write or which environment it runs in.
+func bashAllowable(command string) bool {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
+	if err != nil {
+		return false
+	}
+	ok := true
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			for _, r := range n.Redirs {
+				if !allowRuleRedirect(r) {
+					ok = false
+				}
+			}
+		case *syntax.CallExpr:
+			if len(n.Assigns) > 0 {
+				ok = false
+			}
+			if len(n.Args) > 0 {
+				switch n.Args[0].Lit() {
+				case "alias", "eval", "source", ".", "declare", "typeset", "export", "local", "readonly", "builtin", "enable":
+					ok = false
+				}
+			}
+		case *syntax.DeclClause, *syntax.FuncDecl, *syntax.LetClause:
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}
+
+// allowRuleRedirect accepts the redirections an allowed command may have:
+// reading a file, here-documents, and writing only to the terminal's
+// streams, /dev/null or another file descriptor.
+func allowRuleRedirect(r *syntax.Redirect) bool {
+	target := ""
+	if r.Word != nil {
+		target = r.Word.Lit() // "" unless static
+	}
+	switch r.Op {
+	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return true
+	case syntax.RdrIn:
+		return target != "" && !strings.HasPrefix(target, "/dev/tcp/") && !strings.HasPrefix(target, "/dev/udp/")
+	case syntax.DplIn, syntax.DplOut:
+		if target == "-" || target != "" && strings.Trim(target, "0123456789") == "" {
+			return true
+		}
+	}
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.ClbOut, syntax.RdrAll, syntax.AppAll, syntax.DplOut:
+		switch target {
+		case "/dev/null", "/dev/stdout", "/dev/stderr":
+			return true
+		}
+	}
+	return false
+}
+
 // bashSpecMatch matches one command against a Bash specifier.
 func bashSpecMatch(spec, cmd string) bool {
 	cmd = strings.Join(strings.Fields(cmd), " ")
@@ -332,6 +418,71 @@ func wildcard(pattern, s string) bool {
 	return true
 }
 
+// walkTools are the path tools that read the contents of every file under
+// a directory they are given. (find and ls show names only.)
+var walkTools = map[string]bool{"grep": true}
+
+// maxContainsWalk bounds the entries containsMatch looks at; a larger tree
+// counts as containing a match.
+const maxContainsWalk = 100000
+
+// resolve is p with its symlinks resolved (for a path that does not exist
+// yet, its nearest existing parent's), put back under the workspace as
+// written when it lies in the workspace's resolved directory.
+func (rs *PermissionRules) resolve(p string) string {
+	native := filepath.FromSlash(p)
+	rest := ""
+	for {
+		r, err := filepath.EvalSymlinks(native)
+		if err == nil {
+			native = filepath.Join(r, rest)
+			break
+		}
+		parent := filepath.Dir(native)
+		if parent == native {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(native), rest)
+		native = parent
+	}
+	if rs.Workspace != "" {
+		if ws, err := filepath.EvalSymlinks(rs.Workspace); err == nil {
+			if rel, err := filepath.Rel(ws, native); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				native = filepath.Join(rs.Workspace, rel)
+			}
+		}
+	}
+	return filepath.ToSlash(filepath.Clean(native))
+}
+
+// containsMatch reports whether a file under the directory dir (or dir,
+// a file) matches spec, by name or once its symlinks are resolved.
+func (rs *PermissionRules) containsMatch(spec, dir string) bool {
+	found, n := false, 0
+	root, err := filepath.EvalSymlinks(filepath.FromSlash(dir)) // a linked directory is walked too
+	if err != nil {
+		return false
+	}
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if n++; n > maxContainsWalk {
+			found = true
+			return filepath.SkipAll
+		}
+		rel, _ := filepath.Rel(root, p)
+		sp := path.Join(dir, filepath.ToSlash(rel))
+		if pathSpecMatch(spec, sp, rs.Workspace, rs.Home) ||
+			d.Type()&os.ModeSymlink != 0 && pathSpecMatch(spec, rs.resolve(sp), rs.Workspace, rs.Home) {
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
+}
+
 // callPath is the absolute path a file tool's call names.
 func (rs *PermissionRules) callPath(call Call) string {
 	var a struct {
@@ -354,13 +505,19 @@ func (rs *PermissionRules) callPath(call Call) string {
 // pathSpecMatch matches the absolute path p against a gitignore-style
 // path pattern.
 func pathSpecMatch(spec, p, workspace, home string) bool {
+	pat, ok := pathSpecPattern(spec, workspace, home)
+	return ok && globMatch(pat, strings.Split(strings.TrimPrefix(p, "/"), "/"))
+}
+
+// pathSpecPattern is spec as absolute path segments.
+func pathSpecPattern(spec, workspace, home string) ([]string, bool) {
 	var pat string
 	switch {
 	case strings.HasPrefix(spec, "//"):
 		pat = spec[1:]
 	case strings.HasPrefix(spec, "~/"):
 		if home == "" {
-			return false
+			return nil, false
 		}
 		pat = filepath.ToSlash(home) + "/" + spec[2:]
 	case strings.HasPrefix(spec, "/"):
@@ -373,7 +530,7 @@ func pathSpecMatch(spec, p, workspace, home string) bool {
 		pat = filepath.ToSlash(workspace) + "/" + spec
 	}
 	pat = strings.TrimSuffix(path.Clean(pat), "/")
-	return globMatch(strings.Split(strings.TrimPrefix(pat, "/"), "/"), strings.Split(strings.TrimPrefix(p, "/"), "/"))
+	return strings.Split(strings.TrimPrefix(pat, "/"), "/"), true
 }
 
 // globMatch matches path segments: ** is any number of segments, other

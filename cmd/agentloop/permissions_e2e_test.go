@@ -194,3 +194,67 @@ func TestE2EPermissionBareDenyHidesTool(t *testing.T) {
 		t.Errorf("tools offered: %v", names)
 	}
 }
+
+// An allow rule's words do not allow a redirection that writes: with
+// Bash(echo:*) allowed and --approve never, the model's `echo hi > f` is
+// refused and f is not made; a bare Bash allow, for contrast, runs it.
+func TestE2EPermissionAllowRuleDoesNotAllowRedirection(t *testing.T) {
+	env := []string{"OPENAI_API_KEY=sk-mock"}
+	for _, tc := range []struct {
+		allow string
+		made  bool
+	}{
+		{"Bash(echo:*)", false},
+		{"Bash", true},
+	} {
+		t.Run(tc.allow, func(t *testing.T) {
+			base := mockLLM(t, "-rounds", "1", "-cmd", "echo hi > f")
+			home, ws := t.TempDir(), t.TempDir()
+			writeClaudeSettings(t, filepath.Join(ws, ".claude", "settings.local.json"), perms([]string{tc.allow}, nil, nil))
+			if _, err := hook.Trust(home, ws); err != nil {
+				t.Fatal(err)
+			}
+			code, _, errs := execCLIIn(t, "", ws, home, env, mockArgs(base, "--approve", "never", "write it")...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, errs)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "f")); (err == nil) != tc.made {
+				t.Errorf("f made = %v, want %v\n%s", err == nil, tc.made, errs)
+			}
+		})
+	}
+}
+
+// A Read(./.env) deny keeps .env's contents from the model when the call
+// names it another way: grep over the workspace, a symlink to it.
+func TestE2EPermissionDenyFollowsThePath(t *testing.T) {
+	env := []string{"OPENAI_API_KEY=sk-mock"}
+	for _, tc := range []struct{ tool, args string }{
+		{"grep", `{"pattern":"SECRET","path":"."}`},
+		{"read", `{"path":"notes.txt"}`},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			capture := filepath.Join(t.TempDir(), "req.jsonl")
+			base := mockLLM(t, "-rounds", "1", "-tool", tc.tool, "-args", tc.args, "-capture", capture)
+			home, ws := t.TempDir(), t.TempDir()
+			if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("SECRET=hunter2-topsecret\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(".env", filepath.Join(ws, "notes.txt")); err != nil {
+				t.Fatal(err)
+			}
+			writeClaudeSettings(t, filepath.Join(ws, ".claude", "settings.json"), perms(nil, []string{"Read(./.env)"}, nil))
+			if _, err := hook.Trust(home, ws); err != nil {
+				t.Fatal(err)
+			}
+			code, _, errs := execCLIIn(t, "", ws, home, env, mockArgs(base, "--approve", "auto", "look")...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, errs)
+			}
+			reqs := readLines(t, capture)
+			if len(reqs) != 2 || strings.Contains(reqs[1], "hunter2") || !strings.Contains(reqs[1], `Denied by the permission rule \"Read(./.env)\"`) {
+				t.Errorf("the denied file reached the model, or the refusal did not say which rule:\n%s", strings.Join(reqs[1:], "\n"))
+			}
+		})
+	}
+}
