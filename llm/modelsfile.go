@@ -664,3 +664,35 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
 }
+
+// SecretSpecs lists the key specs (apiKey of every provider and profile)
+// and the header values of every provider, model and override, unresolved:
+// what names, runs or holds a credential, for a caller to keep from tools.
+func (f *ModelsFile) SecretSpecs() (keys, headers []string) {
+	if f == nil {
+		return nil, nil
+	}
+	for _, p := range f.Providers {
+		if p == nil {
+			continue
+		}
+		keys = append(keys, p.APIKey)
+		for _, pr := range p.Profiles {
+			keys = append(keys, pr.APIKey)
+		}
+		for _, v := range p.Headers {
+			headers = append(headers, v)
+		}
+		for _, o := range p.ModelOverrides {
+			for _, v := range o.Headers {
+				headers = append(headers, v)
+			}
+		}
+		for _, m := range p.Models {
+			for _, v := range m.Headers {
+				headers = append(headers, v)
+			}
+		}
+	}
+	return keys, headers
+}

@@ -64,6 +64,9 @@ type toolSettings struct {
 type toolEnvSettings struct {
 	Deny  []string `json:"deny"`
 	Allow []string `json:"allow"`
+	// secrets are the run's credentials (keepKeysFromTools): no
+	// variable holding one is inherited, whatever its name.
+	secrets []string
 }
 
 // settingsTools reads the tool settings of $AGENTLOOP_HOME/settings.json.

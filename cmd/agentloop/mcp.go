@@ -52,7 +52,16 @@ workspace: see "agentloop trust") and --mcp-config files, in the format of Claud
 				ws, strings.Join(skipped, ", "))
 			// A server that fails to start is a row of the table, not a
 			// log line on stderr.
-			m, err := mcp.Start(c.Context(), cfg, &mcp.Options{Logger: slog.New(slog.DiscardHandler)})
+			// The servers get the environment a run gives them: without
+			// the toolEnv deny list's variables and the models file's keys.
+			settings, err := settingsTools(home)
+			if err != nil {
+				return err
+			}
+			te := settings.ToolEnv
+			keepKeysFromTools(env, &runFlags{}, home, nil, &te)
+			m, err := mcp.Start(c.Context(), cfg, &mcp.Options{Logger: slog.New(slog.DiscardHandler),
+				EnvDeny: te.Deny, EnvAllow: te.Allow, Secrets: te.secrets})
 			if err != nil {
 				return err
 			}

@@ -114,3 +114,55 @@ func authProfiles(f *runFlags, home string, r *provider.Resolved) []string {
 	}
 	return out
 }
+
+// keepKeysFromTools adds to te what tools must not inherit: every variable
+// the resolved model's key and headers were read from, those the models
+// file's keys and headers of every provider and profile name (rotation and
+// fallbacks use them), the providers' standard key variables, and all
+// their values, so that a copy under another name is dropped too. Key
+// commands other than the resolved model's are not run for this.
+func keepKeysFromTools(env *cliEnv, f *runFlags, home string, resolved *provider.Resolved, te *toolEnvSettings) {
+	deny := func(name string) {
+		if v, ok := env.lookupEnv(name); ok && strings.TrimSpace(v) != "" {
+			te.Deny = append(te.Deny, name)
+			te.secrets = append(te.secrets, strings.TrimSpace(v))
+		}
+	}
+	if resolved != nil {
+		te.Deny = append(te.Deny, resolved.SecretVars...)
+		te.secrets = append(te.secrets, resolved.Secrets...)
+		if envVarName(resolved.KeySource) {
+			te.Deny = append(te.Deny, resolved.KeySource)
+		}
+	}
+	for _, vars := range provider.KeyVars {
+		for _, v := range vars {
+			deny(v)
+		}
+	}
+	path := modelsPath(f, home)
+	if path == "" {
+		return
+	}
+	mf, err := llm.LoadModelsFile(path)
+	if err != nil {
+		return
+	}
+	keys, headers := mf.SecretSpecs()
+	for _, spec := range keys {
+		spec = strings.TrimSpace(spec)
+		if spec == "" || strings.HasPrefix(spec, "!") {
+			continue
+		}
+		if v, ok := env.lookupEnv(spec); ok && strings.TrimSpace(v) != "" {
+			deny(spec)
+		} else if !envVarName(spec) {
+			te.secrets = append(te.secrets, spec) // the key itself
+		}
+	}
+	for _, spec := range headers {
+		if spec = strings.TrimSpace(spec); envVarName(spec) {
+			deny(spec)
+		}
+	}
+}

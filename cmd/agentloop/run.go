@@ -199,10 +199,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if err != nil {
 		return err
 	}
-	if v := resolved.KeySource; envVarName(v) {
-		// A key read from a variable of any name stays away from tools.
-		settings.ToolEnv.Deny = append(settings.ToolEnv.Deny, v)
-	}
+	keepKeysFromTools(env, f, home, resolved, &settings.ToolEnv)
 	spill, err := newRunSpill()
 	if err != nil {
 		return err
@@ -401,7 +398,7 @@ func mcpSource(env *cliEnv, f *runFlags, home, cwd string, toolEnv toolEnvSettin
 	// read-only, for --read-only, the readonly profile, approval and early
 	// start alike. They run without the secrets of the environment.
 	return &mcp.Source{Config: cfg, Options: &mcp.Options{Logger: slog.New(slog.DiscardHandler), TrustAnnotations: true,
-		EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow}}, nil
+		EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow, Secrets: toolEnv.secrets}}, nil
 }
 
 // runOutcome maps how a run ended to the exit code.
@@ -473,7 +470,7 @@ func buildTools(ctx context.Context, f *runFlags, cwd string, settings toolSetti
 	spill.ws = ws
 	tools := builtin.New(ws)
 	if !f.readOnly {
-		bo := builtin.BashOptions{Dir: ws.Root(), SpillDir: spill.tmp, EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow}
+		bo := builtin.BashOptions{Dir: ws.Root(), SpillDir: spill.tmp, EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow, Secrets: toolEnv.secrets}
 		if f.sandbox {
 			sb, err := builtin.NewSandbox()
 			if err != nil {

@@ -115,28 +115,15 @@ func TestE2EPrintenvHoldsNoSecrets(t *testing.T) {
 	writeFile(t, filepath.Join(home, "settings.json"), settings)
 	const key = "sk-e2e-openai-9f8e7d6c5b4a"
 	env := []string{"OPENAI_API_KEY=" + key, "ANTHROPIC_API_KEY=sk-ant-e2e-1234567890", "GITHUB_TOKEN=ghp_e2e_abcdef",
-		"CUSTOM_CRED=custom-e2e-secret", "HARMLESS_TOKEN=harmless-e2e-value", "AGENTLOOP_E2E_PLAIN=plain-e2e-value"}
-	code, _, errs := runBuilt(t, env, home, ws, base, "--session-dir", filepath.Join(home, "sessions"), "show the environment")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, errs)
-	}
-	reqs := readLines(t, capture)
-	if len(reqs) != 2 {
-		t.Fatalf("%d requests, want 2", len(reqs))
-	}
-	if !strings.Contains(reqs[1], "plain-e2e-value") || !strings.Contains(reqs[1], "harmless-e2e-value") {
+		"CUSTOM_CRED=custom-e2e-secret", "HARMLESS_TOKEN=harmless-e2e-value"}
+	reqs, transcripts := runPrintenv(t, env, home, ws, base, capture)
+	if !strings.Contains(reqs[1], "harmless-e2e-value") {
 		t.Fatalf("printenv's output did not reach the model (so the test proves nothing):\n%s", reqs[1])
 	}
 	for _, secret := range []string{key, "sk-ant-e2e", "ghp_e2e", "custom-e2e-secret"} {
 		if strings.Contains(reqs[1], secret) {
 			t.Errorf("the request to the model holds %q", secret)
 		}
-	}
-	transcripts, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*.jsonl"))
-	more, _ := filepath.Glob(filepath.Join(home, "sessions", "*.jsonl"))
-	transcripts = append(transcripts, more...)
-	if len(transcripts) == 0 {
-		t.Fatal("no transcript was written")
 	}
 	for _, p := range transcripts {
 		data, _ := os.ReadFile(p)
@@ -147,6 +134,33 @@ func TestE2EPrintenvHoldsNoSecrets(t *testing.T) {
 	if data, err := os.ReadFile(hookOut); err != nil || strings.TrimSpace(string(data)) != key {
 		t.Errorf("the hook did not get the environment as Claude Code gives it: %q, %v", data, err)
 	}
+}
+
+// runPrintenv runs the built CLI against mockllm scripted to run
+// printenv (base, capturing to capture), with a session, and returns the
+// captured requests (two: the prompt, then printenv's output, which holds
+// AGENTLOOP_E2E_PLAIN's value) and the transcripts written.
+func runPrintenv(t *testing.T, env []string, home, ws, base, capture string) (reqs, transcripts []string) {
+	t.Helper()
+	env = append(env, "AGENTLOOP_E2E_PLAIN=plain-e2e-value")
+	code, _, errs := runBuilt(t, env, home, ws, base, "--session-dir", filepath.Join(home, "sessions"), "show the environment")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	reqs = readLines(t, capture)
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	if !strings.Contains(reqs[1], "plain-e2e-value") {
+		t.Fatalf("printenv's output did not reach the model (so the test proves nothing):\n%s", reqs[1])
+	}
+	transcripts, _ = filepath.Glob(filepath.Join(home, "sessions", "*", "*.jsonl"))
+	more, _ := filepath.Glob(filepath.Join(home, "sessions", "*.jsonl"))
+	transcripts = append(transcripts, more...)
+	if len(transcripts) == 0 {
+		t.Fatal("no transcript was written")
+	}
+	return reqs, transcripts
 }
 
 // Issue 17, item 8: a file that starts with a byte-order mark is read as

@@ -107,6 +107,10 @@ type Resolved struct {
 	// environment variable name, "models file", "profile <id>", or "" when
 	// no key is sent.
 	KeySource string
+	// SecretVars name every environment variable the key or a header
+	// value was read from, and Secrets are those values and the key:
+	// what tools must not inherit.
+	SecretVars, Secrets []string
 	// Warnings are things the user should know (an unknown model got
 	// default limits, a key is missing on a custom base URL, ...).
 	Warnings []string
@@ -307,11 +311,14 @@ func (r *resolver) resolve(ctx context.Context, provider, id string) (*Resolved,
 	}
 	info.BaseURL = base
 
-	key, source, err := r.key(ctx, provider, pc)
+	key, source, err := r.key(ctx, provider, pc, res)
 	if err != nil {
 		return nil, err
 	}
 	res.KeySource = source
+	if key != "" {
+		res.Secrets = append(res.Secrets, key)
+	}
 	if key == "" && !keyless[provider] && (builtinBase != "" || len(KeyVars[provider]) > 0) {
 		if base == builtinBase {
 			return nil, r.missingKey(provider)
@@ -323,7 +330,7 @@ func (r *resolver) resolve(ctx context.Context, provider, id string) (*Resolved,
 	var compat []json.RawMessage
 	var bearer bool
 	if pc != nil {
-		headers, err = llm.ResolveHeaders(ctx, pc.ModelHeaders(id), r.o.LookupEnv)
+		headers, err = llm.ResolveHeaders(ctx, pc.ModelHeaders(id), res.recording(r.o.LookupEnv))
 		if err != nil {
 			return nil, fmt.Errorf("%s: provider %q: %w", r.modelsFileName(), provider, err)
 		}
@@ -405,9 +412,9 @@ func withHeader(h map[string]string, k, v string) map[string]string {
 
 // key finds the provider's key: a chosen profile, the environment, the
 // models file's apiKey, its first profile.
-func (r *resolver) key(ctx context.Context, provider string, pc *llm.ProviderConfig) (key, source string, err error) {
+func (r *resolver) key(ctx context.Context, provider string, pc *llm.ProviderConfig, res *Resolved) (key, source string, err error) {
 	resolve := func(spec, what string) (string, string, error) {
-		k, err := llm.ResolveKey(ctx, spec, r.o.LookupEnv)
+		k, err := llm.ResolveKey(ctx, spec, res.recording(r.o.LookupEnv))
 		if err != nil {
 			return "", "", fmt.Errorf("%s: provider %q: %s: %w", r.modelsFileName(), provider, what, err)
 		}
@@ -425,6 +432,7 @@ func (r *resolver) key(ctx context.Context, provider string, pc *llm.ProviderCon
 	}
 	for _, v := range KeyVars[provider] {
 		if k := r.env(v); k != "" {
+			res.SecretVars = append(res.SecretVars, v)
 			return k, v, nil
 		}
 	}
@@ -435,6 +443,18 @@ func (r *resolver) key(ctx context.Context, provider string, pc *llm.ProviderCon
 		return resolve(pc.Profiles[0].APIKey, "profile "+pc.Profiles[0].ID)
 	}
 	return "", "", nil
+}
+
+// recording wraps lookup to note in SecretVars every variable it finds set.
+func (res *Resolved) recording(lookup func(string) (string, bool)) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := lookup(name)
+		if ok && strings.TrimSpace(v) != "" {
+			res.SecretVars = append(res.SecretVars, name)
+			res.Secrets = append(res.Secrets, strings.TrimSpace(v))
+		}
+		return v, ok
+	}
 }
 
 func (r *resolver) keyHint(provider string) string {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -270,6 +271,12 @@ func TestResolveModelsFile(t *testing.T) {
 		}
 		if got.headers["X-Team"] != "infra" {
 			t.Errorf("headers %v", got.headers)
+		}
+		// What tools must not inherit: the variables the key and the
+		// header came from, and their values.
+		if !slices.Contains(res.SecretVars, "LOCAL_KEY") || !slices.Contains(res.SecretVars, "TEAM_VAR") ||
+			!slices.Contains(res.Secrets, "lk") || !slices.Contains(res.Secrets, "infra") {
+			t.Errorf("secret vars %v, %d secrets", res.SecretVars, len(res.Secrets))
 		}
 		if got.compat == nil || got.compat.MaxTokensField != "max_tokens" || got.compat.SupportsStrictMode {
 			t.Errorf("compat layers not applied in order: %+v", got.compat)

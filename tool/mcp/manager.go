@@ -60,6 +60,9 @@ type Options struct {
 	// removed, those EnvAllow names kept. The server's own "env" entries
 	// of its configuration are always passed.
 	EnvDeny, EnvAllow []string
+	// Secrets are values no inherited variable may hold, whatever its
+	// name (proc.EnvPolicy.Secrets): the run's API keys.
+	Secrets []string
 }
 
 // State is where a server is in its life.
@@ -264,7 +267,7 @@ func (s *server) transport() (sdk.Transport, error) {
 	switch s.cfg.Transport() {
 	case TransportStdio:
 		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
-		policy := proc.EnvPolicy{Deny: s.m.opts.EnvDeny, Allow: s.m.opts.EnvAllow}
+		policy := proc.EnvPolicy{Deny: s.m.opts.EnvDeny, Allow: s.m.opts.EnvAllow, Secrets: s.m.opts.Secrets}
 		cmd.Env = policy.Filter(nil)
 		for k, v := range s.cfg.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
