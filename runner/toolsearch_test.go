@@ -64,7 +64,7 @@ func (s *chatServer) body(i int) []byte {
 }
 
 // wireTools reads the tool definitions a Chat Completions request carried.
-func wireTools(t *testing.T, body []byte) []llm.ToolSpec {
+func wireTools(t testing.TB, body []byte) []llm.ToolSpec {
 	t.Helper()
 	var req struct {
 		Tools []struct {

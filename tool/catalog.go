@@ -58,9 +58,10 @@ type Catalog struct {
 	reg *Registry
 	max int
 
-	mu     sync.Mutex
-	direct map[string]bool
-	found  []string // oldest first
+	mu      sync.Mutex
+	direct  map[string]bool
+	offered []string // the direct tools in registry order, then the search tool
+	found   []string // oldest first
 }
 
 // NewCatalog makes a catalog of reg's tools and adds its search tool to
@@ -73,11 +74,13 @@ func NewCatalog(reg *Registry, opts CatalogOptions) (*Catalog, error) {
 	for _, n := range reg.Names() {
 		if opts.Direct != nil && opts.Direct(n) {
 			c.direct[n] = true
+			c.offered = append(c.offered, n)
 		}
 	}
 	if err := reg.Add(&searchTool{c: c}); err != nil {
 		return nil, err
 	}
+	c.offered = append(c.offered, SearchToolName)
 	reg.SetUnknownText(c.unknownText)
 	return c, nil
 }
@@ -139,23 +142,11 @@ func (c *Catalog) trim() {
 	if c.max <= 0 {
 		return
 	}
-	fixed := 1 // the search tool
-	for _, n := range c.reg.Names() {
-		if c.isDirect(n) {
-			fixed++
-		}
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if room := max(0, c.max-fixed); len(c.found) > room {
+	if room := max(0, c.max-len(c.offered)); len(c.found) > room {
 		c.found = append([]string(nil), c.found[len(c.found)-room:]...)
 	}
-}
-
-func (c *Catalog) isDirect(name string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.direct[name]
 }
 
 // Restore offers again the tools a history found: the matches its
@@ -189,20 +180,10 @@ func (c *Catalog) Restore(msgs []llm.Message) {
 // are found). Tools that are no longer available are left out.
 func (c *Catalog) Specs() []llm.ToolSpec {
 	c.mu.Lock()
-	found := append([]string(nil), c.found...)
+	names := append(append([]string(nil), c.offered...), c.found...)
 	c.mu.Unlock()
-	var out []llm.ToolSpec
-	var search llm.ToolSpec
-	for _, sp := range c.reg.Specs() {
-		switch {
-		case sp.Name == SearchToolName:
-			search = sp
-		case c.isDirect(sp.Name):
-			out = append(out, sp)
-		}
-	}
-	out = append(out, search)
-	for _, n := range found {
+	out := make([]llm.ToolSpec, 0, len(names))
+	for _, n := range names {
 		t, ok := c.reg.Get(n)
 		if !ok || !available(t) {
 			continue
