@@ -139,7 +139,7 @@ func (s *run) refreshTools(ctx context.Context) {
 		if pol := s.p.ToolPolicy; pol != nil {
 			// The policy decides over every tool at once (exact names
 			// of --tools must exist), so it is applied to all of them.
-			all, err := tool.NewRegistry(append(append([]tool.Tool(nil), s.sourced...), added...)...)
+			all, err := tool.NewRegistry(append(append(s.p.Tools.Tools(), s.sourced...), added...)...)
 			if err == nil {
 				all, err = pol.Apply(all)
 			}

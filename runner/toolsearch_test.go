@@ -304,3 +304,56 @@ func TestToolSearchOff(t *testing.T) {
 		}
 	}
 }
+
+// A tool an MCP server adds mid-run (list_changed) joins the run: with tool
+// search on, a search finds it and the next request offers it; with it off,
+// the next request offers it at once. The run's policy still decides: a
+// denied tool the server adds is never offered.
+func TestToolSearchServerAddsTools(t *testing.T) {
+	for _, mode := range []ToolSearchMode{ToolSearchOn, ToolSearchOff} {
+		t.Run(string(mode), func(t *testing.T) {
+			srv := &chatServer{script: func(n int) chatStep {
+				switch n {
+				case 1:
+					return chatStep{id: "call_1", name: "mcp__gen__add_tool", args: `{"name":"brand_new"}`}
+				case 2:
+					return chatStep{id: "call_2", name: "mcp__gen__add_tool", args: `{"name":"forbidden"}`}
+				case 3:
+					if mode == ToolSearchOn {
+						return chatStep{id: "call_3", name: tool.SearchToolName, args: `{"query":"brand_new forbidden"}`}
+					}
+				}
+				if n <= 4 {
+					return chatStep{id: "call_4", name: "mcp__gen__brand_new", args: `{"project":"p"}`}
+				}
+				return chatStep{text: "done"}
+			}}
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			info := llm.ModelInfo{Provider: "openai", ID: "m", API: llm.APIOpenAICompletions, ContextWindow: 1_000_000, MaxTokens: 4096}
+			model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+			rn := testRunner(&Config{ToolSources: []tool.Source{genServer(10)}})
+			defer rn.Close()
+			policy := &tool.Policy{Tools: []string{"read", "bash", "mcp__gen__*"}, Deny: []string{"mcp__gen__forbidden"}}
+			res, err := rn.Run(context.Background(), Request{Prompt: "go", Model: model, Info: info, Tools: builtinTools(t),
+				ToolPolicy: policy, ToolSearch: &ToolSearch{Mode: mode}})
+			if err != nil || !res.OK() {
+				t.Fatalf("run: %v %+v", err, res)
+			}
+			last := len(srv.bodies) - 1
+			offered := names(wireTools(t, srv.body(last-1))) // the request that called brand_new
+			if !slices.Contains(offered, "mcp__gen__brand_new") || slices.Contains(offered, "mcp__gen__forbidden") {
+				t.Errorf("offered %v: want the added tool, not the denied one", offered)
+			}
+			if !strings.Contains(string(srv.body(last)), "mcp__gen__brand_new ran with") && !strings.Contains(string(srv.body(last)), "brand_new ran with") {
+				t.Errorf("the added tool did not run:\n%s", srv.body(last))
+			}
+			if mode == ToolSearchOn && strings.Contains(string(srv.body(3)), "mcp__gen__forbidden:") {
+				t.Errorf("the search found the denied tool:\n%s", srv.body(3))
+			}
+			for _, w := range res.Warnings {
+				t.Errorf("warning: %s", w)
+			}
+		})
+	}
+}
