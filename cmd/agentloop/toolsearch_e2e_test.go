@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -135,3 +136,50 @@ func specNames(specs []llm.ToolSpec) []string {
 }
 
 func isMCP(name string) bool { return strings.HasPrefix(name, "mcp__") }
+
+// Issue 28.3: the search and the call of what it found work on every wire
+// the test server speaks (Chat Completions, Anthropic Messages, the
+// Responses API): each sees ordinary tool definitions and calls, and pairs
+// them as the provider does.
+func TestE2EToolSearchEveryWire(t *testing.T) {
+	srv := &wireServer{}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	home := t.TempDir()
+	mcpConfig := genMCPConfig(t, 300)
+	for name, model := range wireModels(t, home, ts.URL) {
+		t.Run(name, func(t *testing.T) {
+			srv.mu.Lock()
+			srv.requests, srv.refused = nil, nil
+			srv.script = func(n int) step {
+				switch n {
+				case 1:
+					return step{id: "call_1", name: "tool_search", args: `{"query":"create invoice"}`}
+				case 2:
+					return step{id: "call_2", name: "mcp__gen__create_invoice", args: `{"project":"acme"}`}
+				}
+				return step{text: "done"}
+			}
+			srv.mu.Unlock()
+			args := append([]string{"run", "--cwd", t.TempDir(), "--no-session", "--mcp-config", mcpConfig}, append(model, "bill acme")...)
+			code, _, errs := runPlain(t, home, args...)
+			srv.mu.Lock()
+			defer srv.mu.Unlock()
+			if code != 0 || len(srv.requests) != 3 || len(srv.refused) > 0 {
+				t.Fatalf("exit %d, %d requests, refused %q\n%s", code, len(srv.requests), srv.refused, errs)
+			}
+			var found, ran bool
+			for i, it := range srv.requests[2] {
+				r, ok := answer(srv.requests[2], i)
+				if it.kind != "call" || !ok {
+					continue
+				}
+				found = found || strings.Contains(r.text, "mcp__gen__create_invoice: Create a new invoice")
+				ran = ran || strings.Contains(r.text, `create_invoice ran with {"project":"acme"}`)
+			}
+			if !found || !ran {
+				t.Errorf("search result found the tool: %v; the tool ran: %v\n%+v", found, ran, srv.requests[2])
+			}
+		})
+	}
+}
