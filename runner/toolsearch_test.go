@@ -357,3 +357,40 @@ func TestToolSearchServerAddsTools(t *testing.T) {
 		})
 	}
 }
+
+// Loop detection counts the calls of a found tool like any other: the
+// same call over and over is warned about, then blocked.
+func TestToolSearchLoopGuard(t *testing.T) {
+	const issue = "mcp__gen__get_issue"
+	srv := &chatServer{script: func(n int) chatStep {
+		switch {
+		case n == 1:
+			return chatStep{id: "call_0", name: tool.SearchToolName, args: `{"query":"get issue"}`}
+		case n <= 22:
+			return chatStep{id: fmt.Sprintf("call_%d", n), name: issue, args: `{"project":"p","id":"7"}`}
+		}
+		return chatStep{text: "done"}
+	}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	info := llm.ModelInfo{Provider: "openai", ID: "m", API: llm.APIOpenAICompletions, ContextWindow: 32_000, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	rn := testRunner(&Config{ToolSources: []tool.Source{genServer(300)}})
+	defer rn.Close()
+	kinds := map[string]int{}
+	res, err := rn.Run(context.Background(), Request{Prompt: "wait for issue 7", Model: model, Info: info, Tools: builtinTools(t),
+		OnEvent: func(ev Event) {
+			if ev.Type == EventLoopDetected && ev.Loop != nil && ev.Loop.Tool == issue {
+				kinds[string(ev.Loop.Kind)]++
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kinds["warning"] == 0 || kinds["block"] == 0 {
+		t.Errorf("loop detection of the found tool: %v (run %s)", kinds, res.Reason)
+	}
+	if !strings.Contains(string(srv.body(len(srv.bodies)-1)), "blocked") {
+		t.Errorf("the model was not told a call was blocked")
+	}
+}
