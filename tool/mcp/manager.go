@@ -301,7 +301,11 @@ func (s *server) transport() (sdk.Transport, error) {
 		s.proc = proc.Adopt(cmd)
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: stopTimeout}, nil
 	case TransportHTTP:
-		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient(), DisableStandaloneSSE: true}, nil
+		// The standalone SSE stream is where a streamable HTTP server
+		// sends notifications/tools/list_changed (before the 2026
+		// protocol's subscriptions); without it a server's new and removed
+		// tools would go unseen.
+		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient()}, nil
 	case TransportSSE:
 		return &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient()}, nil
 	}
