@@ -406,7 +406,9 @@ type searchArgs struct {
 	Limit int    `json:"limit,omitempty" jsonschema:"how many tools to return, best first (default 5, at most 20)"`
 }
 
-var searchSchema = func() json.RawMessage {
+// searchSchema is derived on first use, not at start-up: package
+// initialisation of a CLI that never searches stays small.
+var searchSchema = sync.OnceValue(func() json.RawMessage {
 	s, err := SchemaFor[searchArgs]()
 	if err != nil {
 		panic(err)
@@ -416,10 +418,10 @@ var searchSchema = func() json.RawMessage {
 		panic(err)
 	}
 	return raw
-}()
+})
 
 func (s *searchTool) Name() string            { return SearchToolName }
-func (s *searchTool) Schema() json.RawMessage { return searchSchema }
+func (s *searchTool) Schema() json.RawMessage { return searchSchema() }
 func (s *searchTool) ReadOnly() bool          { return true }
 func (s *searchTool) ConcurrencySafe(Call) bool {
 	return true
