@@ -39,7 +39,12 @@ const (
 type Config struct {
 	Model llm.Model
 	// Tools are the tools offered to the model; nil means none.
-	Tools        *tool.Registry
+	Tools *tool.Registry
+	// ToolSpecs, when set, is asked before every model call for the tools
+	// that call offers (a tool catalog that grows as tools are found);
+	// Tools still prepares and runs every call. Nil means Tools.Specs(),
+	// built once per run.
+	ToolSpecs    func() []llm.ToolSpec
 	SystemPrompt string
 	// Options are sent with every model call (max tokens, thinking level,
 	// session id, ...).

@@ -44,7 +44,9 @@ func (r *run) runTurn() turnOut {
 		}
 		msgs = out
 	}
-	if r.specs == nil && r.cfg.Tools != nil {
+	if f := r.cfg.ToolSpecs; f != nil {
+		r.specs = f()
+	} else if r.specs == nil && r.cfg.Tools != nil {
 		r.specs = r.cfg.Tools.Specs()
 	}
 	req := &llm.Request{SystemPrompt: r.cfg.SystemPrompt, Messages: msgs, Tools: r.specs, Options: r.cfg.Options}

@@ -4,9 +4,12 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/agentloop/agentloop/internal/mcptest"
 )
 
 func TestMain(m *testing.M) {
+	mcptest.ServeFromEnv() // the test binary as an MCP server (toolsearch_test.go)
 	goleak.VerifyTestMain(m)
 }
 

@@ -55,6 +55,15 @@ type run struct {
 	// window is the context window the run works to: the model's, or a
 	// smaller one its server was seen to enforce (window.go).
 	window int
+
+	// reg holds every tool of the run; catalog, when set, offers part of
+	// them through tool_search (toolsearch.go). refreshers are the tool
+	// sources whose tools can change mid-run; sourced are their tools
+	// before the policy.
+	reg        *tool.Registry
+	catalog    *tool.Catalog
+	refreshers []tool.Refresher
+	sourced    []tool.Tool
 }
 
 // emit stamps ev with the run's envelope and hands it out: to
@@ -288,6 +297,10 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		}
 		reg = nr
 	}
+	s.reg = reg
+	if s.catalog, err = s.newCatalog(reg, history); err != nil {
+		return Result{Err: err, Reason: string(llm.ReasonUnknown), Message: err.Error()}, err
+	}
 	if len(p.ToolSources) > 0 {
 		// run_start came before the sources started (a refused prompt
 		// starts none): say once what the run offers now.
@@ -295,7 +308,11 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		if reg != nil {
 			all = reg.Names()
 		}
-		s.notice(EventToolsReady, Notice{Tools: all, Message: fmt.Sprintf("%d tools ready", len(all))})
+		msg := fmt.Sprintf("%d tools ready", len(all))
+		if s.catalog != nil {
+			msg += fmt.Sprintf(" (tool search on: %d offered, %d more through %s)", len(s.catalog.Specs()), s.catalog.Len(), tool.SearchToolName)
+		}
+		s.notice(EventToolsReady, Notice{Tools: all, Message: msg})
 	}
 	if p.Approval != nil && p.Approval.ReadOnly == nil && reg != nil {
 		p.Approval.ReadOnly = reg.ReadOnly
@@ -306,6 +323,12 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		names = reg.Names()
 		specs = reg.Specs()
 	}
+	var toolSpecs func() []llm.ToolSpec
+	if s.catalog != nil || len(s.refreshers) > 0 {
+		toolSpecs = s.offeredSpecs
+		specs = s.offeredSpecs()
+	}
+
 	s.model = &attemptModel{model: p.Model}
 	var model llm.Model = s.model
 	var nameMap *tool.NameMap
@@ -342,6 +365,7 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		if err := s.beforeModelCall(); err != nil {
 			return nil, err
 		}
+		s.refreshTools(ctx)
 		if comp != nil {
 			out, err := comp.TransformContext(ctx, msgs)
 			if err != nil {
@@ -390,7 +414,7 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		s.bindLoopGuard(&hooks)
 	}
 
-	a := agent.New(agent.Config{Model: model, Tools: reg, SystemPrompt: p.SystemPrompt, Options: p.Options,
+	a := agent.New(agent.Config{Model: model, Tools: reg, ToolSpecs: toolSpecs, SystemPrompt: p.SystemPrompt, Options: p.Options,
 		Messages: history, MaxTurns: p.MaxTurns, TransformContext: transform, Hooks: hooks, Now: p.Now,
 		MaxOutputTokens: p.Info.MaxTokens})
 
@@ -435,6 +459,11 @@ func (s *run) onAgentEvent(ctx context.Context, ev agent.Event) {
 		if ev.Message != nil {
 			m := *ev.Message
 			s.tr.add(ctx, m)
+			if m.Role == llm.RoleAssistant && s.catalog != nil {
+				// A catalogued tool called by its exact name is offered
+				// from now on, as if a search had found it.
+				s.catalog.Restore([]llm.Message{m})
+			}
 			if m.Role == llm.RoleAssistant && m.Usage != nil {
 				s.usage.Add(*m.Usage)
 				s.checkBudget(finalReply(m))

@@ -112,6 +112,10 @@ type Config struct {
 	// so a refused prompt starts nothing) and closed at its end. MCP
 	// servers are one (package tool/mcp, mcp.Source).
 	ToolSources []tool.Source
+	// ToolSearch decides when runs offer the tool sources' tools through
+	// tool_search instead of describing each in every request (nil: auto,
+	// at DefaultToolSearchPercent of the window). A Request may override it.
+	ToolSearch *ToolSearch
 	// Compaction configures the context budget; LoopGuard the tool-loop
 	// detection (nil: on, defaults; Disabled turns it off).
 	Compaction *CompactionSpec
@@ -273,6 +277,7 @@ type params struct {
 	RegisterHooks func(*hook.Bus)
 	Bus           *hook.Bus
 	ToolSources   []tool.Source
+	ToolSearch    *ToolSearch
 	Compaction    *CompactionSpec
 	LoopGuard     *loopguard.Config
 
@@ -337,6 +342,8 @@ type Request struct {
 	ToolPolicy   *tool.Policy
 	Approval     *tool.Approval
 	SystemPrompt string
+	// ToolSearch, when set, overrides Config.ToolSearch for this run.
+	ToolSearch *ToolSearch
 
 	// MaxTurns caps model calls per attempt (agent.Config.MaxTurns).
 	MaxTurns int
@@ -367,7 +374,7 @@ func (r *Runner) params(q Request) params {
 		ParentLane: q.ParentLane, Session: q.Session, Model: q.Model, Info: q.Info, ResolveModel: c.ResolveModel,
 		FallbackModels: q.FallbackModels, Tools: q.Tools, ToolPolicy: q.ToolPolicy, SystemPrompt: q.SystemPrompt,
 		Options: q.Options, MaxTurns: q.MaxTurns, Approval: q.Approval, Hooks: c.Hooks, RegisterHooks: c.RegisterHooks,
-		Bus: c.Bus, ToolSources: c.ToolSources, Compaction: c.Compaction, LoopGuard: c.LoopGuard, Timeout: q.Timeout,
+		Bus: c.Bus, ToolSources: c.ToolSources, ToolSearch: q.ToolSearch, Compaction: c.Compaction, LoopGuard: c.LoopGuard, Timeout: q.Timeout,
 		CompactionTimeout: q.CompactionTimeout, MaxCost: q.MaxCost, MaxTokens: q.MaxTokens,
 		AuthProfiles: q.AuthProfiles, UseProfile: q.UseProfile, Auth: c.Auth, Windows: c.Windows,
 		Profiles: q.Profiles, MaxIterations: q.MaxIterations, Retry: q.Retry, OnEvent: q.OnEvent, Now: c.Now,

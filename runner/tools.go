@@ -36,6 +36,10 @@ func (s *run) startTools(ctx context.Context, own *tool.Registry) (reg *tool.Reg
 			closeAll()
 			return nil, func() {}, err
 		}
+		if rf, ok := c.(tool.Refresher); ok {
+			s.refreshers = append(s.refreshers, rf)
+		}
+		s.sourced = append(s.sourced, ts...)
 		if w, ok := c.(tool.Warner); ok {
 			for _, msg := range w.Warnings() {
 				s.warn(msg)

@@ -8,15 +8,28 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/agentloop/agentloop/llm"
 )
 
 // Registry holds the tools of a run by name and carries out calls to them.
-// It is safe for concurrent use once built; Add must not race with calls.
+// It is safe for concurrent use: Add may come while calls run (an MCP
+// server that lists a new tool mid-run), but not during Policy.Apply.
 type Registry struct {
-	tools map[string]*entry
-	order []string
+	mu      sync.RWMutex
+	tools   map[string]*entry
+	order   []string
+	unknown func(name string) string // the text for a call of an unknown tool; nil: list them all
+}
+
+// SetUnknownText sets what a call of a tool the registry does not hold is
+// told (a catalog points at tool_search instead of naming hundreds of
+// tools); nil restores the default, which names every tool.
+func (r *Registry) SetUnknownText(text func(name string) string) {
+	r.mu.Lock()
+	r.unknown = text
+	r.mu.Unlock()
 }
 
 type entry struct {
@@ -38,32 +51,47 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 
 // Add registers t. Its schema is compiled once here.
 func (r *Registry) Add(t Tool) error {
-	if r.tools == nil {
-		r.tools = make(map[string]*entry)
-	}
 	name := t.Name()
 	if name == "" {
 		return errors.New("tool: a tool needs a name")
 	}
-	if _, dup := r.tools[name]; dup {
+	r.mu.Lock()
+	if r.tools == nil {
+		r.tools = make(map[string]*entry)
+	}
+	_, dup := r.tools[name]
+	r.mu.Unlock()
+	if dup {
 		return fmt.Errorf("tool: %q is registered twice", name)
 	}
 	s, err := compileSchema(t.Schema())
 	if err != nil {
 		return fmt.Errorf("tool %s: %w", name, err)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.tools[name]; dup {
+		return fmt.Errorf("tool: %q is registered twice", name)
+	}
 	r.tools[name] = &entry{tool: t, schema: s}
 	r.order = append(r.order, name)
 	return nil
 }
 
+// lookup returns the entry of name, nil when there is none.
+func (r *Registry) lookup(name string) *entry {
+	if r == nil {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.tools[name]
+}
+
 // Get returns the tool called name.
 func (r *Registry) Get(name string) (Tool, bool) {
-	if r == nil {
-		return nil, false
-	}
-	e, ok := r.tools[name]
-	if !ok {
+	e := r.lookup(name)
+	if e == nil {
 		return nil, false
 	}
 	return e.tool, true
@@ -74,6 +102,8 @@ func (r *Registry) Names() []string {
 	if r == nil {
 		return nil
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	return append([]string(nil), r.order...)
 }
 
@@ -82,6 +112,8 @@ func (r *Registry) Tools() []Tool {
 	if r == nil {
 		return nil
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	out := make([]Tool, 0, len(r.order))
 	for _, n := range r.order {
 		out = append(out, r.tools[n].tool)
@@ -94,6 +126,8 @@ func (r *Registry) Len() int {
 	if r == nil {
 		return 0
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	return len(r.order)
 }
 
@@ -102,6 +136,8 @@ func (r *Registry) Specs() []llm.ToolSpec {
 	if r == nil {
 		return nil
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	specs := make([]llm.ToolSpec, 0, len(r.order))
 	for _, n := range r.order {
 		t := r.tools[n].tool
@@ -118,10 +154,7 @@ func (r *Registry) Prepare(block llm.Content) (Call, *Result) {
 	if len(call.Args) == 0 {
 		call.Args = json.RawMessage("{}")
 	}
-	var e *entry
-	if r != nil {
-		e = r.tools[block.Name]
-	}
+	e := r.lookup(block.Name)
 	if e == nil {
 		res := ErrorResult(r.unknownToolText(block.Name))
 		return call, &res
@@ -137,6 +170,14 @@ func (r *Registry) Prepare(block llm.Content) (Call, *Result) {
 }
 
 func (r *Registry) unknownToolText(name string) string {
+	if r != nil {
+		r.mu.RLock()
+		text := r.unknown
+		r.mu.RUnlock()
+		if text != nil {
+			return text(name)
+		}
+	}
 	names := r.Names()
 	sort.Strings(names)
 	if len(names) == 0 {

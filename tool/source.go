@@ -19,3 +19,12 @@ type Source interface {
 type Warner interface {
 	Warnings() []string
 }
+
+// Refresher is implemented by the Closer of a Source whose tools can
+// change during a run (MCP servers that send
+// notifications/tools/list_changed). Refresh brings its tools up to date
+// and returns those that are new; a tool that went away says so through
+// AvailableTool, and a call of it gets an error result.
+type Refresher interface {
+	Refresh(ctx context.Context) ([]Tool, error)
+}

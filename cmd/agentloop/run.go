@@ -59,6 +59,9 @@ type runFlags struct {
 	mcpConfig []string
 	noMCP     bool
 
+	toolSearch        string
+	toolSearchPercent float64
+
 	maxCost     float64
 	maxTokens   int
 	timeout     time.Duration
@@ -126,6 +129,8 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.BoolVar(&f.noHooks, "no-hooks", false, "run no command hooks from settings files")
 	fl.StringSliceVar(&f.mcpConfig, "mcp-config", nil, "also start the MCP servers of this .mcp.json file (repeatable)")
 	fl.BoolVar(&f.noMCP, "no-mcp", false, "start no MCP servers")
+	fl.StringVar(&f.toolSearch, "tool-search", string(runner.ToolSearchAuto), "offer MCP tools through a tool_search tool: auto (when their definitions pass --tool-search-threshold of the context window), on, off")
+	fl.Float64Var(&f.toolSearchPercent, "tool-search-threshold", runner.DefaultToolSearchPercent, "with --tool-search auto: the share of the context window, in percent, the tool definitions may take")
 	fl.Float64Var(&f.maxCost, "max-cost", 0, "stop the run once it has cost more than this many USD")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "stop the run once it has used more than this many tokens")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (default 10m, extended once while compacting)")
@@ -297,6 +302,8 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if f.noLoopGuard {
 		cfg.LoopGuard = &loopguard.Config{Disabled: true}
 	}
+	tsMode, _ := runner.ParseToolSearchMode(f.toolSearch) // checked by checkRunFlags
+	q.ToolSearch = &runner.ToolSearch{Mode: tsMode, Percent: f.toolSearchPercent}
 	if f.retryBase > 0 {
 		q.Retry = &runner.RetryPolicy{Base: f.retryBase}
 	}
@@ -357,6 +364,11 @@ func checkRunFlags(f *runFlags) error {
 		return errors.New("--max-tokens must be positive")
 	case f.timeout < 0:
 		return errors.New("--timeout must be 0 (the default, 10m) or more")
+	case f.toolSearchPercent <= 0 || f.toolSearchPercent > 100:
+		return errors.New("--tool-search-threshold must be a percentage above 0 and at most 100")
+	}
+	if _, err := runner.ParseToolSearchMode(f.toolSearch); err != nil {
+		return fmt.Errorf("--tool-search %q: use auto, on or off", f.toolSearch)
 	}
 	n := 0
 	for _, set := range []bool{f.cont, f.session != "", f.fork != ""} {

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agentloop/agentloop/internal/mcptest"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -318,6 +319,7 @@ func TestRunMaxTurns(t *testing.T) {
 // TestMain lets the test binary act as the agentloop command, so the
 // interrupt test can signal a real process.
 func TestMain(m *testing.M) {
+	mcptest.ServeFromEnv() // the test binary as an MCP server of generated tools (toolsearch_e2e_test.go)
 	if os.Getenv("AGENTLOOP_TEST_MAIN") == "1" {
 		os.Exit(mainExit())
 	}

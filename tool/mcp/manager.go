@@ -119,8 +119,10 @@ type server struct {
 	state   State
 	err     error
 	session *sdk.ClientSession
-	tools   []*Tool
-	proc    *proc.Command // a stdio server's command, its tree owned by proc
+	tools   []*Tool          // as the server lists them now
+	known   map[string]*Tool // every tool it listed in this run, by its remote name
+	stale   bool             // it said its list changed (Refresh lists it again)
+	proc    *proc.Command    // a stdio server's command, its tree owned by proc
 	stderr  *tailWriter
 	// The read end of a stdio server's stderr pipe, the write end (closed
 	// once the server has started), and the copier's end.
@@ -205,7 +207,8 @@ func (s *server) start(ctx context.Context) {
 	stop := context.AfterFunc(ctx, connCancel)
 	defer stop()
 	client := sdk.NewClient(&sdk.Implementation{Name: s.m.opts.ClientName, Version: s.m.opts.ClientVersion},
-		&sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}})
+		&sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{},
+			ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.toolsChanged() }})
 	cs, err := client.Connect(connCtx, transport, nil)
 	if s.stderrW != nil {
 		s.stderrW.Close() // the server has its own copy
@@ -245,6 +248,10 @@ func (s *server) start(ctx context.Context) {
 	}
 	s.mu.Lock()
 	s.state, s.session, s.tools = StateReady, cs, tools
+	s.known = make(map[string]*Tool, len(tools))
+	for _, t := range tools {
+		s.known[t.remote] = t
+	}
 	s.watched = make(chan struct{})
 	s.mu.Unlock()
 	go s.watch(cs)
@@ -294,7 +301,11 @@ func (s *server) transport() (sdk.Transport, error) {
 		s.proc = proc.Adopt(cmd)
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: stopTimeout}, nil
 	case TransportHTTP:
-		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient(), DisableStandaloneSSE: true}, nil
+		// The standalone SSE stream is where a streamable HTTP server
+		// sends notifications/tools/list_changed (before the 2026
+		// protocol's subscriptions); without it a server's new and removed
+		// tools would go unseen.
+		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient()}, nil
 	case TransportSSE:
 		return &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient()}, nil
 	}

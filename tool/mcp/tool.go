@@ -29,6 +29,7 @@ type Tool struct {
 	desc     string
 	schema   json.RawMessage
 	readOnly bool
+	removed  bool // the server no longer lists it (guarded by srv.mu)
 }
 
 func newTool(s *server, t *sdk.Tool) *Tool {
@@ -107,8 +108,11 @@ func (t *Tool) ReadOnly() bool { return t.readOnly && t.srv.m.opts.TrustAnnotati
 func (t *Tool) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
 	s := t.srv
 	s.mu.Lock()
-	state, serr, cs := s.state, s.err, s.session
+	state, serr, cs, removed := s.state, s.err, s.session, t.removed
 	s.mu.Unlock()
+	if state == StateReady && removed {
+		return tool.ErrorResult(fmt.Sprintf("MCP server %q removed the tool %s during this run (notifications/tools/list_changed), so it can no longer be called. Do not call it again; look for another tool.", s.name, t.name)), nil
+	}
 	if state != StateReady {
 		why := string(state)
 		if serr != nil {

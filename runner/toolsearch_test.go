@@ -1,0 +1,396 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentloop/agentloop/compact"
+	"github.com/agentloop/agentloop/hook"
+	"github.com/agentloop/agentloop/internal/mcptest"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/openai"
+	"github.com/agentloop/agentloop/session"
+	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tool/mcp"
+)
+
+// chatStep is one scripted Chat Completions answer: a tool call, or text
+// when name is "".
+type chatStep struct{ id, name, args, text string }
+
+// chatServer is a Chat Completions endpoint that answers script(n) to its
+// n-th request (from 1) and keeps every request body.
+type chatServer struct {
+	mu     sync.Mutex
+	bodies [][]byte
+	script func(n int) chatStep
+}
+
+func (s *chatServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.bodies = append(s.bodies, body)
+	n := len(s.bodies)
+	s.mu.Unlock()
+	st := s.script(n)
+	delta := map[string]any{"role": "assistant", "content": st.text}
+	finish := "stop"
+	if st.name != "" {
+		delta = map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"index": 0, "id": st.id, "type": "function",
+			"function": map[string]any{"name": st.name, "arguments": st.args}}}}
+		finish = "tool_calls"
+	}
+	first, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "choices": []any{map[string]any{"index": 0, "delta": delta}}})
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprintf(w, "data: %s\n\n", first)
+	fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":%q}]}\n\n", finish)
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+func (s *chatServer) body(i int) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bodies[i]
+}
+
+// wireTools reads the tool definitions a Chat Completions request carried.
+func wireTools(t testing.TB, body []byte) []llm.ToolSpec {
+	t.Helper()
+	var req struct {
+		Tools []struct {
+			Function struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatalf("request body: %v", err)
+	}
+	var out []llm.ToolSpec
+	for _, tl := range req.Tools {
+		out = append(out, llm.ToolSpec{Name: tl.Function.Name, Description: tl.Function.Description, Parameters: tl.Function.Parameters})
+	}
+	return out
+}
+
+func names(specs []llm.ToolSpec) []string {
+	var out []string
+	for _, s := range specs {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// genServer is the MCP configuration of the generated-tools server, this
+// test binary started as a real subprocess (TestMain serves it).
+func genServer(n int) *mcp.Source {
+	return &mcp.Source{Config: mcp.Config{Servers: map[string]mcp.ServerConfig{
+		"gen": {Command: os.Args[0], Env: map[string]string{mcptest.Env: fmt.Sprint(n)}},
+	}}}
+}
+
+// builtinTools stand for the built-in tools: own tools stay direct.
+func builtinTools(t *testing.T) *tool.Registry {
+	t.Helper()
+	reg, err := tool.NewRegistry(
+		&tool.Func{ToolName: "read", ToolDescription: "Read a file of the workspace.", Concurrent: true,
+			Run: func(context.Context, tool.Call, func(tool.Partial)) (tool.Result, error) {
+				return tool.TextResult("text"), nil
+			}},
+		&tool.Func{ToolName: "bash", ToolDescription: "Run a shell command.",
+			Run: func(context.Context, tool.Call, func(tool.Partial)) (tool.Result, error) {
+				return tool.TextResult("ok"), nil
+			}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// Issue 28: 300 tools from an MCP server (a real subprocess) on a
+// 32K-token model. The first request carries the built-in tools and
+// tool_search only, under 3,000 tokens of definitions (the project's
+// estimate, compact.ToolsTokens, on the body the wire sent); the scripted
+// model searches, finds and calls a tool, which is asked about (ask mode),
+// hooked by real shell scripts and paired like a direct call; the server
+// removes the tool mid-run (list_changed) and a call of it gets a clear
+// error; a resumed session offers again what it had found.
+func TestToolSearchMCPCatalog(t *testing.T) {
+	const invoice = "mcp__gen__create_invoice"
+	srv := &chatServer{script: func(n int) chatStep {
+		switch n {
+		case 1:
+			return chatStep{id: "call_1", name: tool.SearchToolName, args: `{"query":"create invoice"}`}
+		case 2:
+			return chatStep{id: "call_2", name: invoice, args: `{"project":"acme","title":"March"}`}
+		case 3:
+			return chatStep{id: "call_3", name: "mcp__gen__remove_tool", args: `{"name":"create_invoice"}`}
+		case 4:
+			return chatStep{id: "call_4", name: invoice, args: `{"project":"acme","title":"April"}`}
+		}
+		return chatStep{text: "done"}
+	}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	home, ws := t.TempDir(), t.TempDir()
+	hookLog := filepath.Join(t.TempDir(), "hooks.log")
+	entry := func(event string) []any {
+		return []any{map[string]any{"matcher": "mcp__gen__.*", "hooks": []any{map[string]any{"type": "command",
+			"command": `{ printf '` + event + ` '; cat; echo; } >> ` + hookLog}}}}
+	}
+	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": entry("pre"), "PostToolUse": entry("post")}})
+	if err := os.MkdirAll(filepath.Join(ws, ".agentloop"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".agentloop", "settings.json"), settings, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	info := llm.ModelInfo{Provider: "openai", ID: "small", API: llm.APIOpenAICompletions, ContextWindow: 32_000, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	store := session.NewJSONLStore(filepath.Join(home, "sessions"))
+	rn, err := New(Config{Store: store, ToolSources: []tool.Source{genServer(300)},
+		Hooks: &hook.LoadOptions{Home: home, Workspace: ws, Trust: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rn.Close()
+
+	var asked []string
+	ask, _ := tool.ApprovalPolicyFor(tool.ApprovalModeAsk)
+	approval := &tool.Approval{Policy: ask, Ask: func(_ context.Context, call tool.Call, _ string) (tool.Answer, error) {
+		asked = append(asked, call.Name+" "+call.ID)
+		return tool.AnswerYes, nil
+	}}
+	var ready string
+	res, err := rn.Run(context.Background(), Request{Prompt: "bill acme for March", Model: model, Info: info,
+		Tools: builtinTools(t), Approval: approval, Session: SessionSpec{Cwd: ws},
+		OnEvent: func(ev Event) {
+			if ev.Type == EventToolsReady {
+				ready = ev.Notice.Message
+			}
+		}})
+	if err != nil || !res.OK() {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if len(srv.bodies) != 5 {
+		t.Fatalf("%d requests, want 5", len(srv.bodies))
+	}
+	t.Logf("tools_ready: %s", ready)
+
+	first := wireTools(t, srv.body(0))
+	tokens := compact.ToolsTokens(first)
+	t.Logf("first request: %d tools, %d tokens of definitions", len(first), tokens)
+	if tokens >= 3000 {
+		t.Errorf("the first request carries %d tokens of tool definitions, want under 3,000", tokens)
+	}
+	if got := names(first); !slices.Equal(got, []string{"read", "bash", tool.SearchToolName}) {
+		t.Errorf("first request offers %v, want the built-in tools and tool_search", got)
+	}
+	if !strings.Contains(ready, "302 more through tool_search") {
+		t.Errorf("tools_ready says %q", ready)
+	}
+
+	second := srv.body(1)
+	if got := names(wireTools(t, second)); !slices.Contains(got, invoice) || len(got) != 3+tool.DefaultSearchResults {
+		t.Errorf("after the search the request offers %v: want %s among the %d found", got, invoice, tool.DefaultSearchResults)
+	}
+	if !strings.Contains(string(second), invoice+": Create a new invoice in the billing system.") {
+		t.Errorf("the search result the model read lacks the tool and its description:\n%s", second)
+	}
+	// Ask mode: the found tools were asked about like any other (the
+	// removed one too: its call goes the same way and fails in the tool),
+	// the search (read-only) was not.
+	if want := []string{invoice + " call_2", "mcp__gen__remove_tool call_3", invoice + " call_4"}; !slices.Equal(asked, want) {
+		t.Errorf("asked about %v, want %v", asked, want)
+	}
+	log, _ := os.ReadFile(hookLog)
+	for _, want := range []string{`pre {`, `post {`, `"tool_name":"` + invoice + `"`, `"tool_use_id":"call_2"`} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("hook log lacks %s:\n%s", want, log)
+		}
+	}
+	if strings.Contains(string(log), `"tool_name":"tool_search"`) {
+		t.Errorf("the mcp__gen__ hooks fired for tool_search:\n%s", log)
+	}
+	// The server removed the tool: the next request no longer offers it,
+	// and a call of it is answered by a clear error.
+	if got := names(wireTools(t, srv.body(3))); slices.Contains(got, invoice) {
+		t.Errorf("the removed tool is still offered: %v", got)
+	}
+	if !strings.Contains(string(srv.body(4)), "removed the tool "+invoice+" during this run") {
+		t.Errorf("the call of the removed tool was not told so:\n%s", srv.body(4))
+	}
+
+	// The transcript records the search and the call, each paired.
+	tr, err := store.Load(context.Background(), res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := tr.Context("").Messages
+	calls, results := map[string]string{}, map[string]int{}
+	for _, m := range msgs {
+		for _, c := range m.Content {
+			if c.Type == llm.ContentToolCall {
+				calls[c.ID] = c.Name
+			}
+		}
+		if m.Role == llm.RoleToolResult {
+			results[m.ToolCallID]++
+		}
+	}
+	if calls["call_1"] != tool.SearchToolName || calls["call_2"] != invoice || len(calls) != 4 {
+		t.Errorf("calls in the transcript: %v", calls)
+	}
+	for id := range calls {
+		if results[id] != 1 {
+			t.Errorf("call %s has %d results", id, results[id])
+		}
+	}
+
+	// Resumed: the tools found before are offered again from the start
+	// (the server is a new process, so the removed tool is back).
+	srv.mu.Lock()
+	srv.bodies = nil
+	srv.script = func(int) chatStep { return chatStep{text: "again"} }
+	srv.mu.Unlock()
+	res2, err := rn.Run(context.Background(), Request{Prompt: "and April", Model: model, Info: info,
+		Tools: builtinTools(t), Session: SessionSpec{Cwd: ws, ID: res.SessionID}})
+	if err != nil || !res2.OK() {
+		t.Fatalf("resumed run: %v %+v", err, res2)
+	}
+	if got := names(wireTools(t, srv.body(0))); !slices.Contains(got, invoice) || !slices.Contains(got, "mcp__gen__remove_tool") {
+		t.Errorf("the resumed run offers %v, want the tools found before", got)
+	}
+}
+
+// With tool search off, the same server's definitions go out whole: the
+// measure the catalog is compared with.
+func TestToolSearchOff(t *testing.T) {
+	srv := &chatServer{script: func(int) chatStep { return chatStep{text: "ok"} }}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	info := llm.ModelInfo{Provider: "openai", ID: "big", API: llm.APIOpenAICompletions, ContextWindow: 1_000_000, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	for _, tc := range []struct {
+		mode ToolSearchMode
+		want int
+	}{{ToolSearchOff, 2 + 22}, {ToolSearchAuto, 2 + 22}, {ToolSearchOn, 2 + 1}} {
+		srv.mu.Lock()
+		srv.bodies = nil
+		srv.mu.Unlock()
+		rn := testRunner(&Config{ToolSources: []tool.Source{genServer(20)}})
+		res, err := rn.Run(context.Background(), Request{Prompt: "hi", Model: model, Info: info, Tools: builtinTools(t),
+			ToolSearch: &ToolSearch{Mode: tc.mode}})
+		rn.Close()
+		if err != nil || !res.OK() {
+			t.Fatalf("%s: %v %+v", tc.mode, err, res)
+		}
+		if got := wireTools(t, srv.body(0)); len(got) != tc.want {
+			t.Errorf("%s: %d tools offered, want %d", tc.mode, len(got), tc.want)
+		}
+	}
+}
+
+// A tool an MCP server adds mid-run (list_changed) joins the run: with tool
+// search on, a search finds it and the next request offers it; with it off,
+// the next request offers it at once. The run's policy still decides: a
+// denied tool the server adds is never offered.
+func TestToolSearchServerAddsTools(t *testing.T) {
+	for _, mode := range []ToolSearchMode{ToolSearchOn, ToolSearchOff} {
+		t.Run(string(mode), func(t *testing.T) {
+			srv := &chatServer{script: func(n int) chatStep {
+				switch n {
+				case 1:
+					return chatStep{id: "call_1", name: "mcp__gen__add_tool", args: `{"name":"brand_new"}`}
+				case 2:
+					return chatStep{id: "call_2", name: "mcp__gen__add_tool", args: `{"name":"forbidden"}`}
+				case 3:
+					if mode == ToolSearchOn {
+						return chatStep{id: "call_3", name: tool.SearchToolName, args: `{"query":"brand_new forbidden"}`}
+					}
+				}
+				if n <= 4 {
+					return chatStep{id: "call_4", name: "mcp__gen__brand_new", args: `{"project":"p"}`}
+				}
+				return chatStep{text: "done"}
+			}}
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			info := llm.ModelInfo{Provider: "openai", ID: "m", API: llm.APIOpenAICompletions, ContextWindow: 1_000_000, MaxTokens: 4096}
+			model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+			rn := testRunner(&Config{ToolSources: []tool.Source{genServer(10)}})
+			defer rn.Close()
+			policy := &tool.Policy{Tools: []string{"read", "bash", "mcp__gen__*"}, Deny: []string{"mcp__gen__forbidden"}}
+			res, err := rn.Run(context.Background(), Request{Prompt: "go", Model: model, Info: info, Tools: builtinTools(t),
+				ToolPolicy: policy, ToolSearch: &ToolSearch{Mode: mode}})
+			if err != nil || !res.OK() {
+				t.Fatalf("run: %v %+v", err, res)
+			}
+			last := len(srv.bodies) - 1
+			offered := names(wireTools(t, srv.body(last-1))) // the request that called brand_new
+			if !slices.Contains(offered, "mcp__gen__brand_new") || slices.Contains(offered, "mcp__gen__forbidden") {
+				t.Errorf("offered %v: want the added tool, not the denied one", offered)
+			}
+			if !strings.Contains(string(srv.body(last)), "mcp__gen__brand_new ran with") && !strings.Contains(string(srv.body(last)), "brand_new ran with") {
+				t.Errorf("the added tool did not run:\n%s", srv.body(last))
+			}
+			if mode == ToolSearchOn && strings.Contains(string(srv.body(3)), "mcp__gen__forbidden:") {
+				t.Errorf("the search found the denied tool:\n%s", srv.body(3))
+			}
+			for _, w := range res.Warnings {
+				t.Errorf("warning: %s", w)
+			}
+		})
+	}
+}
+
+// Loop detection counts the calls of a found tool like any other: the
+// same call over and over is warned about, then blocked.
+func TestToolSearchLoopGuard(t *testing.T) {
+	const issue = "mcp__gen__get_issue"
+	srv := &chatServer{script: func(n int) chatStep {
+		switch {
+		case n == 1:
+			return chatStep{id: "call_0", name: tool.SearchToolName, args: `{"query":"get issue"}`}
+		case n <= 22:
+			return chatStep{id: fmt.Sprintf("call_%d", n), name: issue, args: `{"project":"p","id":"7"}`}
+		}
+		return chatStep{text: "done"}
+	}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	info := llm.ModelInfo{Provider: "openai", ID: "m", API: llm.APIOpenAICompletions, ContextWindow: 32_000, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	rn := testRunner(&Config{ToolSources: []tool.Source{genServer(300)}})
+	defer rn.Close()
+	kinds := map[string]int{}
+	res, err := rn.Run(context.Background(), Request{Prompt: "wait for issue 7", Model: model, Info: info, Tools: builtinTools(t),
+		OnEvent: func(ev Event) {
+			if ev.Type == EventLoopDetected && ev.Loop != nil && ev.Loop.Tool == issue {
+				kinds[string(ev.Loop.Kind)]++
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kinds["warning"] == 0 || kinds["block"] == 0 {
+		t.Errorf("loop detection of the found tool: %v (run %s)", kinds, res.Reason)
+	}
+	if !strings.Contains(string(srv.body(len(srv.bodies)-1)), "blocked") {
+		t.Errorf("the model was not told a call was blocked")
+	}
+}
