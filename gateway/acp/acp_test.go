@@ -2,6 +2,7 @@ package acp_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/runner"
 	"github.com/agentloop/agentloop/session"
 )
 
@@ -556,5 +558,73 @@ func TestEditorMCPServers(t *testing.T) {
 	}
 	if _, err := e.conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: "relative/dir", McpServers: []sdk.McpServer{}}); err == nil {
 		t.Fatal("a relative cwd was accepted")
+	}
+}
+
+// How a run ends is the prompt's stop reason: the turn limit is
+// max_turn_requests, a reply cut off at the output limit max_tokens, and a
+// failed run a JSON-RPC error carrying the message people read.
+func TestStopReasons(t *testing.T) {
+	t.Run("max_turn_requests", func(t *testing.T) {
+		e := serve(t, faux.New(faux.Call("", "ls", map[string]any{}), faux.Say("unreachable")), nil, nil)
+		e.adjust = func(q *runner.Request) { q.MaxTurns = 1 }
+		e.initialize()
+		if r := e.prompt(e.newSession(), "list"); r.StopReason != sdk.StopReasonMaxTurnRequests {
+			t.Fatalf("stop reason %s", r.StopReason)
+		}
+	})
+	t.Run("max_tokens", func(t *testing.T) {
+		// The reply and the three continuations the stop chain asks for
+		// are all cut off.
+		cut := faux.Say("half an ans")
+		cut.StopReason = llm.StopReasonLength
+		e := serve(t, faux.New(cut, cut, cut, cut), nil, nil)
+		e.initialize()
+		if r := e.prompt(e.newSession(), "answer"); r.StopReason != sdk.StopReasonMaxTokens {
+			t.Fatalf("stop reason %s", r.StopReason)
+		}
+	})
+	t.Run("error", func(t *testing.T) {
+		e := serve(t, faux.New(faux.Refuse(llm.ReasonAuthPermanent, 401, "invalid x-api-key")), nil, nil)
+		e.initialize()
+		sid := e.newSession()
+		_, err := e.conn.Prompt(t.Context(), sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("hi")}})
+		var re *sdk.RequestError
+		if !errors.As(err, &re) || re.Code != -32603 || !strings.Contains(strings.ToLower(re.Message), "key") {
+			t.Fatalf("error %v, want a JSON-RPC error saying what failed", err)
+		}
+		if promptResult(e.wire.messages()) != "" {
+			t.Fatal("a failed run was answered with a stop reason")
+		}
+	})
+}
+
+// session/new with _meta.agentloop.session opens that session: the next
+// prompt continues its transcript.
+func TestNewSessionMetaSelectsSession(t *testing.T) {
+	store := session.NewJSONLStore(t.TempDir())
+	e := serve(t, faux.New(faux.Say("one"), faux.Say("two")), store, nil)
+	e.initialize()
+	first := e.newSession()
+	e.prompt(first, "hello")
+	resp, err := e.conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: e.cwd, McpServers: []sdk.McpServer{},
+		Meta: map[string]any{"agentloop": map[string]any{"session": string(first)}, "someone.else": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.SessionId != first {
+		t.Fatalf("session %s, want the named %s", resp.SessionId, first)
+	}
+	e.prompt(first, "again")
+	tr, err := store.Load(t.Context(), string(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tr.Context(tr.Leaf).Messages); n != 4 {
+		t.Fatalf("%d messages, want both prompts' 4", n)
+	}
+	if _, err := e.conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: e.cwd, McpServers: []sdk.McpServer{},
+		Meta: map[string]any{"agentloop": map[string]any{"session": "no-such-session"}}}); err == nil {
+		t.Fatal("an unknown session was opened")
 	}
 }

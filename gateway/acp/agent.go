@@ -184,8 +184,18 @@ func (a *agent) Logout(context.Context, sdk.LogoutRequest) (sdk.LogoutResponse, 
 	return sdk.LogoutResponse{}, nil
 }
 
+// NewSession names a new session, created with its first prompt; with
+// _meta {"agentloop": {"session": ID}} it opens that existing session
+// instead (OpenClaw's _meta.sessionKey), without replaying it. Other
+// _meta keys are ignored.
 func (a *agent) NewSession(ctx context.Context, req sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
-	s, err := a.open(ctx, session.NewSessionID(), req.Cwd, req.McpServers, false)
+	var s *sess
+	var err error
+	if id := metaSession(req.Meta); id != "" {
+		s, _, err = a.reopen(ctx, sdk.SessionId(id), req.Cwd, req.McpServers)
+	} else {
+		s, err = a.open(ctx, session.NewSessionID(), req.Cwd, req.McpServers, false)
+	}
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
@@ -395,6 +405,13 @@ func mcpConfig(servers []sdk.McpServer) (mcp.Config, error) {
 		cfg.Servers[name] = sc
 	}
 	return cfg, nil
+}
+
+// metaSession is _meta.agentloop.session, "" when absent.
+func metaSession(meta map[string]any) string {
+	ours, _ := meta["agentloop"].(map[string]any)
+	id, _ := ours["session"].(string)
+	return id
 }
 
 func orString(a, b string) string {

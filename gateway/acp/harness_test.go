@@ -154,6 +154,9 @@ type env struct {
 	cl    *client
 	conn  *sdk.ClientSideConnection
 
+	// adjust, when set before the first prompt, changes each run's request.
+	adjust func(*runner.Request)
+
 	mu     sync.Mutex
 	opened []acp.Session  // what Config.Open was given
 	sets   []acp.Settings // what Config.Request was given
@@ -195,8 +198,12 @@ func serve(t *testing.T, m *faux.Model, store session.Store, cl *client) *env {
 			if err != nil {
 				return acp.Run{}, err
 			}
-			return acp.Run{Request: runner.Request{Model: m, Info: m.ModelInfo(), Tools: reg, SystemPrompt: "You are a test.",
-				Approval: &tool.Approval{Policy: policy}, Timeout: 30 * time.Second}}, nil
+			q := runner.Request{Model: m, Info: m.ModelInfo(), Tools: reg, SystemPrompt: "You are a test.",
+				Approval: &tool.Approval{Policy: policy}, Timeout: 30 * time.Second}
+			if e.adjust != nil {
+				e.adjust(&q)
+			}
+			return acp.Run{Request: q}, nil
 		},
 		Models: []string{"faux/" + m.ModelInfo().ID, "faux/other"},
 	}
