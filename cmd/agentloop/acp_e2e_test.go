@@ -83,8 +83,15 @@ func startACP(t *testing.T, home, ws, base string, ed *editor, args ...string) (
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	conn := sdk.NewClientSideConnection(ed, stdin, stdout)
+	// The logger is set before the connection reads anything (SetLogger
+	// races with a connection already reading).
+	gate := make(chan struct{})
+	conn := sdk.NewClientSideConnection(ed, stdin, readerFunc(func(p []byte) (int, error) {
+		<-gate
+		return stdout.Read(p)
+	}))
 	conn.SetLogger(slog.New(slog.DiscardHandler))
+	close(gate)
 	stopped := false
 	stop := func() string {
 		if stopped {
@@ -256,3 +263,7 @@ func TestE2EACPEditorMCPServer(t *testing.T) {
 		t.Fatalf("asked %d times, kind %q, result %q\n%s", len(ed.asked), kind, result, stop())
 	}
 }
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }

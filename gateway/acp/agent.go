@@ -105,14 +105,19 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		cfg.Models = append([]string{cfg.Model}, cfg.Models...)
 	}
 	a := &agent{cfg: cfg, sessions: map[string]*sess{}}
-	a.conn = sdk.NewAgentSideConnection(a, out, in)
+	// The connection reads (and dispatches, and logs) from the moment it
+	// is made; nothing is read before its logger and a.conn are set.
+	gate := make(chan struct{})
+	conn := sdk.NewAgentSideConnection(a, out, &gatedReader{r: in, gate: gate})
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	a.conn.SetLogger(logger)
+	conn.SetLogger(logger)
+	a.conn = conn
+	close(gate)
 	select {
-	case <-a.conn.Done():
+	case <-conn.Done():
 	case <-ctx.Done():
 	}
 	a.closeAll()
@@ -134,6 +139,17 @@ var (
 	_ sdk.Agent       = (*agent)(nil)
 	_ sdk.AgentLoader = (*agent)(nil)
 )
+
+// gatedReader reads nothing until gate is closed.
+type gatedReader struct {
+	r    io.Reader
+	gate chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.gate
+	return g.r.Read(p)
+}
 
 // closeAll aborts every prompt, waits for them, and closes the Runners.
 func (a *agent) closeAll() {

@@ -217,8 +217,7 @@ func serve(t *testing.T, m *faux.Model, store session.Store, cl *client) *env {
 		aOut.Close()
 	}()
 	e.sent = &wire{w: cOut}
-	e.conn = sdk.NewClientSideConnection(cl, e.sent, cIn)
-	e.conn.SetLogger(slog.New(slog.DiscardHandler))
+	e.conn = quietClient(cl, e.sent, cIn)
 	t.Cleanup(func() {
 		cOut.Close()
 		select {
@@ -317,4 +316,25 @@ func index(steps []string, step string) int {
 		}
 	}
 	return -1
+}
+
+// quietClient is the SDK's client side with its log discarded. Its
+// logger is set before it reads anything (SetLogger races with a
+// connection already reading).
+func quietClient(cl sdk.Client, w io.Writer, r io.Reader) *sdk.ClientSideConnection {
+	gate := make(chan struct{})
+	conn := sdk.NewClientSideConnection(cl, w, gated{r, gate})
+	conn.SetLogger(slog.New(slog.DiscardHandler))
+	close(gate)
+	return conn
+}
+
+type gated struct {
+	r    io.Reader
+	gate chan struct{}
+}
+
+func (g gated) Read(p []byte) (int, error) {
+	<-g.gate
+	return g.r.Read(p)
 }
