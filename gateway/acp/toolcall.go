@@ -34,15 +34,15 @@ func toolKind(name string) sdk.ToolKind {
 // callArgs are the arguments the mapping reads; the tools' own structs
 // stay theirs.
 type callArgs struct {
-	Path     string `json:"path"`
-	Pattern  string `json:"pattern"`
-	Command  string `json:"command"`
-	URL      string `json:"url"`
-	Offset   int    `json:"offset"`
-	Content  string `json:"content"`
-	OldText  string `json:"oldText"`
-	NewText  string `json:"newText"`
-	HasEdits []struct {
+	Path    string `json:"path"`
+	Pattern string `json:"pattern"`
+	Command string `json:"command"`
+	URL     string `json:"url"`
+	Offset  int    `json:"offset"`
+	Content string `json:"content"`
+	OldText string `json:"oldText"`
+	NewText string `json:"newText"`
+	Edits   []struct {
 		OldText string `json:"oldText"`
 		NewText string `json:"newText"`
 	} `json:"edits"`
@@ -134,7 +134,7 @@ func diffs(cwd, name string, a callArgs) []sdk.ToolCallContent {
 		return []sdk.ToolCallContent{sdk.ToolDiffContent(path, a.Content)}
 	case "edit":
 		var out []sdk.ToolCallContent
-		for _, e := range a.HasEdits {
+		for _, e := range a.Edits {
 			out = append(out, sdk.ToolDiffContent(path, e.NewText, e.OldText))
 		}
 		if len(out) == 0 && (a.OldText != "" || a.NewText != "") {
