@@ -628,3 +628,33 @@ func TestNewSessionMetaSelectsSession(t *testing.T) {
 		t.Fatal("an unknown session was opened")
 	}
 }
+
+// There is no plan tool: a task list the model writes in its reply is the
+// editor's plan, sent when the reply ends.
+func TestPlanFromTaskList(t *testing.T) {
+	e := serve(t, faux.New(faux.Say("The plan:\n\n- [x] read the code\n- [ ] write the test\n1. [~] fix the bug\n\nStarting now.")), nil, nil)
+	e.initialize()
+	e.prompt(e.newSession(), "plan it")
+	e.cl.mu.Lock()
+	defer e.cl.mu.Unlock()
+	var plan *sdk.SessionUpdatePlan
+	for _, n := range e.cl.updates {
+		if n.Update.Plan != nil {
+			plan = n.Update.Plan
+		}
+	}
+	if plan == nil {
+		t.Fatal("no plan update")
+	}
+	want := []string{"completed read the code", "pending write the test", "in_progress fix the bug"}
+	var got []string
+	for _, en := range plan.Entries {
+		got = append(got, string(en.Status)+" "+en.Content)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("plan %q, want %q", got, want)
+	}
+	if s := e.wire.steps(); index(s, "plan") < index(s, "agent_message_chunk") {
+		t.Fatalf("the plan came before the reply's text:\n%s", strings.Join(s, "\n"))
+	}
+}

@@ -198,6 +198,7 @@ const (
 	itemToolEnd
 	itemUsage
 	itemAsk
+	itemPlan
 	itemDone
 )
 
@@ -214,6 +215,7 @@ type item struct {
 	details json.RawMessage
 	isError bool
 	usage   llm.Usage
+	plan    []sdk.PlanEntry
 	ask     *ask
 }
 
@@ -308,7 +310,13 @@ func (p *promptRun) onEvent(ev runner.Event) {
 			p.push(item{kind: itemThought, text: a.LLM.Delta})
 		}
 	case loop.EventMessageEnd:
-		if a.Message != nil && a.Message.Role == llm.RoleAssistant && a.Message.Usage != nil {
+		if a.Message == nil || a.Message.Role != llm.RoleAssistant {
+			return
+		}
+		if plan := planOf(a.Message); plan != nil {
+			p.push(item{kind: itemPlan, plan: plan})
+		}
+		if a.Message.Usage != nil {
 			p.push(item{kind: itemUsage, usage: *a.Message.Usage})
 		}
 	case loop.EventToolExecutionStart:
@@ -396,6 +404,8 @@ func (p *promptRun) drain() {
 			p.send(sdk.UpdateAgentThoughtText(it.text))
 		case itemUsage:
 			p.usage(it.usage)
+		case itemPlan:
+			p.send(sdk.UpdatePlan(it.plan...))
 		case itemAsk:
 			p.announce(it.ask.call.ID, it.ask.call.Name, it.ask.call.Args)
 			p.request(it.ask)
