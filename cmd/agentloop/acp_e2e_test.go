@@ -67,7 +67,13 @@ func (e *editor) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitReq
 // which must exit 0 once its stdin ends.
 func startACP(t *testing.T, home, ws, base string, ed *editor, args ...string) (*sdk.ClientSideConnection, func() string) {
 	t.Helper()
-	cmd := exec.Command(builtCLI(t), append([]string{"acp", "--model", "openai/mock-model", "--base-url", base + "/v1"}, args...)...)
+	return startACPWith(t, home, ws, ed, append([]string{"--model", "openai/mock-model", "--base-url", base + "/v1"}, args...)...)
+}
+
+// startACPWith is startACP with only the flags args.
+func startACPWith(t *testing.T, home, ws string, ed *editor, args ...string) (*sdk.ClientSideConnection, func() string) {
+	t.Helper()
+	cmd := exec.Command(builtCLI(t), append([]string{"acp"}, args...)...)
 	cmd.Dir = ws
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AGENTLOOP_HOME=" + home, "OPENAI_API_KEY=sk-mock"}
 	stdin, err := cmd.StdinPipe()
@@ -267,3 +273,40 @@ func TestE2EACPEditorMCPServer(t *testing.T) {
 type readerFunc func([]byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// /compact in an editor runs agentloop compact on the session, and its
+// report is the reply; the model is asked for the summary, not the
+// prompt.
+func TestE2EACPCompactCommand(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	long := strings.Repeat("This is a long answer about the code. ", 300)
+	script := writeFile(t, filepath.Join(t.TempDir(), "s.json"), `{"model":{"contextWindow":16000},"steps":[`+
+		`{"text":"`+long+`"},{"text":"`+long+`"},{"text":"`+long+`"},{"text":"The summary."}]}`)
+	ed := &editor{answer: "allow_once"}
+	conn, stop := startACPWith(t, home, ws, ed, "--script", script)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: ws, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"one", "two", "three", "/compact keep the answers"} {
+		r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: ns.SessionId, Prompt: []sdk.ContentBlock{sdk.TextBlock(p)}})
+		if err != nil || r.StopReason != sdk.StopReasonEndTurn {
+			t.Fatalf("%s: %v %v\n%s", p, r.StopReason, err, stop())
+		}
+	}
+	ed.mu.Lock()
+	last := ed.updates[len(ed.updates)-1]
+	commands := ed.updates[0].AvailableCommandsUpdate
+	ed.mu.Unlock()
+	if commands == nil || len(commands.AvailableCommands) != 5 || commands.AvailableCommands[0].Name != "compact" {
+		t.Fatalf("commands %+v", commands)
+	}
+	if last.AgentMessageChunk == nil || !strings.HasPrefix(last.AgentMessageChunk.Content.Text.Text, "compacted session "+string(ns.SessionId)) {
+		t.Fatalf("the /compact reply: %+v\n%s", last, stop())
+	}
+}
