@@ -36,9 +36,6 @@ editor's permission dialog.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.idleGiven = cmd.Flags().Changed("idle-timeout")
-			if !cmd.Flags().Changed("approve") {
-				f.approve = tool.ApprovalModeAsk
-			}
 			return serveACP(cmd.Context(), env, f, offered)
 		},
 	}
@@ -46,6 +43,9 @@ editor's permission dialog.`,
 	addModelFlags(fl, f)
 	addToolFlags(fl, f)
 	addLimitFlags(fl, f)
+	// An editor has a permission dialog: ask is the default here.
+	f.approve = tool.ApprovalModeAsk
+	fl.Lookup("approve").DefValue = tool.ApprovalModeAsk
 	fl.StringSliceVar(&offered, "offer-model", nil, "models (provider/id, comma-separated) the editor may switch to, besides --model")
 	return cmd
 }
