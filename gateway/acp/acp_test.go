@@ -658,3 +658,22 @@ func TestPlanFromTaskList(t *testing.T) {
 		t.Fatalf("the plan came before the reply's text:\n%s", strings.Join(s, "\n"))
 	}
 }
+
+// The caller's Session.Opened still hears of the session the agent picks
+// (the CLI moves bash's spill directory beside the transcript with it).
+func TestRequestOpenedKept(t *testing.T) {
+	e := serve(t, faux.New(faux.Say("hi")), nil, nil)
+	opened := make(chan string, 1)
+	e.adjust = func(q *runner.Request) { q.Session.Opened = func(id, _ string) { opened <- id } }
+	e.initialize()
+	sid := e.newSession()
+	e.prompt(sid, "hello")
+	select {
+	case id := <-opened:
+		if id != string(sid) {
+			t.Fatalf("Opened(%s), want %s", id, sid)
+		}
+	default:
+		t.Fatal("Opened was not called")
+	}
+}

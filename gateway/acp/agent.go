@@ -45,8 +45,8 @@ type Settings struct {
 
 // Run is one prompt's run, as Config.Request builds it.
 type Run struct {
-	// Request is the run. The agent sets its Prompt, Images, Session and
-	// OnEvent, and wraps its Approval: the Policy (nil means
+	// Request is the run. The agent sets its Prompt, Images, Session (its
+	// Lock and Opened are kept) and OnEvent, and wraps its Approval: the Policy (nil means
 	// tool.ApproveAuto) still decides first, and an ask goes to the editor.
 	Request runner.Request
 	// Done, when set, is called once the run has ended, to release what

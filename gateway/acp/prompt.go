@@ -109,7 +109,9 @@ func (s *sess) prompt(ctx context.Context, send func(sdk.SessionUpdate), text st
 	}()
 
 	q.Prompt, q.Images = text, images
-	q.Session = s.spec(ctx)
+	spec := s.spec(ctx)
+	spec.Lock, spec.Opened = q.Session.Lock, q.Session.Opened // the caller's, if any
+	q.Session = spec
 	q.OnEvent = p.onEvent
 	var base tool.Approval
 	if q.Approval != nil {
