@@ -677,3 +677,35 @@ func TestRequestOpenedKept(t *testing.T) {
 		t.Fatal("Opened was not called")
 	}
 }
+
+// A prompt sent while another runs in the same session replaces it: the
+// first ends cancelled (the SDK cancels it), the second runs after it.
+func TestNewerPromptReplacesRunning(t *testing.T) {
+	m := faux.New(faux.Call("", "bash", map[string]any{"command": "sleep 30"}), faux.Say("second"))
+	e := serve(t, m, nil, nil)
+	e.initialize()
+	sid := e.newSession()
+	e.setMode(sid, "auto")
+	first := make(chan sdk.PromptResponse, 1)
+	go func() {
+		r, err := e.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("wait")}})
+		if err != nil {
+			t.Error(err)
+		}
+		first <- r
+	}()
+	for index(e.wire.steps(), "tool_call_update call_1_0 in_progress") < 0 {
+		time.Sleep(5 * time.Millisecond) // waiting for the subprocess to start
+	}
+	if r := e.prompt(sid, "instead"); r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("the newer prompt ended %s", r.StopReason)
+	}
+	select {
+	case r := <-first:
+		if r.StopReason != sdk.StopReasonCancelled {
+			t.Fatalf("the replaced prompt ended %s", r.StopReason)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the replaced prompt never answered")
+	}
+}
