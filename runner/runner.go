@@ -217,6 +217,11 @@ type SessionSpec struct {
 	Continue bool
 	// Fork copies session Fork into a new session and runs on the copy.
 	Fork string
+	// NewID creates a new session with this id, for a caller that named
+	// the session before its first run (an editor's ACP session/new gets
+	// its id at once, and the transcript only exists from the first
+	// prompt on). The id must not name an existing session.
+	NewID string
 	// Cwd is the working directory sessions belong to; "" means the
 	// process's.
 	Cwd string

@@ -129,6 +129,34 @@ func TestSeqAcrossRunsOfASession(t *testing.T) {
 	}
 }
 
+// A session named before its first run (ACP's session/new) is created
+// under that name; the next run opens it by that name.
+func TestSessionNewIDCreatesNamedSession(t *testing.T) {
+	store := session.NewJSONLStore(t.TempDir())
+	r := newRunner(t, runner.Config{Store: store})
+	m := faux.New(faux.Say("one"), faux.Say("two"))
+	id := session.NewSessionID()
+	cwd := t.TempDir()
+	res, err := r.Run(t.Context(), runner.Request{Prompt: "first", Model: m, Session: runner.SessionSpec{NewID: id, Cwd: cwd}})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	if res.SessionID != id {
+		t.Fatalf("session %q, want the named %q", res.SessionID, id)
+	}
+	res, err = r.Run(t.Context(), runner.Request{Prompt: "second", Model: m, Session: runner.SessionSpec{ID: id, Cwd: cwd}})
+	if err != nil || !res.OK() {
+		t.Fatal(err, res)
+	}
+	tr, err := store.Load(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tr.Context(tr.Leaf).Messages); n != 4 {
+		t.Fatalf("the named session holds %d messages, want 4", n)
+	}
+}
+
 // Close aborts what runs, waits for it, and refuses new runs; the package's
 // goleak check then finds nothing left.
 func TestCloseAbortsRuns(t *testing.T) {

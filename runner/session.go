@@ -35,6 +35,8 @@ func (s *run) resolveSession(ctx context.Context) (sessID, source string, create
 		sessID, source = id, "resume"
 	case p.Session.ID != "":
 		sessID, source = p.Session.ID, "resume"
+	case p.Session.NewID != "":
+		sessID, source, create = p.Session.NewID, "startup", true
 	case p.Session.Continue:
 		info, err := session.Latest(ctx, store, p.Session.Cwd)
 		switch {

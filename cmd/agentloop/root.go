@@ -24,6 +24,7 @@ Try it offline on the scripted model:
 	})
 	root.AddCommand(
 		newRunCmd(env),
+		newACPCmd(env),
 		newHooksCmd(env),
 		newTrustCmd(env),
 		newSessionsCmd(env),

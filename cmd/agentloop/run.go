@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/auth"
 	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/provider"
 	"github.com/agentloop/agentloop/loopguard"
 	"github.com/agentloop/agentloop/prompt"
 	"github.com/agentloop/agentloop/runner"
@@ -104,45 +106,63 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 		},
 	}
 	fl := cmd.Flags()
+	fl.BoolVar(&f.json, "json", false, "print every event as one JSON line")
+	fl.StringVar(&f.cwd, "cwd", "", "workspace root (default: the current directory)")
+	fl.BoolVar(&f.noSession, "no-session", false, "do not keep a transcript of this run")
+	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the latest session of this directory")
+	fl.StringVar(&f.session, "session", "", "continue the session with this id (or prefix, or file path)")
+	fl.StringVar(&f.fork, "fork", "", "copy the session with this id and continue the copy")
+	addModelFlags(fl, f)
+	addToolFlags(fl, f)
+	addLimitFlags(fl, f)
+	addClaudeFlags(fl, f)
+	return cmd
+}
+
+// addModelFlags adds the flags that choose and reach the model, shared by
+// run and acp.
+func addModelFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVarP(&f.model, "model", "m", "", "model as provider/id (faux/demo runs offline); default: the first provider whose API key is set")
 	fl.StringVar(&f.script, "script", "", "JSON script for the faux model (docs/faux.md)")
 	fl.StringVar(&f.baseURL, "base-url", "", "override the provider's base URL")
 	fl.StringVar(&f.modelsFile, "models", "", "models file adding providers (default $AGENTLOOP_HOME/models.json)")
 	fl.StringVar(&f.thinking, "thinking", "", "thinking level: off, minimal, low, medium, high, xhigh")
-	fl.BoolVar(&f.json, "json", false, "print every event as one JSON line")
-	fl.StringVar(&f.cwd, "cwd", "", "workspace root (default: the current directory)")
-	fl.IntVar(&f.maxTurns, "max-turns", agent.DefaultMaxTurns, "stop after this many model calls (0: no limit)")
-	fl.StringVar(&f.systemPrompt, "system-prompt", "", "replace the default system prompt")
-	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "append to the system prompt")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", 0, "fail a model call that sends nothing for this long (0: never; when not given, 120s)")
+	fl.StringSliceVar(&f.fallbacks, "fallback", nil, "models (provider/id, comma-separated) to switch to, in order, when the model cannot serve the run; default: \"fallbacks\" of $AGENTLOOP_HOME/settings.json")
+	fl.StringSliceVar(&f.fallbacks, "fallback-model", nil, "same as --fallback")
+	_ = fl.MarkHidden("fallback-model")
+	fl.DurationVar(&f.retryBase, "retry-base", 0, "first wait before retrying a transient failure (default 2s)")
+	_ = fl.MarkHidden("retry-base") // for tests against scripted servers
+}
+
+// addToolFlags adds the flags that choose the tools, their approval, the
+// hooks and the MCP servers, shared by run and acp.
+func addToolFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringSliceVar(&f.tools, "tools", nil, "use exactly these tools (comma-separated)")
 	fl.BoolVar(&f.noTools, "no-tools", false, "offer no tools")
 	fl.StringVar(&f.profile, "profile", "coding", "tool profile: readonly, coding, full")
 	fl.BoolVar(&f.readOnly, "read-only", false, "remove every tool that can change files")
 	fl.StringVar(&f.approve, "approve", tool.ApprovalModeAuto, "tool approval: auto, ask, never")
 	fl.BoolVar(&f.sandbox, "sandbox", false, "run bash inside a bubblewrap sandbox (Linux)")
-	fl.BoolVar(&f.noSession, "no-session", false, "do not keep a transcript of this run")
-	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the latest session of this directory")
-	fl.StringVar(&f.session, "session", "", "continue the session with this id (or prefix, or file path)")
-	fl.StringVar(&f.fork, "fork", "", "copy the session with this id and continue the copy")
-	fl.StringVar(&f.sessionDir, "session-dir", "", "where sessions are kept (default $AGENTLOOP_HOME/sessions)")
 	fl.BoolVar(&f.trust, "trust", false, "trust the workspace for this run: run its hooks and .mcp.json servers")
 	fl.BoolVar(&f.noHooks, "no-hooks", false, "run no command hooks from settings files")
 	fl.StringSliceVar(&f.mcpConfig, "mcp-config", nil, "also start the MCP servers of this .mcp.json file (repeatable)")
 	fl.BoolVar(&f.noMCP, "no-mcp", false, "start no MCP servers")
+	fl.BoolVar(&f.noLoopGuard, "no-loop-detection", false, "do not warn about or block a tool call repeated over and over")
 	fl.StringVar(&f.toolSearch, "tool-search", string(runner.ToolSearchAuto), "offer MCP tools through a tool_search tool: auto (when their definitions pass --tool-search-threshold of the context window), on, off")
 	fl.Float64Var(&f.toolSearchPercent, "tool-search-threshold", runner.DefaultToolSearchPercent, "with --tool-search auto: the share of the context window, in percent, the tool definitions may take")
+}
+
+// addLimitFlags adds the flags that bound a run and shape its prompt, and
+// where sessions are kept, shared by run and acp.
+func addLimitFlags(fl *pflag.FlagSet, f *runFlags) {
+	fl.IntVar(&f.maxTurns, "max-turns", agent.DefaultMaxTurns, "stop after this many model calls (0: no limit)")
+	fl.StringVar(&f.systemPrompt, "system-prompt", "", "replace the default system prompt")
+	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "append to the system prompt")
+	fl.StringVar(&f.sessionDir, "session-dir", "", "where sessions are kept (default $AGENTLOOP_HOME/sessions)")
 	fl.Float64Var(&f.maxCost, "max-cost", 0, "stop the run once it has cost more than this many USD")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "stop the run once it has used more than this many tokens")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (default 10m, extended once while compacting)")
-	fl.DurationVar(&f.idleTimeout, "idle-timeout", 0, "fail a model call that sends nothing for this long (0: never; when not given, 120s)")
-	fl.StringSliceVar(&f.fallbacks, "fallback", nil, "models (provider/id, comma-separated) to switch to, in order, when the model cannot serve the run; default: \"fallbacks\" of $AGENTLOOP_HOME/settings.json")
-	fl.StringSliceVar(&f.fallbacks, "fallback-model", nil, "same as --fallback")
-	_ = fl.MarkHidden("fallback-model")
-	fl.BoolVar(&f.noLoopGuard, "no-loop-detection", false, "do not warn about or block a tool call repeated over and over")
-	fl.DurationVar(&f.retryBase, "retry-base", 0, "first wait before retrying a transient failure (default 2s)")
-	_ = fl.MarkHidden("retry-base") // for tests against scripted servers
-	addClaudeFlags(fl, f)
-	return cmd
 }
 
 // runAgent is `agentloop run`: it resolves what the flags name and hands
@@ -176,18 +196,9 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if !f.noSession && (f.cont || f.session != "") {
 		cwd = resumeSession(ctx, env, f, session.NewJSONLStore(sessionsDir(f, home)), cwd)
 	}
-	var thinking llm.ThinkingLevel
-	if f.thinking != "" {
-		l, ok := llm.ParseThinkingLevel(f.thinking)
-		if !ok {
-			return usageError{fmt.Errorf("--thinking %q: use one of off, minimal, low, medium, high, xhigh", f.thinking)}
-		}
-		thinking = l
-	}
-
-	idle := time.Duration(-1)
-	if f.idleGiven {
-		idle = f.idleTimeout
+	thinking, idle, err := f.thinkingAndIdle()
+	if err != nil {
+		return err
 	}
 	resolved, err := resolveModel(ctx, env, f, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain))
 	if err != nil {
@@ -200,125 +211,16 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		fmt.Fprintln(env.stderr, "agentloop: warning:", w)
 	}
 
-	settings, err := settingsTools(home)
+	plan, err := prepareRun(ctx, env, f, home, cwd, resolved, thinking, idle)
 	if err != nil {
 		return err
 	}
-	keepKeysFromTools(env, f, home, resolved, &settings.ToolEnv)
-	spill, err := newRunSpill()
-	if err != nil {
-		return err
-	}
-	defer spill.close()
-	reg, err := buildTools(ctx, f, cwd, settings, spill)
-	if err != nil {
-		return err
-	}
-	policy, err := toolPolicy(f)
-	if err != nil {
-		return usageError{err}
-	}
-	rules, err := permissionRules(env, home, cwd, f.trust)
-	if err != nil {
-		return err
-	}
-	policy.Deny = append(policy.Deny, rules.DeniedTools()...)
-	policy.Deny = append(policy.Deny, f.disallowedTools...) // a bare deny ("Bash") offers no such tool
-	// The runner applies the policy to every tool once the MCP servers are
-	// up; the built-in part is applied here too, for the system prompt and
-	// to refuse a misspelt tool name before anything starts.
-	offered, err := builtinPolicy(policy).Apply(reg)
-	if err != nil {
-		return usageError{err}
-	}
-	approval, err := newApproval(env, f.approve)
-	if err != nil {
-		return usageError{err}
-	}
-	// Permission rules of the settings files decide before --approve.
-	if rules != nil {
-		approval.Policy = rules.Policy(approval.Policy)
-	}
-
-	system, _, err := prompt.Build(prompt.Options{
-		Tools: offered.Specs(), Workspace: cwd, Home: home,
-		Replace: f.systemPrompt, Append: f.appendSystemPrompt,
-	})
-	if err != nil {
-		return err
-	}
-
-	maxTurns := f.maxTurns
-	if maxTurns == 0 {
-		maxTurns = -1
-	}
-	cfg := runner.Config{
-		Hooks: &hook.LoadOptions{Home: home, Workspace: cwd, ClaudeHome: claudeHome(env), Trust: f.trust, NoHooks: f.noHooks},
-		// The run's own model writes the summaries of compaction: no Model
-		// means the one the run is on, after a profile rotation or a
-		// fallback too.
-		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{}},
-	}
-	q := runner.Request{
-		Prompt: up.text, Images: up.images, Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
-		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
-		Approval: approval,
-		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
-	}
-	cfg.ResolveModel = func(ctx context.Context, prov, model string) (llm.Model, llm.ModelInfo, error) {
-		g := *f
-		g.model = prov + "/" + model
-		r, err := resolveModel(ctx, env, &g, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain))
-		if err != nil {
-			return nil, llm.ModelInfo{}, err
-		}
-		return r.Model, r.Info, nil
-	}
-	// Cooldowns and learned context windows live in
-	// $AGENTLOOP_HOME/auth-state.json, shared with every other agentloop
-	// process (and agentloop auth status).
-	store, err := auth.Open(&auth.Config{Path: filepath.Join(home, auth.StateFileName)})
-	if err != nil {
-		return err
-	}
-	cfg.Windows = store
-	if profiles := authProfiles(f, home, resolved); len(profiles) > 1 {
-		cfg.Auth = store
-		q.AuthProfiles = profiles
-		q.UseProfile = func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error) {
-			r, err := resolveModelProfile(ctx, env, f, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain), profile)
-			if err != nil {
-				return nil, llm.ModelInfo{}, err
-			}
-			return r.Model, r.Info, nil
-		}
-	}
-	q.FallbackModels = f.fallbacks
-	if len(q.FallbackModels) == 0 {
-		if q.FallbackModels, err = settingsFallbacks(home); err != nil {
-			return err
-		}
-	}
-	if f.noLoopGuard {
-		cfg.LoopGuard = &loopguard.Config{Disabled: true}
-	}
-	tsMode, _ := runner.ParseToolSearchMode(f.toolSearch) // checked by checkRunFlags
-	q.ToolSearch = &runner.ToolSearch{Mode: tsMode, Percent: f.toolSearchPercent}
-	if f.retryBase > 0 {
-		q.Retry = &runner.RetryPolicy{Base: f.retryBase}
-	}
+	defer plan.spill.close()
+	cfg, q := plan.cfg, plan.q
+	q.Prompt, q.Images = up.text, up.images
 	if !f.noSession {
-		cfg.Store = session.NewJSONLStore(sessionsDir(f, home))
-		q.Session = runner.SessionSpec{Cwd: cwd, ID: f.session, Continue: f.cont, Fork: f.fork, Opened: spill.opened}
+		q.Session.ID, q.Session.Continue, q.Session.Fork = f.session, f.cont, f.fork
 	}
-	mcpServers, err := mcpSource(env, f, home, cwd, settings.ToolEnv)
-	if err != nil {
-		return err
-	}
-	if mcpServers != nil {
-		cfg.ToolSources = []tool.Source{mcpServers}
-	}
-
 	if len(q.FallbackModels) == 0 {
 		if err := checkLocalServer(resolved.Info); err != nil {
 			return exitError{code: exitFailed, msg: err.Error()}
@@ -351,6 +253,169 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	}
 	pr.finish(res)
 	return runOutcome(ctx, res)
+}
+
+// thinkingAndIdle are --thinking's level ("" when not given) and the
+// model calls' idle timeout (-1 when --idle-timeout was not given).
+func (f *runFlags) thinkingAndIdle() (llm.ThinkingLevel, time.Duration, error) {
+	var thinking llm.ThinkingLevel
+	if f.thinking != "" {
+		l, ok := llm.ParseThinkingLevel(f.thinking)
+		if !ok {
+			return "", 0, usageError{fmt.Errorf("--thinking %q: use one of off, minimal, low, medium, high, xhigh", f.thinking)}
+		}
+		thinking = l
+	}
+	idle := time.Duration(-1)
+	if f.idleGiven {
+		idle = f.idleTimeout
+	}
+	return thinking, idle, nil
+}
+
+// runPlan is a run prepared from the flags: the Runner's Config and the
+// Request, and the spill directory the request's bash writes to (the
+// caller closes it once the run is over).
+type runPlan struct {
+	cfg     runner.Config
+	q       runner.Request
+	spill   *runSpill
+	toolEnv toolEnvSettings // what the tools' environment keeps out
+}
+
+// prepareRun builds the run the flags describe in workspace cwd, on the
+// resolved model: its tools and their policy, approval, permission rules,
+// system prompt, hooks, MCP servers, auth profiles, fallbacks and limits.
+// The Request has no prompt yet, and a new session (run sets the one
+// --continue, --session or --fork names). agentloop run and agentloop acp
+// (once per prompt) share it.
+func prepareRun(ctx context.Context, env *cliEnv, f *runFlags, home, cwd string, resolved *provider.Resolved, thinking llm.ThinkingLevel, idle time.Duration) (plan *runPlan, err error) {
+	ok := false
+	settings, err := settingsTools(home)
+	if err != nil {
+		return nil, err
+	}
+	keepKeysFromTools(env, f, home, resolved, &settings.ToolEnv)
+	spill, err := newRunSpill()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if !ok {
+			spill.close()
+		}
+	}()
+	reg, err := buildTools(ctx, f, cwd, settings, spill)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := toolPolicy(f)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	rules, err := permissionRules(env, home, cwd, f.trust)
+	if err != nil {
+		return nil, err
+	}
+	policy.Deny = append(policy.Deny, rules.DeniedTools()...)
+	policy.Deny = append(policy.Deny, f.disallowedTools...) // a bare deny ("Bash") offers no such tool
+	// The runner applies the policy to every tool once the MCP servers are
+	// up; the built-in part is applied here too, for the system prompt and
+	// to refuse a misspelt tool name before anything starts.
+	offered, err := builtinPolicy(policy).Apply(reg)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	approval, err := newApproval(env, f.approve)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	// Permission rules of the settings files decide before --approve.
+	if rules != nil {
+		approval.Policy = rules.Policy(approval.Policy)
+	}
+
+	system, _, err := prompt.Build(prompt.Options{
+		Tools: offered.Specs(), Workspace: cwd, Home: home,
+		Replace: f.systemPrompt, Append: f.appendSystemPrompt,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	maxTurns := f.maxTurns
+	if maxTurns == 0 {
+		maxTurns = -1
+	}
+	cfg := runner.Config{
+		Hooks: &hook.LoadOptions{Home: home, Workspace: cwd, ClaudeHome: claudeHome(env), Trust: f.trust, NoHooks: f.noHooks},
+		// The run's own model writes the summaries of compaction: no Model
+		// means the one the run is on, after a profile rotation or a
+		// fallback too.
+		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{}},
+	}
+	q := runner.Request{
+		Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
+		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
+		Approval: approval,
+		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
+	}
+	cfg.ResolveModel = func(ctx context.Context, prov, model string) (llm.Model, llm.ModelInfo, error) {
+		g := *f
+		g.model = prov + "/" + model
+		r, err := resolveModel(ctx, env, &g, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain))
+		if err != nil {
+			return nil, llm.ModelInfo{}, err
+		}
+		return r.Model, r.Info, nil
+	}
+	// Cooldowns and learned context windows live in
+	// $AGENTLOOP_HOME/auth-state.json, shared with every other agentloop
+	// process (and agentloop auth status).
+	store, err := auth.Open(&auth.Config{Path: filepath.Join(home, auth.StateFileName)})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Windows = store
+	if profiles := authProfiles(f, home, resolved); len(profiles) > 1 {
+		cfg.Auth = store
+		q.AuthProfiles = profiles
+		q.UseProfile = func(ctx context.Context, profile string) (llm.Model, llm.ModelInfo, error) {
+			r, err := resolveModelProfile(ctx, env, f, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain), profile)
+			if err != nil {
+				return nil, llm.ModelInfo{}, err
+			}
+			return r.Model, r.Info, nil
+		}
+	}
+	q.FallbackModels = f.fallbacks
+	if len(q.FallbackModels) == 0 {
+		if q.FallbackModels, err = settingsFallbacks(home); err != nil {
+			return nil, err
+		}
+	}
+	tsMode, _ := runner.ParseToolSearchMode(f.toolSearch) // checked by checkRunFlags
+	q.ToolSearch = &runner.ToolSearch{Mode: tsMode, Percent: f.toolSearchPercent}
+	if f.noLoopGuard {
+		cfg.LoopGuard = &loopguard.Config{Disabled: true}
+	}
+	if f.retryBase > 0 {
+		q.Retry = &runner.RetryPolicy{Base: f.retryBase}
+	}
+	if !f.noSession {
+		cfg.Store = session.NewJSONLStore(sessionsDir(f, home))
+		q.Session = runner.SessionSpec{Cwd: cwd, Opened: spill.opened}
+	}
+	mcpServers, err := mcpSource(env, f, home, cwd, settings.ToolEnv)
+	if err != nil {
+		return nil, err
+	}
+	if mcpServers != nil {
+		cfg.ToolSources = []tool.Source{mcpServers}
+	}
+
+	ok = true
+	return &runPlan{cfg: cfg, q: q, spill: spill, toolEnv: settings.ToolEnv}, nil
 }
 
 // checkRunFlags refuses flag values and combinations that make no sense.
@@ -405,12 +470,17 @@ func mcpSource(env *cliEnv, f *runFlags, home, cwd string, toolEnv toolEnvSettin
 	if len(cfg.Servers) == 0 {
 		return nil, nil
 	}
-	// The servers are the user's own (a trusted workspace, their home, a
-	// file they named): a tool they annotate readOnlyHint counts as
-	// read-only, for --read-only, the readonly profile, approval and early
-	// start alike. They run without the secrets of the environment.
-	return &mcp.Source{Config: cfg, Options: &mcp.Options{Logger: slog.New(slog.DiscardHandler), TrustAnnotations: true,
-		EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow, Secrets: toolEnv.secrets}}, nil
+	return &mcp.Source{Config: cfg, Options: mcpOptions(toolEnv)}, nil
+}
+
+// mcpOptions are the options of the user's MCP servers. The servers are
+// the user's own (a trusted workspace, their home, a file they named, the
+// editor they run): a tool they annotate readOnlyHint counts as read-only,
+// for --read-only, the readonly profile, approval and early start alike.
+// They run without the secrets of the environment.
+func mcpOptions(toolEnv toolEnvSettings) *mcp.Options {
+	return &mcp.Options{Logger: slog.New(slog.DiscardHandler), TrustAnnotations: true,
+		EnvDeny: toolEnv.Deny, EnvAllow: toolEnv.Allow, Secrets: toolEnv.secrets}
 }
 
 // runOutcome maps how a run ended to the exit code.
