@@ -73,8 +73,8 @@ func (s *Server) Command(ctx context.Context, id string, req CommandRequest) (Co
 		s.mu.Lock()
 		busy := ss.active != nil || len(ss.queue) > 0
 		rs := RunSettings{SessionID: ss.id, Cwd: ss.cwd, Model: ss.model, Thinking: ss.thinking}
-		persisted := ss.persisted
 		s.mu.Unlock()
+		persisted := s.isPersisted(ctx, ss)
 		if busy {
 			return CommandResult{}, errorf(CodeSessionBusy, "session %s has a run in progress; compact it when the run has ended", ss.id)
 		}

@@ -41,8 +41,9 @@ type serverOpt func(*Config, *testServer)
 func newTestServer(t *testing.T, steps []faux.Step, opts ...serverOpt) *testServer {
 	t.Helper()
 	tsv := &testServer{t: t, model: faux.New(steps...), cwd: t.TempDir()}
+	tsv.model.Now = fixedNow
 	tsv.store = session.NewJSONLStore(t.TempDir())
-	rn, err := runner.New(runner.Config{Store: tsv.store, Now: func() int64 { return 1_700_000_000_000 }})
+	rn, err := runner.New(runner.Config{Store: tsv.store, Now: fixedNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,4 +276,30 @@ func types(ms []sseMsg) []string {
 	return out
 }
 
+func fixedNow() int64 { return 1_700_000_000_000 }
+
 func userText(s string) llm.Message { return llm.UserText(s) }
+
+// runToIdle runs text on a session and waits until the session is idle
+// again (its last event, session_status idle, sent).
+func (tsv *testServer) runToIdle(sessionID, text, key string) (RunInfo, []sseMsg) {
+	tsv.t.Helper()
+	var v Session
+	tsv.do("GET", "/v1/sessions/"+sessionID, nil, &v)
+	st := tsv.events("/v1/sessions/"+sessionID+"/events?after="+strconv.FormatInt(v.HeadSeq, 10), nil)
+	defer st.close()
+	info, code := tsv.startRun(sessionID, text, key, "")
+	if code != http.StatusAccepted {
+		tsv.t.Fatalf("start run: %d", code)
+	}
+	var got []sseMsg
+	for {
+		ms := st.until(tsv.t, EventSessionStatus)
+		got = append(got, ms...)
+		if m := ms[len(ms)-1]; m.fields(tsv.t)["status"] == StatusIdle {
+			return info, got
+		}
+	}
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -225,9 +225,9 @@ func (s *Server) launch(rs *runState) {
 	ss := rs.sess
 	s.mu.Lock()
 	settings := RunSettings{SessionID: ss.id, Cwd: ss.cwd, Model: ss.model, Thinking: ss.thinking}
-	isNew := !ss.persisted
 	s.mu.Unlock()
 	ctx := context.Background()
+	isNew := !s.isPersisted(ctx, ss)
 	q, err := s.cfg.Prepare(ctx, settings)
 	if err == nil {
 		q.Prompt, q.Images = rs.input.text, rs.input.images
