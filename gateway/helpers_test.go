@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -32,6 +33,8 @@ type testServer struct {
 	cwd    string
 	token  string
 	policy tool.ApprovalPolicy
+	// connContext, when set, is the http.Server's ConnContext.
+	connContext func(context.Context, net.Conn) context.Context
 }
 
 type serverOpt func(*Config, *testServer)
@@ -66,7 +69,11 @@ func newTestServer(t *testing.T, steps []faux.Step, opts ...serverOpt) *testServ
 		t.Fatal(err)
 	}
 	tsv.s = s
-	tsv.ts = httptest.NewServer(s.Handler())
+	tsv.ts = httptest.NewUnstartedServer(s.Handler())
+	if tsv.connContext != nil {
+		tsv.ts.Config.ConnContext = tsv.connContext
+	}
+	tsv.ts.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -303,3 +310,5 @@ func (tsv *testServer) runToIdle(sessionID, text, key string) (RunInfo, []sseMsg
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

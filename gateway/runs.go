@@ -343,14 +343,21 @@ func (s *Server) finish(rs *runState, persisted bool) {
 	s.mu.Unlock()
 	ss.emu.Lock()
 	ss.lastEnd = s.clk.Now()
+	ss.emu.Unlock()
+	if next != nil {
+		s.launch(next)
+	} else {
+		s.emitStatus(ss)
+	}
+	s.persistSeq(ss)
+}
+
+// persistSeq keeps the session's last seq in Config.StateDir.
+func (s *Server) persistSeq(ss *sessionState) {
+	ss.emu.Lock()
 	seq := ss.seq
 	ss.emu.Unlock()
 	s.saveSeq(ss.id, seq)
-	if next != nil {
-		s.launch(next)
-		return
-	}
-	s.emitStatus(ss)
 }
 
 // finishUnstarted ends a run that never reached the runner: it failed to

@@ -203,6 +203,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.streams.Wait()
 	s.wg.Wait()
+	s.mu.Lock()
+	all := make([]*sessionState, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range all {
+		s.persistSeq(ss)
+	}
 	return err
 }
 
