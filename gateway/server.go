@@ -68,8 +68,10 @@ type Config struct {
 	// returned Approval must be the run's own (it remembers "always"
 	// answers), and its Ask is replaced by the Server's.
 	Prepare func(ctx context.Context, rs RunSettings) (runner.Request, error)
-	// Compact compacts a session now (the compact command); nil refuses
-	// the command. It returns a sentence saying what was done.
+	// Compact compacts a session now (the compact command), returning a
+	// sentence saying what was done; nil summarises with the model
+	// Prepare gives the session's runs (runner.CompactSession), without
+	// hooks.
 	Compact func(ctx context.Context, rs RunSettings, instructions string) (string, error)
 	// CheckModel, when set, vets a model name of the model command or of a
 	// session's creation.
