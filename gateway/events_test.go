@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/agentloop/agentloop/clock"
 	"github.com/agentloop/agentloop/llm/faux"
 	"github.com/agentloop/agentloop/runner"
 	"github.com/agentloop/agentloop/session"
@@ -183,5 +187,54 @@ func TestResyncForOldID(t *testing.T) {
 		if m.event == EventResync || m.seq() != v.HeadSeq-3+i {
 			t.Fatalf("replay %d: %+v", i, m)
 		}
+	}
+}
+
+// manualClock is the real clock whose AfterFunc waits until fire.
+type manualClock struct {
+	clock.Real
+	mu  sync.Mutex
+	fns []func()
+}
+
+func (c *manualClock) AfterFunc(_ time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := len(c.fns)
+	c.fns = append(c.fns, f)
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		stopped := c.fns[i] != nil
+		c.fns[i] = nil
+		return stopped
+	}
+}
+
+// fire runs the timers not stopped.
+func (c *manualClock) fire() {
+	c.mu.Lock()
+	fns := slices.Clone(c.fns)
+	clear(c.fns)
+	c.mu.Unlock()
+	for _, f := range fns {
+		if f != nil {
+			f()
+		}
+	}
+}
+
+// An idle session's ring is dropped Ring.Keep after its last run: a
+// client resuming then gets a resync. A run that starts in time keeps it.
+func TestRingExpiresWhenIdle(t *testing.T) {
+	clk := &manualClock{}
+	tsv := newTestServer(t, []faux.Step{faux.Say("one"), faux.Say("two")}, func(c *Config, _ *testServer) { c.Clock = clk })
+	sess := tsv.newSession()
+	tsv.runToIdle(sess.ID, "go", "a")
+	tsv.runToIdle(sess.ID, "go", "b") // its start stopped the first timer
+	clk.fire()
+	st := tsv.events("/v1/sessions/"+sess.ID+"/events?after=1", nil)
+	if m := <-st.msgs; m.event != EventResync {
+		t.Fatalf("after the ring expired: %+v", m)
 	}
 }

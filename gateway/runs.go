@@ -223,6 +223,7 @@ func (s *Server) checkSettings(ctx context.Context, model, thinking string) *Err
 // launched.
 func (s *Server) launch(rs *runState) {
 	ss := rs.sess
+	ss.cancelExpiry()
 	s.mu.Lock()
 	settings := RunSettings{SessionID: ss.id, Cwd: ss.cwd, Model: ss.model, Thinking: ss.thinking}
 	s.mu.Unlock()
@@ -231,7 +232,9 @@ func (s *Server) launch(rs *runState) {
 	q, err := s.cfg.Prepare(ctx, settings)
 	if err == nil {
 		q.Prompt, q.Images = rs.input.text, rs.input.images
-		q.Session = runner.SessionSpec{ID: ss.id, New: isNew, Cwd: ss.cwd}
+		// Prepare's Opened (and Lock) are kept: the rest names the session.
+		q.Session.ID, q.Session.New, q.Session.Cwd = ss.id, isNew, ss.cwd
+		q.Session.Continue, q.Session.Fork = false, ""
 		q.SessionKey = ss.id
 		if q.Approval == nil {
 			q.Approval = &tool.Approval{}
@@ -341,13 +344,11 @@ func (s *Server) finish(rs *runState, persisted bool) {
 		ss.active = next
 	}
 	s.mu.Unlock()
-	ss.emu.Lock()
-	ss.lastEnd = s.clk.Now()
-	ss.emu.Unlock()
 	if next != nil {
 		s.launch(next)
 	} else {
 		s.emitStatus(ss)
+		s.scheduleExpiry(ss)
 	}
 	s.persistSeq(ss)
 }

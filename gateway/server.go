@@ -73,6 +73,9 @@ type Config struct {
 	// Prepare gives the session's runs (runner.CompactSession), without
 	// hooks.
 	Compact func(ctx context.Context, rs RunSettings, instructions string) (string, error)
+	// Cwd is the working directory of a session created without one; ""
+	// makes cwd required.
+	Cwd string
 	// CheckModel, when set, vets a model name of the model command or of a
 	// session's creation.
 	CheckModel func(ctx context.Context, model string) error
@@ -212,6 +215,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, ss := range all {
+		ss.cancelExpiry()
 		s.persistSeq(ss)
 	}
 	return err

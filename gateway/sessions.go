@@ -147,6 +147,9 @@ func (s *Server) CreateSession(ctx context.Context, req CreateSessionRequest) (S
 		return Session{}, errorf(CodeUnavailable, "the server is shutting down")
 	}
 	if req.Cwd == "" {
+		req.Cwd = s.cfg.Cwd
+	}
+	if req.Cwd == "" {
 		return Session{}, errorf(CodeInvalidRequest, "cwd is required: the directory the session works in")
 	}
 	if !filepath.IsAbs(req.Cwd) {
@@ -310,6 +313,7 @@ func (s *Server) DeleteSession(ctx context.Context, id string) *Error {
 	s.mu.Lock()
 	delete(s.sessions, id)
 	s.mu.Unlock()
+	ss.cancelExpiry()
 	ss.emu.Lock()
 	subs := ss.subs
 	ss.subs = nil
