@@ -63,8 +63,10 @@ type sessionState struct {
 
 	active *runState
 	queue  []*runState
-	// idem maps idempotency keys to the run they started.
-	idem map[string]*runState
+	// idem maps idempotency keys to the run they reached; ended are the
+	// session's last ended runs, oldest first (retireLocked).
+	idem  map[string]idemEntry
+	ended []*runState
 
 	emu       sync.Mutex
 	seq       int64
@@ -77,13 +79,19 @@ type sessionState struct {
 	expiry func() bool
 }
 
+// idemEntry is what a start with an idempotency key did: the run it
+// started or steered ("steer") or queued on a steer ("queued").
+type idemEntry struct {
+	run       *runState
+	delivered string
+}
+
 // runState is a run the Server started or queued.
 type runState struct {
 	id        string
 	sess      *sessionState
 	input     runInput
-	onBusy    string
-	key       string
+	keys      []string // the idempotency keys that name it
 	createdAt time.Time
 	// afterSeq is the session's seq before the run's first event: a run
 	// stream without ?after= starts there.
