@@ -172,6 +172,7 @@ func (s *Server) StartRun(ctx context.Context, sessionID string, req StartRunReq
 	position := 0
 	if !busy {
 		ss.active = rs // in this critical section, so no other start sees the session free
+		s.wg.Add(1)    // and Shutdown waits for it (launch)
 	} else {
 		if req.OnBusy == OnBusyInterrupt {
 			ss.queue = append([]*runState{rs}, ss.queue...)
@@ -216,9 +217,10 @@ func (s *Server) checkSettings(ctx context.Context, model, thinking string) *Err
 	return nil
 }
 
-// launch starts rs on the runner; rs is its session's active run. A run
-// that cannot start is finished as failed, and the next queued one
-// launched.
+// launch starts rs on the runner; rs is its session's active run, and
+// s.wg was incremented for it where that was decided (under s.mu, with
+// closing unset), so Shutdown cannot miss it. A run that cannot start is
+// finished as failed, and the next queued one launched.
 func (s *Server) launch(rs *runState) {
 	ss := rs.sess
 	ss.cancelExpiry()
@@ -240,21 +242,29 @@ func (s *Server) launch(rs *runState) {
 		}
 		q.Approval.Ask = s.asker(rs)
 		q.OnEvent = func(ev runner.Event) { s.onRunEvent(rs, ev) }
+		// Running from here: the run's own events (an approval, its end)
+		// may change the status before Start returns.
+		s.mu.Lock()
+		rs.status = RunRunning
+		rs.startedAt = s.clk.Now().UTC()
+		s.mu.Unlock()
+		s.emitStatus(ss)
 		var h *runner.Run
 		h, err = s.cfg.Runner.Start(ctx, q)
 		if err == nil {
 			s.mu.Lock()
 			rs.h = h
-			rs.status = RunRunning
-			rs.startedAt = s.clk.Now().UTC()
+			abort := s.aborting
 			s.mu.Unlock()
-			s.emitStatus(ss)
-			s.wg.Add(1)
-			go s.watch(rs, h)
+			if abort { // Shutdown's deadline passed while it started
+				h.Abort()
+			}
+			go s.watch(rs, h) // it owns the wg count of the launch
 			return
 		}
 	}
 	s.finishUnstarted(rs, RunFailed, err.Error())
+	s.wg.Done()
 }
 
 // onRunEvent numbers a runner event in its session's order and sends it
@@ -342,6 +352,7 @@ func (s *Server) finish(rs *runState, persisted bool) {
 		next = ss.queue[0]
 		ss.queue = ss.queue[1:]
 		ss.active = next
+		s.wg.Add(1) // launch
 	}
 	s.mu.Unlock()
 	if next != nil {
