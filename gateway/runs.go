@@ -121,6 +121,10 @@ func (s *Server) StartRun(ctx context.Context, sessionID string, req StartRunReq
 		s.mu.Unlock()
 		return RunInfo{}, errorf(CodeUnavailable, "the server is shutting down")
 	}
+	if ss.deleted {
+		s.mu.Unlock()
+		return RunInfo{}, errorf(CodeNotFound, "session %s was deleted", ss.id)
+	}
 	if prev, ok := ss.idem[req.IdempotencyKey]; ok {
 		info := RunInfo{RunID: prev.run.id, SessionID: ss.id, Status: prev.run.status, Delivered: prev.delivered}
 		s.mu.Unlock()
@@ -302,7 +306,7 @@ func runStatusOf(reason string) string {
 		return RunSucceeded
 	case runner.ReasonAborted:
 		return RunAborted
-	case "timeout":
+	case runner.ReasonTimeout:
 		return RunTimeout
 	}
 	return RunFailed
@@ -348,7 +352,7 @@ func (s *Server) finish(rs *runState, persisted bool) {
 		ss.active = nil
 	}
 	var next *runState
-	if !s.closing && len(ss.queue) > 0 {
+	if !s.closing && !ss.deleted && len(ss.queue) > 0 {
 		next = ss.queue[0]
 		ss.queue = ss.queue[1:]
 		ss.active = next

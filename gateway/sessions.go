@@ -288,6 +288,7 @@ func (s *Server) DeleteSession(ctx context.Context, id string) *Error {
 		return e
 	}
 	s.mu.Lock()
+	ss.deleted = true // no run starts on it from here
 	queued := ss.queue
 	ss.queue = nil
 	active := ss.active

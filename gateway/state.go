@@ -60,6 +60,7 @@ type sessionState struct {
 	persisted bool
 	model     string
 	thinking  string
+	deleted   bool // DeleteSession has begun
 
 	active *runState
 	queue  []*runState
