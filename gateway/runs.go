@@ -362,8 +362,8 @@ func (s *Server) finish(rs *runState, persisted bool) {
 	if next != nil {
 		s.launch(next)
 	} else {
+		s.scheduleExpiry(ss) // before the idle status, which clients wait for
 		s.emitStatus(ss)
-		s.scheduleExpiry(ss)
 	}
 	s.persistSeq(ss)
 }
