@@ -368,12 +368,20 @@ func (s *Server) finish(rs *runState, persisted bool) {
 	s.persistSeq(ss)
 }
 
-// persistSeq keeps the session's last seq in Config.StateDir.
+// persistSeq writes the session's last seq in Config.StateDir, replacing
+// its reservation, when no run of it is going on (one could emit beyond a
+// seq written now).
 func (s *Server) persistSeq(ss *sessionState) {
+	s.mu.Lock()
+	idle := ss.active == nil
+	s.mu.Unlock()
+	if !idle || s.cfg.StateDir == "" {
+		return
+	}
 	ss.emu.Lock()
-	seq := ss.seq
-	ss.emu.Unlock()
-	s.saveSeq(ss.id, seq)
+	defer ss.emu.Unlock()
+	s.writeSeq(ss.id, ss.seq, false)
+	ss.reserved = ss.seq
 }
 
 // finishUnstarted ends a run that never reached the runner: it failed to
