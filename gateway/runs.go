@@ -394,20 +394,22 @@ func (s *Server) finishUnstarted(rs *runState, status, msg string) {
 		return
 	}
 	rs.status, rs.errMsg, rs.ended, rs.endedAt = status, msg, true, s.clk.Now().UTC()
-	rs.closeFinished()
-	s.retireLocked(rs)
 	rs.reason = runner.ReasonAborted
 	if status == RunFailed {
 		rs.reason = "start_failed"
 	}
 	wasActive := ss.active == rs
+	if !wasActive { // finish does this for the active run
+		rs.closeFinished()
+		s.retireLocked(rs)
+	}
 	s.mu.Unlock()
 	end := runner.Result{Reason: rs.reason, Message: msg}
 	s.emit(ss, string(runner.EventRunEnd), rs.id, func(seq int64) []byte {
 		return eventJSON(runner.Event{Type: runner.EventRunEnd, Seq: seq, RunID: rs.id, SessionID: ss.id, End: &end})
 	})
 	if wasActive {
-		s.finish(rs, ss.persisted)
+		s.finish(rs, false)
 	}
 }
 
