@@ -459,15 +459,17 @@ type Inject struct {
 }
 
 // Injected says how a message reached a run: "steer" (after the current
-// tool batch) or "queued" (when the run would stop: a follow-up, or a
-// steer while the run cannot be steered, such as during a compaction).
+// tool batch) or "queued": for when the run would stop (a follow-up), or,
+// when the run takes no message now (it is compacting, or ending), as a
+// run of its own queued behind it, RunID.
 type Injected struct {
 	Delivered string `json:"delivered"`
+	RunID     string `json:"runId,omitempty"`
 }
 
 // Steer sends text into a running run; follow queues it for when the run
 // would stop.
-func (s *Server) Steer(_ context.Context, runID, text string, follow bool) (Injected, *Error) {
+func (s *Server) Steer(ctx context.Context, runID, text string, follow bool) (Injected, *Error) {
 	if strings.TrimSpace(text) == "" {
 		return Injected{}, errorf(CodeInvalidRequest, "text is required")
 	}
@@ -487,7 +489,15 @@ func (s *Server) Steer(_ context.Context, runID, text string, follow bool) (Inje
 	if h.FollowUp(text) {
 		return Injected{Delivered: "queued"}, nil
 	}
-	return Injected{}, errorf(CodeRunNotActive, "run %s is ending and takes no more messages", runID)
+	// Not now (compacting, between attempts, ending): the text waits as
+	// the session's next run rather than being lost.
+	input, _ := json.Marshal(text)
+	info, e := s.StartRun(ctx, rs.sess.id, StartRunRequest{Input: input, OnBusy: OnBusyQueue,
+		IdempotencyKey: "inject:" + runID + ":" + session.NewSessionID()})
+	if e != nil {
+		return Injected{}, e
+	}
+	return Injected{Delivered: "queued", RunID: info.RunID}, nil
 }
 
 // AbortRun aborts a run, queued or running. Its end is the run_end event
