@@ -312,6 +312,15 @@ func runStatusOf(reason string) string {
 	return RunFailed
 }
 
+// finalStatus reports whether a run status is one of the ends.
+func finalStatus(st string) bool {
+	switch st {
+	case RunSucceeded, RunFailed, RunAborted, RunTimeout:
+		return true
+	}
+	return false
+}
+
 // watch waits for a run's end, then finishes it and launches the next
 // queued run of its session.
 func (s *Server) watch(rs *runState, h *runner.Run) {
@@ -478,10 +487,11 @@ func (s *Server) Steer(ctx context.Context, runID, text string, follow bool) (In
 		return Injected{}, e
 	}
 	s.mu.Lock()
-	h, ended := rs.h, rs.ended
+	// Its run_end recorded the final status before any client saw it.
+	h, ended, status := rs.h, rs.ended || finalStatus(rs.status), rs.status
 	s.mu.Unlock()
 	if h == nil || ended {
-		return Injected{}, errorf(CodeRunNotActive, "run %s is not running (%s)", runID, rs.status)
+		return Injected{}, errorf(CodeRunNotActive, "run %s is not running (%s)", runID, status)
 	}
 	if !follow && h.Steer(text) {
 		return Injected{Delivered: "steer"}, nil
@@ -508,10 +518,10 @@ func (s *Server) AbortRun(_ context.Context, runID string) *Error {
 		return e
 	}
 	s.mu.Lock()
-	ended := rs.ended
+	ended, status := rs.ended, rs.status
 	s.mu.Unlock()
 	if ended {
-		return errorf(CodeRunNotActive, "run %s has ended (%s)", runID, rs.status)
+		return errorf(CodeRunNotActive, "run %s has ended (%s)", runID, status)
 	}
 	s.abortRun(rs)
 	return nil
