@@ -337,11 +337,9 @@ func (s *Server) watch(rs *runState, h *runner.Run) {
 		rs.errMsg = err.Error()
 		s.mu.Unlock()
 	}
-	persisted := false
-	if _, lerr := s.cfg.Store.Load(context.Background(), rs.sess.id); lerr == nil {
-		persisted = true
-	}
-	s.finish(rs, persisted)
+	// Read the store only while the session is not known to be in it: a
+	// long transcript is not loaded again after every run.
+	s.finish(rs, s.isPersisted(context.Background(), rs.sess))
 }
 
 // finish ends a run that was active and hands its session to the next
