@@ -213,15 +213,15 @@ type SessionSpec struct {
 	// ID opens an existing session (an id, a unique prefix, or a file path
 	// for the JSONL store).
 	ID string
+	// New creates the session ID instead of opening it: a caller that
+	// named a session before its first run (a server; an editor's ACP
+	// session/new, which gets its id at once while the transcript exists
+	// only from the first prompt on).
+	New bool
 	// Continue opens the latest session of Cwd (a new one when it has none).
 	Continue bool
 	// Fork copies session Fork into a new session and runs on the copy.
 	Fork string
-	// NewID creates a new session with this id, for a caller that named
-	// the session before its first run (an editor's ACP session/new gets
-	// its id at once, and the transcript only exists from the first
-	// prompt on). The id must not name an existing session.
-	NewID string
 	// Cwd is the working directory sessions belong to; "" means the
 	// process's.
 	Cwd string

@@ -131,13 +131,13 @@ func TestSeqAcrossRunsOfASession(t *testing.T) {
 
 // A session named before its first run (ACP's session/new) is created
 // under that name; the next run opens it by that name.
-func TestSessionNewIDCreatesNamedSession(t *testing.T) {
+func TestSessionNewCreatesNamedSession(t *testing.T) {
 	store := session.NewJSONLStore(t.TempDir())
 	r := newRunner(t, runner.Config{Store: store})
 	m := faux.New(faux.Say("one"), faux.Say("two"))
 	id := session.NewSessionID()
 	cwd := t.TempDir()
-	res, err := r.Run(t.Context(), runner.Request{Prompt: "first", Model: m, Session: runner.SessionSpec{NewID: id, Cwd: cwd}})
+	res, err := r.Run(t.Context(), runner.Request{Prompt: "first", Model: m, Session: runner.SessionSpec{ID: id, New: true, Cwd: cwd}})
 	if err != nil || !res.OK() {
 		t.Fatal(err, res)
 	}

@@ -33,10 +33,10 @@ func (s *run) resolveSession(ctx context.Context) (sessID, source string, create
 			return "", "", false, fmt.Errorf("fork session %s: %w", p.Session.Fork, err)
 		}
 		sessID, source = id, "resume"
+	case p.Session.ID != "" && p.Session.New:
+		sessID, source, create = p.Session.ID, "startup", true
 	case p.Session.ID != "":
 		sessID, source = p.Session.ID, "resume"
-	case p.Session.NewID != "":
-		sessID, source, create = p.Session.NewID, "startup", true
 	case p.Session.Continue:
 		info, err := session.Latest(ctx, store, p.Session.Cwd)
 		switch {

@@ -106,6 +106,15 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 		},
 	}
 	fl := cmd.Flags()
+	addRunFlags(fl, f)
+	addClaudeFlags(fl, f)
+	return cmd
+}
+
+// addRunFlags adds the flags of a run (output, sessions, model, tools,
+// approval, limits) to fl: agentloop run's, and agentloop serve's for its
+// runs.
+func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.BoolVar(&f.json, "json", false, "print every event as one JSON line")
 	fl.StringVar(&f.cwd, "cwd", "", "workspace root (default: the current directory)")
 	fl.BoolVar(&f.noSession, "no-session", false, "do not keep a transcript of this run")
@@ -115,8 +124,6 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	addModelFlags(fl, f)
 	addToolFlags(fl, f)
 	addLimitFlags(fl, f)
-	addClaudeFlags(fl, f)
-	return cmd
 }
 
 // addModelFlags adds the flags that choose and reach the model, shared by
@@ -283,6 +290,69 @@ type runPlan struct {
 	toolEnv toolEnvSettings // what the tools' environment keeps out
 }
 
+// runRequest is the runner.Request of a run of the flags in the workspace
+// cwd, without its prompt or session: its tools (their policy and the
+// permission rules of the settings files), its approval, its system prompt
+// and its limits. prepareRun makes one for agentloop run and acp; agentloop
+// serve makes one per run.
+func runRequest(ctx context.Context, env *cliEnv, f *runFlags, home, cwd string, resolved *provider.Resolved,
+	thinking llm.ThinkingLevel, settings toolSettings, spill *runSpill) (runner.Request, error) {
+	reg, err := buildTools(ctx, f, cwd, settings, spill)
+	if err != nil {
+		return runner.Request{}, err
+	}
+	policy, err := toolPolicy(f)
+	if err != nil {
+		return runner.Request{}, usageError{err}
+	}
+	rules, err := permissionRules(env, home, cwd, f.trust)
+	if err != nil {
+		return runner.Request{}, err
+	}
+	policy.Deny = append(policy.Deny, rules.DeniedTools()...)
+	policy.Deny = append(policy.Deny, f.disallowedTools...) // a bare deny ("Bash") offers no such tool
+	// The runner applies the policy to every tool once the MCP servers are
+	// up; the built-in part is applied here too, for the system prompt and
+	// to refuse a misspelt tool name before anything starts.
+	offered, err := builtinPolicy(policy).Apply(reg)
+	if err != nil {
+		return runner.Request{}, usageError{err}
+	}
+	approval, err := newApproval(env, f.approve)
+	if err != nil {
+		return runner.Request{}, usageError{err}
+	}
+	// Permission rules of the settings files decide before --approve.
+	if rules != nil {
+		approval.Policy = rules.Policy(approval.Policy)
+	}
+
+	system, _, err := prompt.Build(prompt.Options{
+		Tools: offered.Specs(), Workspace: cwd, Home: home,
+		Replace: f.systemPrompt, Append: f.appendSystemPrompt,
+	})
+	if err != nil {
+		return runner.Request{}, err
+	}
+
+	maxTurns := f.maxTurns
+	if maxTurns == 0 {
+		maxTurns = -1
+	}
+	q := runner.Request{
+		Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
+		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
+		Approval: approval,
+		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
+	}
+	tsMode, _ := runner.ParseToolSearchMode(f.toolSearch) // checked by checkRunFlags
+	q.ToolSearch = &runner.ToolSearch{Mode: tsMode, Percent: f.toolSearchPercent}
+	if f.retryBase > 0 {
+		q.Retry = &runner.RetryPolicy{Base: f.retryBase}
+	}
+	return q, nil
+}
+
 // prepareRun builds the run the flags describe in workspace cwd, on the
 // resolved model: its tools and their policy, approval, permission rules,
 // system prompt, hooks, MCP servers, auth profiles, fallbacks and limits.
@@ -305,47 +375,9 @@ func prepareRun(ctx context.Context, env *cliEnv, f *runFlags, home, cwd string,
 			spill.close()
 		}
 	}()
-	reg, err := buildTools(ctx, f, cwd, settings, spill)
+	q, err := runRequest(ctx, env, f, home, cwd, resolved, thinking, settings, spill)
 	if err != nil {
 		return nil, err
-	}
-	policy, err := toolPolicy(f)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	rules, err := permissionRules(env, home, cwd, f.trust)
-	if err != nil {
-		return nil, err
-	}
-	policy.Deny = append(policy.Deny, rules.DeniedTools()...)
-	policy.Deny = append(policy.Deny, f.disallowedTools...) // a bare deny ("Bash") offers no such tool
-	// The runner applies the policy to every tool once the MCP servers are
-	// up; the built-in part is applied here too, for the system prompt and
-	// to refuse a misspelt tool name before anything starts.
-	offered, err := builtinPolicy(policy).Apply(reg)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	approval, err := newApproval(env, f.approve)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	// Permission rules of the settings files decide before --approve.
-	if rules != nil {
-		approval.Policy = rules.Policy(approval.Policy)
-	}
-
-	system, _, err := prompt.Build(prompt.Options{
-		Tools: offered.Specs(), Workspace: cwd, Home: home,
-		Replace: f.systemPrompt, Append: f.appendSystemPrompt,
-	})
-	if err != nil {
-		return nil, err
-	}
-
-	maxTurns := f.maxTurns
-	if maxTurns == 0 {
-		maxTurns = -1
 	}
 	cfg := runner.Config{
 		Hooks: &hook.LoadOptions{Home: home, Workspace: cwd, ClaudeHome: claudeHome(env), Trust: f.trust, NoHooks: f.noHooks},
@@ -353,12 +385,6 @@ func prepareRun(ctx context.Context, env *cliEnv, f *runFlags, home, cwd string,
 		// means the one the run is on, after a profile rotation or a
 		// fallback too.
 		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{}},
-	}
-	q := runner.Request{
-		Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
-		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
-		Approval: approval,
-		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
 	}
 	cfg.ResolveModel = func(ctx context.Context, prov, model string) (llm.Model, llm.ModelInfo, error) {
 		g := *f
@@ -394,13 +420,8 @@ func prepareRun(ctx context.Context, env *cliEnv, f *runFlags, home, cwd string,
 			return nil, err
 		}
 	}
-	tsMode, _ := runner.ParseToolSearchMode(f.toolSearch) // checked by checkRunFlags
-	q.ToolSearch = &runner.ToolSearch{Mode: tsMode, Percent: f.toolSearchPercent}
 	if f.noLoopGuard {
 		cfg.LoopGuard = &loopguard.Config{Disabled: true}
-	}
-	if f.retryBase > 0 {
-		q.Retry = &runner.RetryPolicy{Base: f.retryBase}
 	}
 	if !f.noSession {
 		cfg.Store = session.NewJSONLStore(sessionsDir(f, home))

@@ -138,7 +138,7 @@ func (s *sess) spec(ctx context.Context) runner.SessionSpec {
 	if exists {
 		return runner.SessionSpec{ID: s.info.ID, Cwd: s.info.Cwd}
 	}
-	return runner.SessionSpec{NewID: s.info.ID, Cwd: s.info.Cwd}
+	return runner.SessionSpec{ID: s.info.ID, New: true, Cwd: s.info.Cwd}
 }
 
 // sender sends the session's updates; errors (the editor went away) are
