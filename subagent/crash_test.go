@@ -1,0 +1,5 @@
+package subagent
+
+const helperEnv = "SUBAGENT_TEST_HELPER"
+
+func crashHelper() { select {} }
