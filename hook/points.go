@@ -640,7 +640,9 @@ func (b *Bus) OnSubagentStart(s Spec, fn func(context.Context, SubagentEvent) er
 }
 
 // SubagentStart fires subagent_start and waits for its hooks.
-func (b *Bus) SubagentStart(ctx context.Context, ev SubagentEvent) { runVoid(b, ctx, SubagentStart, ev) }
+func (b *Bus) SubagentStart(ctx context.Context, ev SubagentEvent) {
+	runVoid(b, ctx, SubagentStart, ev)
+}
 
 // OnSubagentStop registers a subagent_stop hook.
 func (b *Bus) OnSubagentStop(s Spec, fn func(context.Context, SubagentEvent) error) (remove func()) {

@@ -84,9 +84,13 @@ func (m *Manager) Tools() []tool.Tool {
 		return m.agentCall(ctx, call.ID, in)
 	}
 	send := tool.New(ToolSend, "Send a message to a running agent of this session: steer (read at its next step) or follow_up (read when it would stop).",
-		func(ctx context.Context, in SendInput, _ func(tool.Partial)) (tool.Result, error) { return m.sendCall(ctx, in) })
+		func(ctx context.Context, in SendInput, _ func(tool.Partial)) (tool.Result, error) {
+			return m.sendCall(ctx, in)
+		})
 	stop := tool.New(ToolStop, "Stop a running agent and every agent it started (those first). Each stopped agent reports itself cancelled.",
-		func(ctx context.Context, in StopInput, _ func(tool.Partial)) (tool.Result, error) { return m.stopCall(ctx, in) })
+		func(ctx context.Context, in StopInput, _ func(tool.Partial)) (tool.Result, error) {
+			return m.stopCall(ctx, in)
+		})
 	return []tool.Tool{agentTool{agent}, send, stop}
 }
 
