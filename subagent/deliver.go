@@ -272,15 +272,19 @@ func (m *Manager) appendUnderLock(ctx context.Context, sessionID string, plan fu
 // followUp starts a run on an idle session that reads what was delivered.
 func (m *Manager) followUp(sessionID string, depth int) {
 	q := m.cfg.Child
+	if depth == 0 && m.cfg.Parent.Model != nil {
+		q = m.cfg.Parent
+	} else {
+		reg, err := m.childTools(Definition{Name: GeneralAgent}, depth)
+		if err != nil {
+			return
+		}
+		q.Tools = reg
+	}
 	q.Prompt, q.History, q.OnEvent = "", nil, nil
 	q.Resume = true
 	q.Session = runner.SessionSpec{ID: sessionID, Cwd: m.cfg.Cwd}
-	q.Lane = runner.LaneMain
-	reg, err := m.childTools(Definition{Name: GeneralAgent}, depth)
-	if err != nil {
-		return
-	}
-	q.Tools = reg
+	q.Lane, q.ParentLane, q.SessionKey = runner.LaneMain, "", ""
 	if depth > 0 {
 		q.Lane = runner.LaneSubagent
 		if t := m.taskOfSession(sessionID); t != nil && t.Depth > 1 {

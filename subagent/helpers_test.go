@@ -68,11 +68,14 @@ func newEnv(t *testing.T, parent, child llm.Model, caps map[string]int, mod func
 		t.Fatal(err)
 	}
 	e.m = m
+	if parent != nil {
+		m.cfg.Parent = e.request(parent, "", runner.SessionSpec{})
+		m.cfg.Parent.OnEvent = nil
+	}
 	t.Cleanup(func() {
 		m.Close()
 		r.Close()
 	})
-	_ = parent
 	return e
 }
 

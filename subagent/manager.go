@@ -59,6 +59,11 @@ type Config struct {
 	// Its Prompt, Session, Lane, Approval and OnEvent are the Manager's.
 	// A follow-up run of an idle top-level session starts from it too.
 	Child runner.Request
+	// Parent is the Request a follow-up run of an idle top-level session
+	// starts from (a background result arrived after its run ended): the
+	// top-level runs' model, tools (with the agent tools) and approval. Its
+	// zero value means Child with the agent tools.
+	Parent runner.Request
 	// Cwd is the directory the children's sessions belong to.
 	Cwd string
 	// ResolveModel resolves a "provider/id" that a call or a definition
