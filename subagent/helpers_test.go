@@ -212,7 +212,7 @@ func taskIDOf(t *testing.T, msgs []llm.Message) []string {
 			var v struct {
 				TaskID string `json:"taskId"`
 			}
-			if json.Unmarshal(m.Details, &v) == nil && v.TaskID != "" {
+			if json.Unmarshal(m.Details, &v) == nil && v.TaskID != "" || json.Unmarshal([]byte(m.Text()), &v) == nil && v.TaskID != "" {
 				ids = append(ids, v.TaskID)
 			}
 		}

@@ -334,12 +334,20 @@ func (m *Manager) stop(t *task) Outcome {
 	}
 	t.mu.Lock()
 	t.stopped = names
+	run := t.run
 	t.mu.Unlock()
-	if t.run != nil {
-		t.run.Abort()
-	}
+	if run != nil {
+		run.Abort()
+	} // else agentCall aborts it once it has started
 	<-t.done
 	return t.out
+}
+
+// handle is t's run, nil while it is starting.
+func (t *task) handle() *runner.Run {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.run
 }
 
 // toolResultText caps s at limit characters, saying how much was left out.

@@ -153,11 +153,17 @@ func (m *Manager) agentCall(ctx context.Context, callID string, in AgentInput) (
 		close(t.done)
 		return tool.ErrorResult(fmt.Sprintf("the agent could not start: %v", err)), nil
 	}
-	t.run = run
-	t.SessionID = run.SessionID()
+	// A stop that came while the run was starting is carried out now.
 	m.mu.Lock()
+	t.mu.Lock()
+	t.run, t.SessionID = run, run.SessionID()
+	stopping := t.stopping
+	t.mu.Unlock()
 	m.bySession[t.SessionID] = t
 	m.mu.Unlock()
+	if stopping {
+		run.Abort()
+	}
 
 	spawn := SpawnRecord{TaskID: t.ID, ChildSessionID: t.SessionID, Background: t.Background, Agent: name,
 		Description: in.Description, ToolCallID: callID, Depth: t.Depth}
@@ -309,9 +315,9 @@ func (m *Manager) sendCall(ctx context.Context, in SendInput) (tool.Result, erro
 	var ok bool
 	switch in.Mode {
 	case "", "steer":
-		ok = t.run.Steer(in.Message)
+		ok = t.handle().Steer(in.Message)
 	case "follow_up":
-		ok = t.run.FollowUp(in.Message)
+		ok = t.handle().FollowUp(in.Message)
 	default:
 		return tool.ErrorResult(fmt.Sprintf("mode must be steer or follow_up, not %q", in.Mode)), nil
 	}
@@ -339,7 +345,7 @@ func (m *Manager) stopCall(ctx context.Context, in StopInput) (tool.Result, erro
 // says why not.
 func (m *Manager) ownTask(ctx context.Context, id string) (*task, string) {
 	t := m.task(id)
-	if t == nil || t.run == nil {
+	if t == nil || t.handle() == nil {
 		return nil, fmt.Sprintf("no running task %q (it may have finished: its result is, or will be, in a message)", id)
 	}
 	if sc := runner.ScopeOf(ctx); sc != nil && !m.ancestorOf(sc.SessionID(), t) {
