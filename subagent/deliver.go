@@ -271,9 +271,11 @@ func (m *Manager) appendUnderLock(ctx context.Context, sessionID string, plan fu
 
 // followUp starts a run on an idle session that reads what was delivered.
 func (m *Manager) followUp(sessionID string, depth int) {
-	q := m.cfg.Child
-	if depth == 0 && m.cfg.Parent.Model != nil {
-		q = m.cfg.Parent
+	m.mu.Lock()
+	q, parent := m.cfg.Child, m.cfg.Parent
+	m.mu.Unlock()
+	if depth == 0 && parent.Model != nil {
+		q = parent
 	} else {
 		reg, err := m.childTools(Definition{Name: GeneralAgent}, depth)
 		if err != nil {

@@ -191,6 +191,14 @@ func New(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
+// SetParent sets Config.Parent, for a caller whose top-level Request holds
+// the Manager's own tools (it is built after the Manager).
+func (m *Manager) SetParent(q runner.Request) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg.Parent = q
+}
+
 // Live lists the running tasks, by id.
 func (m *Manager) Live() []Task {
 	m.mu.Lock()

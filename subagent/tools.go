@@ -269,7 +269,13 @@ func (m *Manager) childRequest(ctx context.Context, sc *runner.Scope, t *task, d
 		return q, err
 	}
 	q.Tools = reg
-	q.SystemPrompt = joinLines(def.SystemPrompt, fmt.Sprintf("[Subagent Context] You are running as a subagent (depth %d/%d), task %s. "+
+	base := def.SystemPrompt
+	if def.Path == "" && def.Name == GeneralAgent {
+		// The built-in agent works as the parent does, with its
+		// instructions; a defined agent's file is its whole prompt.
+		base = joinLines(q.SystemPrompt, base)
+	}
+	q.SystemPrompt = joinLines(base, fmt.Sprintf("[Subagent Context] You are running as a subagent (depth %d/%d), task %s. "+
 		"Your final answer is returned to the agent that started you.", t.Depth, m.cfg.MaxDepth, t.ID))
 	if pa := sc.Approval(); pa != nil {
 		q.Approval = &tool.Approval{Policy: pa.Policy, Ask: pa.Ask}

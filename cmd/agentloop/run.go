@@ -23,6 +23,7 @@ import (
 	"github.com/agentloop/agentloop/prompt"
 	"github.com/agentloop/agentloop/runner"
 	"github.com/agentloop/agentloop/session"
+	"github.com/agentloop/agentloop/subagent"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tool/builtin"
 	"github.com/agentloop/agentloop/tool/mcp"
@@ -41,12 +42,15 @@ type runFlags struct {
 	systemPrompt       string
 	appendSystemPrompt string
 
-	tools    []string
-	noTools  bool
-	profile  string
-	readOnly bool
-	approve  string
-	sandbox  bool
+	tools   []string
+	noTools bool
+	// noAgents offers no agent tools; agentDepth is how deep they nest.
+	noAgents   bool
+	agentDepth int
+	profile    string
+	readOnly   bool
+	approve    string
+	sandbox    bool
 
 	noSession  bool
 	cont       bool
@@ -126,6 +130,8 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.BoolVar(&f.noHooks, "no-hooks", false, "run no command hooks from settings files")
 	fl.StringSliceVar(&f.mcpConfig, "mcp-config", nil, "also start the MCP servers of this .mcp.json file (repeatable)")
 	fl.BoolVar(&f.noMCP, "no-mcp", false, "start no MCP servers")
+	fl.BoolVar(&f.noAgents, "no-agents", false, "offer no agent tools (subagents)")
+	fl.IntVar(&f.agentDepth, "agent-depth", subagent.DefaultMaxDepth, "how deep agents may nest (1-5)")
 	fl.Float64Var(&f.maxCost, "max-cost", 0, "stop the run once it has cost more than this many USD")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "stop the run once it has used more than this many tokens")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (default 10m, extended once while compacting)")
@@ -324,6 +330,13 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	}
 	defer rn.Close()
 	pr := newPrinter(env, f.json, resolved.Info)
+	if cfg.Store != nil && !f.noTools && !f.noAgents {
+		agents, err := newRunAgents(ctx, env, f, home, cwd, rn, cfg.Store, reg, q, pr)
+		if err != nil {
+			return err
+		}
+		defer agents.finish(ctx, env)
+	}
 	pr.verbose = f.verbose
 	pr.status = st
 	q.OnEvent = pr.event
