@@ -39,9 +39,16 @@ type childEvent struct {
 // Manager's Config, caps the Runner's lane caps.
 func newEnv(t *testing.T, parent, child llm.Model, caps map[string]int, mod func(*Config), extra ...tool.Tool) *env {
 	t.Helper()
+	return newEnvRunner(t, parent, child, runner.Config{LaneCaps: caps}, mod, extra...)
+}
+
+// newEnvRunner is newEnv with the Runner's Config (its Store is the env's).
+func newEnvRunner(t *testing.T, parent, child llm.Model, rc runner.Config, mod func(*Config), extra ...tool.Tool) *env {
+	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), extraTools: extra}
 	e.store = session.NewJSONLStore(e.dir)
-	r, err := runner.New(runner.Config{Store: e.store, LaneCaps: caps})
+	rc.Store = e.store
+	r, err := runner.New(rc)
 	if err != nil {
 		t.Fatal(err)
 	}

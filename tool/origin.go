@@ -6,10 +6,10 @@ import "context"
 // approve it (a child session's calls reach the root session's asker) and
 // for a face that shows approvals.
 type Origin struct {
-	// TaskID is the subagent task ("t_…"); ChildSessionID its session;
-	// ParentToolCallID the parent's agent call that started it; Agent the
-	// agent type ("general").
-	TaskID, ChildSessionID, ParentToolCallID, Agent string
+	// TaskID is the subagent task ("t_…"); ParentToolCallID the parent's
+	// agent call that started it; Agent the agent type ("general"). The
+	// child's session is the calling run's (runner.ScopeOf).
+	TaskID, ParentToolCallID, Agent string
 }
 
 type originKey struct{}
