@@ -221,7 +221,7 @@ func (m *Manager) activeRun(sessionID string) *runner.Run {
 func (m *Manager) deliverIdle(sessionID string, rec ResultRecord, note string) error {
 	ctx := context.Background()
 	m.deliverMu.Lock()
-	appended, depth, err := m.appendUnderLock(ctx, sessionID, func(l ledger) []session.Entry {
+	appended, depth, err := m.appendUnderLock(ctx, sessionID, &session.LockOptions{Wait: true, Timeout: 5 * time.Second}, func(l ledger) []session.Entry {
 		var es []session.Entry
 		if _, ok := l.results[rec.TaskID]; !ok {
 			es = append(es, resultEntry(rec))
@@ -244,11 +244,11 @@ func (m *Manager) deliverIdle(sessionID string, rec ResultRecord, note string) e
 // appendUnderLock opens a session (taking its lock), reads its ledger and
 // appends what plan returns. It reports whether a message was appended,
 // and the session's depth. A session another run holds is errBusy.
-func (m *Manager) appendUnderLock(ctx context.Context, sessionID string, plan func(ledger) []session.Entry) (bool, int, error) {
+func (m *Manager) appendUnderLock(ctx context.Context, sessionID string, lock *session.LockOptions, plan func(ledger) []session.Entry) (bool, int, error) {
 	if m.activeRun(sessionID) != nil {
 		return false, 0, errBusy
 	}
-	sess, err := m.cfg.Store.Open(ctx, sessionID, &session.LockOptions{Wait: true, Timeout: 5 * time.Second})
+	sess, err := m.cfg.Store.Open(ctx, sessionID, lock)
 	if err != nil {
 		if m.activeRun(sessionID) != nil {
 			return false, 0, errBusy
@@ -320,7 +320,9 @@ func (m *Manager) Settle(ctx context.Context, sessionID string) ([]ResultRecord,
 	var settled []ResultRecord
 	m.deliverMu.Lock()
 	defer m.deliverMu.Unlock()
-	_, _, err := m.appendUnderLock(ctx, sessionID, func(l ledger) []session.Entry {
+	// A session another run holds is not settled now: its holder owns it,
+	// and whoever opens it next settles it.
+	_, _, err := m.appendUnderLock(ctx, sessionID, nil, func(l ledger) []session.Entry {
 		var es []session.Entry
 		for _, sp := range l.spawns {
 			if m.task(sp.TaskID) != nil {
@@ -338,6 +340,10 @@ func (m *Manager) Settle(ctx context.Context, sessionID string) ([]ResultRecord,
 		}
 		return es
 	})
+	var locked *session.LockedError
+	if errors.Is(err, errBusy) || errors.As(err, &locked) {
+		return nil, nil
+	}
 	return settled, err
 }
 
