@@ -202,3 +202,41 @@ func refusal(res runner.Result) string {
 	}
 	return ""
 }
+
+// context fork starts the child from a copy of the parent's session: it
+// sees the parent's conversation so far, and its header still names its
+// parent and depth.
+func TestForkContextSeesTheParentsConversation(t *testing.T) {
+	var sawParentPrompt atomic.Bool
+	child := script(func(req *llm.Request) faux.Step {
+		for _, m := range req.Messages {
+			if m.Role == llm.RoleUser && m.Text() == "the secret word is plum" {
+				sawParentPrompt.Store(true)
+			}
+		}
+		return faux.Say("forked answer")
+	})
+	parent := script(func(req *llm.Request) faux.Step {
+		if toolResults(req) == 0 {
+			args := agentArgs("recall", "what was the secret word?", false)
+			args["context"] = "fork"
+			return faux.Call("", ToolAgent, args)
+		}
+		return faux.Say("ok")
+	})
+	e := newEnv(t, parent, child, nil, nil)
+	res := e.run(parent, "the secret word is plum", runner.SessionSpec{})
+	if !res.OK() || !sawParentPrompt.Load() {
+		t.Fatalf("parent %s; the child saw the parent's prompt: %v", res.Reason, sawParentPrompt.Load())
+	}
+	var d details
+	for _, m := range res.Messages {
+		if m.Role == llm.RoleToolResult {
+			_ = json.Unmarshal(m.Details, &d)
+		}
+	}
+	h := e.load(d.ChildSessionID).Header
+	if d.Status != StatusCompleted || h.TaskID != d.TaskID || h.Depth != 1 || h.ParentSession == "" {
+		t.Fatalf("details %+v, header %+v", d, h)
+	}
+}
