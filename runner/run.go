@@ -30,6 +30,8 @@ type run struct {
 
 	emitMu sync.Mutex
 	seq    *atomic.Int64
+	// endSent is set once run_end is out: nothing comes after it.
+	endSent bool
 
 	// sess is set once the session is open and cleared when it is closed,
 	// under sessMu for the readers outside the run (Scope).
@@ -66,6 +68,13 @@ type run struct {
 func (s *run) emit(ev Event) {
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock()
+	s.emitLocked(ev)
+}
+
+func (s *run) emitLocked(ev Event) {
+	if ev.Type == EventRunEnd {
+		s.endSent = true
+	}
 	ev.Seq = s.seq.Add(1)
 	ev.RunID, ev.SessionID = s.h.id, s.h.sessionID
 	if s.p.OnEvent != nil {

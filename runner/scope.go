@@ -102,13 +102,21 @@ func (c *Scope) Append(ctx context.Context, e session.Entry) (string, error) {
 	return sess.Append(context.WithoutCancel(ctx), e)
 }
 
-// Emit sends a subagent_start or subagent_end event on the run's stream.
-func (c *Scope) Emit(info Subagent) {
+// Emit sends a subagent_start (no Status) or subagent_end event on the
+// run's stream. It reports false, sending nothing, once the run has sent
+// run_end, which stays its last event.
+func (c *Scope) Emit(info Subagent) bool {
 	t := EventSubagentStart
 	if info.Status != "" {
 		t = EventSubagentEnd
 	}
-	c.s.emit(Event{Type: t, Subagent: &info})
+	c.s.emitMu.Lock()
+	defer c.s.emitMu.Unlock()
+	if c.s.endSent {
+		return false
+	}
+	c.s.emitLocked(Event{Type: t, Subagent: &info})
+	return true
 }
 
 func (c *Scope) session() session.Session {
