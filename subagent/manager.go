@@ -91,6 +91,10 @@ type Config struct {
 	// runs' goroutines.
 	OnChildEvent func(task Task, ev runner.Event)
 	OnFollowUp   func(ev runner.Event)
+	// OnEnd, when set, is called once per task as it ends, before its
+	// delivery, from the task's goroutine: a face shows background tasks
+	// there, whose subagent_end is on no stream when the parent is idle.
+	OnEnd func(task Task, out Outcome)
 	// BeforeDeliver, when set, is called when a finished task is about to
 	// be delivered (tests kill the process there).
 	BeforeDeliver func(taskID string)

@@ -239,6 +239,9 @@ func (m *Manager) end(t *task, res runner.Result, err error) Outcome {
 	out.Duration = time.Since(t.start)
 	out.Stopped = stopped
 	t.out = out
+	if m.cfg.OnEnd != nil {
+		m.cfg.OnEnd(t.Task, out)
+	}
 	return out
 }
 

@@ -48,7 +48,19 @@ func newRunAgents(ctx context.Context, env *cliEnv, f *runFlags, home, cwd strin
 				}
 			}
 		},
+		OnEnd: func(t subagent.Task, out subagent.Outcome) {
+			if t.Background && !pr.json { // a foreground child's line follows its subagent_end
+				fmt.Fprintln(env.stderr, a.line(&runner.Subagent{TaskID: t.ID, Agent: t.Agent, Background: true,
+					Description: t.Description, Status: out.Status, Usage: out.Usage, Duration: out.Duration, Turns: out.Turns}))
+			}
+		},
 		OnFollowUp: func(ev runner.Event) {
+			if pr.json {
+				a.mu.Lock()
+				pr.encode(ev)
+				a.mu.Unlock()
+				return
+			}
 			// A background result arrived after the run: the follow-up
 			// run's answer is printed as the run's was.
 			if e := ev.Agent; e != nil && e.Type == agent.EventMessageEnd && e.Message != nil && e.Message.Role == llm.RoleAssistant && !pr.json {

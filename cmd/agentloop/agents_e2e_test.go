@@ -89,3 +89,36 @@ func TestE2EAgentToolRunsChild(t *testing.T) {
 		})
 	}
 }
+
+// A background agent: the call returns at once, the CLI waits for the
+// child, prints its one line, and the parent reads the result (a steer or
+// a follow-up run, whichever the timing gives): exactly one result entry
+// and one notification in the parent's transcript.
+func TestE2EBackgroundAgentDelivered(t *testing.T) {
+	base := mockLLM(t, "-tool", "agent", "-args", `{"description":"look later","prompt":"look","background":true}`, "-rounds", "1", "-text", "3")
+	home, ws := t.TempDir(), t.TempDir()
+	code, out, errs := execCLI(t, []string{"OPENAI_API_KEY=sk-mock"}, home, "run", "--model", "openai/mock-model",
+		"--base-url", base+"/v1", "--cwd", ws, "start it")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	if n := strings.Count(out, "word word done"); n != 2 {
+		t.Fatalf("stdout %q: want the parent's answer and its answer to the result", out)
+	}
+	if n := strings.Count(errs, `(general, background) "look later": completed`); n != 1 {
+		t.Fatalf("%d background child lines in stderr:\n%s", n, errs)
+	}
+	var parent string
+	filepath.WalkDir(filepath.Join(home, "sessions"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".jsonl") {
+			b, _ := os.ReadFile(p)
+			if !strings.Contains(strings.SplitN(string(b), "\n", 2)[0], `"taskId"`) {
+				parent = string(b)
+			}
+		}
+		return err
+	})
+	if strings.Count(parent, `"customType":"subagent_result"`) != 1 || strings.Count(parent, `\u003ctask-notification`)+strings.Count(parent, `<task-notification`) != 1 {
+		t.Fatalf("parent transcript:\n%s", parent)
+	}
+}

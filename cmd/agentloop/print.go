@@ -178,7 +178,7 @@ func continuationText(reason string) string {
 func (p *printer) runnerEvent(ev runner.Event) {
 	switch ev.Type {
 	case runner.EventSubagentEnd:
-		if ev.Subagent != nil && p.agents != nil {
+		if ev.Subagent != nil && p.agents != nil && !ev.Subagent.Background {
 			p.endLine()
 			fmt.Fprintln(p.errw, p.agents.line(ev.Subagent))
 		}
