@@ -82,8 +82,16 @@ func newRunAgents(ctx context.Context, env *cliEnv, f *runFlags, home, cwd strin
 	parent := q
 	parent.OnEvent = nil
 	m.SetParent(parent)
-	if f.session != "" {
-		if _, err := m.Settle(ctx, f.session); err != nil {
+	// The session a run resumes is settled first: what a crash left of its
+	// agents is delivered before the run reads it.
+	resumed := f.session
+	if f.cont {
+		if info, err := session.Latest(ctx, store, cwd); err == nil {
+			resumed = info.ID
+		}
+	}
+	if resumed != "" {
+		if _, err := m.Settle(ctx, resumed); err != nil {
 			fmt.Fprintln(env.stderr, "agentloop: warning: settling the session's agents:", err)
 		}
 	}

@@ -2,11 +2,16 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/session"
+	"github.com/agentloop/agentloop/subagent"
 )
 
 // Issue 24: the built CLI against mockllm's real wire. The scripted model
@@ -120,5 +125,62 @@ func TestE2EBackgroundAgentDelivered(t *testing.T) {
 	})
 	if strings.Count(parent, `"customType":"subagent_result"`) != 1 || strings.Count(parent, `\u003ctask-notification`)+strings.Count(parent, `<task-notification`) != 1 {
 		t.Fatalf("parent transcript:\n%s", parent)
+	}
+}
+
+// A session a crash left with a background agent that never reported:
+// `agentloop run -c` settles it first (interrupted, one result entry, one
+// notification), and the model reads it before the new prompt.
+func TestE2EContinueSettlesInterruptedAgent(t *testing.T) {
+	capture := filepath.Join(t.TempDir(), "requests.jsonl")
+	base := mockLLM(t, "-rounds", "0", "-text", "3", "-capture", capture)
+	home, ws := t.TempDir(), t.TempDir()
+	store := session.NewJSONLStore(filepath.Join(home, "sessions"))
+	ctx := context.Background()
+	sess, err := store.Create(ctx, session.CreateOptions{Cwd: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []session.Entry{
+		session.MessageEntry(llm.UserText("start a background agent")),
+		session.CustomEntry(subagent.SpawnedType, []byte(`{"taskId":"t_000000000001","childSessionId":"gone","background":true,"agent":"general","description":"lost work","depth":1}`)),
+		session.MessageEntry(llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text("started it")}, StopReason: llm.StopReasonStop}),
+	} {
+		if _, err := sess.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := sess.ID()
+	sess.Close()
+	for range 2 { // the second run settles nothing more
+		code, out, errs := execCLI(t, []string{"OPENAI_API_KEY=sk-mock"}, home, "run", "--model", "openai/mock-model",
+			"--base-url", base+"/v1", "--cwd", ws, "-c", "what became of it?")
+		if code != 0 {
+			t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+		}
+	}
+	tr, err := store.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, notes := 0, 0
+	for _, e := range tr.Entries {
+		if e.CustomType == subagent.ResultType {
+			results++
+			if !strings.Contains(string(e.Data), `"status":"interrupted"`) {
+				t.Fatalf("settled result %s", e.Data)
+			}
+		}
+		if e.Message != nil && strings.Contains(e.Message.Text(), `<task-notification task="t_000000000001" status="interrupted"`) {
+			notes++
+		}
+	}
+	if results != 1 || notes != 1 {
+		t.Fatalf("%d result entries and %d notifications, want 1 and 1", results, notes)
+	}
+	reqs, _ := os.ReadFile(capture)
+	first := strings.SplitN(string(reqs), "\n", 2)[0]
+	if !strings.Contains(first, "task-notification") || !strings.Contains(first, "what became of it?") {
+		t.Fatalf("the first request lacks the notification or the prompt: %.400s", first)
 	}
 }
