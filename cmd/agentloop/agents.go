@@ -84,14 +84,9 @@ func newRunAgents(ctx context.Context, env *cliEnv, f *runFlags, home, cwd strin
 	m.SetParent(parent)
 	// The session a run resumes is settled first: what a crash left of its
 	// agents is delivered before the run reads it.
-	resumed := f.session
-	if f.cont {
-		if info, err := session.Latest(ctx, store, cwd); err == nil {
-			resumed = info.ID
-		}
-	}
-	if resumed != "" {
-		if _, err := m.Settle(ctx, resumed); err != nil {
+	// (--continue has become --session by now: resume.go.)
+	if f.session != "" {
+		if _, err := m.Settle(ctx, f.session); err != nil {
 			fmt.Fprintln(env.stderr, "agentloop: warning: settling the session's agents:", err)
 		}
 	}
