@@ -103,6 +103,7 @@ type call struct {
 	prepared tool.Call
 	tool     tool.Tool
 	safe     bool
+	par      bool // parallel class: beside others, once the message is complete
 	hooked   bool // Approve and BeforeToolCall have run
 	state    callState
 	started  bool // tool_execution_start was emitted
@@ -296,7 +297,7 @@ func (s *scheduler) finish(msg *llm.Message, err error, started bool) llm.Messag
 	}
 	if !s.streaming() {
 		for _, c := range s.calls {
-			if c.state == callPending && !c.safe {
+			if c.state == callPending && !c.safe && !c.par {
 				s.allExcl = true
 			}
 		}
@@ -330,6 +331,7 @@ func (s *scheduler) arrive(index int, block llm.Content) {
 	}
 	c.tool, _ = s.r.cfg.Tools.Get(prepared.Name)
 	c.safe = s.r.cfg.Tools.ConcurrencySafe(prepared)
+	c.par = s.r.cfg.Tools.Parallel(prepared)
 	if s.skip != nil {
 		s.settle(c, s.skipResult())
 	}
@@ -360,8 +362,8 @@ func (s *scheduler) schedule() {
 			s.settle(c, s.skipResult())
 			continue
 		}
-		excl := !c.safe || s.allExcl
-		if excl && !s.msgDone && !cfg.EarlyExclusive {
+		excl := !c.safe && !c.par || s.allExcl
+		if excl && !s.msgDone && !cfg.EarlyExclusive || c.par && !s.msgDone {
 			return
 		}
 		if !s.streaming() && !s.msgDone {
@@ -371,7 +373,7 @@ func (s *scheduler) schedule() {
 			if !s.runHooks(c) {
 				continue // blocked: settled
 			}
-			excl = !c.safe || s.allExcl
+			excl = !c.safe && !c.par || s.allExcl
 			if excl && !s.msgDone && !cfg.EarlyExclusive {
 				return
 			}
@@ -427,6 +429,7 @@ func (s *scheduler) runHooks(c *call) bool {
 			c.prepared = prepared
 			c.tool, _ = r.cfg.Tools.Get(prepared.Name)
 			c.safe = r.cfg.Tools.ConcurrencySafe(prepared)
+			c.par = r.cfg.Tools.Parallel(prepared)
 		}
 	}
 	return true

@@ -537,7 +537,7 @@ func TestPoints(t *testing.T) {
 			voids++
 		}
 	}
-	if voids != 7 || Point("x").Valid() {
+	if voids != 9 || Point("x").Valid() {
 		t.Errorf("voids %d", voids)
 	}
 }

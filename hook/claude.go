@@ -22,6 +22,8 @@ const (
 	EventSessionEnd         = "SessionEnd"
 	EventPreCompact         = "PreCompact"
 	EventPostCompact        = "PostCompact"
+	EventSubagentStart      = "SubagentStart"
+	EventSubagentStop       = "SubagentStop"
 )
 
 // eventPoints maps each supported Claude Code event to the point its
@@ -39,12 +41,14 @@ var eventPoints = map[string]Point{
 	EventSessionEnd:         SessionEnd,
 	EventPreCompact:         BeforeCompaction,
 	EventPostCompact:        AfterCompaction,
+	EventSubagentStart:      SubagentStart,
+	EventSubagentStop:       SubagentStop,
 }
 
 // Events lists the Claude Code events agentloop runs, in a stable order.
 var Events = []string{
 	EventSessionStart, EventUserPromptSubmit, EventPreToolUse, EventPostToolUse, EventPostToolUseFailure,
-	EventPreCompact, EventPostCompact, EventStop, EventSessionEnd,
+	EventPreCompact, EventPostCompact, EventStop, EventSessionEnd, EventSubagentStart, EventSubagentStop,
 }
 
 // ccInput is the JSON a command hook reads on stdin: Claude Code's fields,
@@ -70,6 +74,11 @@ type ccInput struct {
 	Trigger              string  `json:"trigger,omitempty"`
 	CustomInstructions   *string `json:"custom_instructions,omitempty"`
 	CompactSummary       *string `json:"compact_summary,omitempty"`
+	// SubagentStart and SubagentStop: the task and its agent type (the
+	// matcher), and, at the stop, the child's transcript.
+	AgentID             string `json:"agent_id,omitempty"`
+	AgentType           string `json:"agent_type,omitempty"`
+	AgentTranscriptPath string `json:"agent_transcript_path,omitempty"`
 
 	// Ours: the call as agentloop knows it, when tool_name is a twin's.
 	AgentloopToolName  string          `json:"agentloop_tool_name,omitempty"`

@@ -32,6 +32,10 @@ const (
 	BeforeAgentFinalize Point = "before_agent_finalize" // first defined action wins
 	AgentEnd            Point = "agent_end"             // void
 	SessionEnd          Point = "session_end"           // void
+
+	// Subagents (package subagent), fired on the parent run's bus.
+	SubagentStart Point = "subagent_start" // void
+	SubagentStop  Point = "subagent_stop"  // void
 )
 
 // Points lists every point.
@@ -42,15 +46,16 @@ var Points = []Point{
 	BeforeToolCall, AfterToolCall, ToolResultPersist,
 	BeforeCompaction, AfterCompaction,
 	Stop, BeforeAgentFinalize, AgentEnd, SessionEnd,
+	SubagentStart, SubagentStop,
 }
 
-const numPoints = 16
+const numPoints = 18
 
 // Void reports whether the hooks of p only observe: they run concurrently
 // and their answers are not merged.
 func (p Point) Void() bool {
 	switch p {
-	case LLMInput, LLMOutput, AfterToolCall, BeforeCompaction, AfterCompaction, AgentEnd, SessionEnd:
+	case LLMInput, LLMOutput, AfterToolCall, BeforeCompaction, AfterCompaction, AgentEnd, SessionEnd, SubagentStart, SubagentStop:
 		return true
 	}
 	return false

@@ -617,3 +617,37 @@ func (b *Bus) OnSessionEnd(s Spec, fn func(context.Context, SessionEndEvent) err
 
 // SessionEnd fires session_end and waits for its hooks.
 func (b *Bus) SessionEnd(ctx context.Context, ev SessionEndEvent) { runVoid(b, ctx, SessionEnd, ev) }
+
+// SubagentEvent is what subagent_start and subagent_stop hooks observe
+// (Claude Code's SubagentStart and SubagentStop): a child session started
+// by the agent tool, on the bus of the run that started it.
+type SubagentEvent struct {
+	// AgentID is the task id; AgentType the agent type (general, or a
+	// definition's name), which command hooks match on.
+	AgentID, AgentType string
+	// ChildSessionID is the child's session.
+	ChildSessionID string
+	// TranscriptPath is the child's transcript and LastAssistantMessage
+	// its final text (subagent_stop only).
+	TranscriptPath, LastAssistantMessage string
+	// Status is how the task ended (subagent_stop only).
+	Status string
+}
+
+// OnSubagentStart registers a subagent_start hook.
+func (b *Bus) OnSubagentStart(s Spec, fn func(context.Context, SubagentEvent) error) (remove func()) {
+	return b.add(SubagentStart, s, voidFunc(fn))
+}
+
+// SubagentStart fires subagent_start and waits for its hooks.
+func (b *Bus) SubagentStart(ctx context.Context, ev SubagentEvent) {
+	runVoid(b, ctx, SubagentStart, ev)
+}
+
+// OnSubagentStop registers a subagent_stop hook.
+func (b *Bus) OnSubagentStop(s Spec, fn func(context.Context, SubagentEvent) error) (remove func()) {
+	return b.add(SubagentStop, s, voidFunc(fn))
+}
+
+// SubagentStop fires subagent_stop and waits for its hooks.
+func (b *Bus) SubagentStop(ctx context.Context, ev SubagentEvent) { runVoid(b, ctx, SubagentStop, ev) }

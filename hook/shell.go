@@ -439,6 +439,19 @@ func (g *shellGroup) sessionEnd(ctx context.Context, ev SessionEndEvent) error {
 	return nil
 }
 
+func (g *shellGroup) subagentStart(ctx context.Context, ev SubagentEvent) error {
+	g.observe(ctx, ccInput{AgentID: ev.AgentID, AgentType: ev.AgentType}, ev.AgentType)
+	return nil
+}
+
+func (g *shellGroup) subagentStop(ctx context.Context, ev SubagentEvent) error {
+	active := false
+	last := ev.LastAssistantMessage
+	g.observe(ctx, ccInput{AgentID: ev.AgentID, AgentType: ev.AgentType, AgentTranscriptPath: ev.TranscriptPath,
+		StopHookActive: &active, LastAssistantMessage: &last}, ev.AgentType)
+	return nil
+}
+
 func (g *shellGroup) compaction(ctx context.Context, ev CompactionEvent) error {
 	in := ccInput{Trigger: ev.Trigger}
 	if g.event == EventPreCompact {
@@ -484,5 +497,9 @@ func (g *shellGroup) register(sources []string) {
 		b.OnBeforeCompaction(spec, g.compaction)
 	case AfterCompaction:
 		b.OnAfterCompaction(spec, g.compaction)
+	case SubagentStart:
+		b.OnSubagentStart(spec, g.subagentStart)
+	case SubagentStop:
+		b.OnSubagentStop(spec, g.subagentStop)
 	}
 }

@@ -56,10 +56,10 @@ func (s *run) loop(ctx context.Context, a *agent.Agent, comp Compactor, prompt l
 		var end *agent.Event
 		s.h.setClosing(false) // a retry takes messages again
 		seq := a.Continue(ctx)
-		if first {
+		if first && !p.Resume {
 			seq = a.Run(ctx, prompt)
-			first = false
 		}
+		first = false
 		for ev, err := range seq {
 			if err != nil {
 				return Result{Reason: string(llm.ReasonUnknown), StopReason: llm.StopReasonError, Err: err, Message: err.Error()}

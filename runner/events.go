@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/compact"
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/loopguard"
 )
 
@@ -64,6 +65,13 @@ const (
 	EventWarning agent.EventType = "warning"
 	// EventHookMessage: a hook has a message for the user.
 	EventHookMessage agent.EventType = "hook_message"
+	// EventSubagentStart: a tool call of the run started a subagent task
+	// (package subagent); Subagent says which.
+	EventSubagentStart agent.EventType = "subagent_start"
+	// EventSubagentEnd: a subagent task of the run's session ended;
+	// Subagent has its status, usage and duration. A background task's end
+	// is sent on the stream of the run it is delivered to.
+	EventSubagentEnd agent.EventType = "subagent_end"
 	// EventRunEnd: the run ended; End is its Result.
 	EventRunEnd agent.EventType = "run_end"
 )
@@ -97,7 +105,26 @@ type Event struct {
 	Notice     *Notice
 	Loop       *loopguard.Event
 	Compaction *compact.Event
+	Subagent   *Subagent
 	End        *Result
+}
+
+// Subagent is the payload of subagent_start and subagent_end.
+type Subagent struct {
+	TaskID, ChildSessionID, ParentToolCallID string
+	// Agent is the agent type (general, or a definition's name).
+	Agent      string
+	Background bool
+	// Depth is the child's depth: 1 below a top-level session.
+	Depth int
+	// Description is the call's short label.
+	Description string
+	// Status (subagent_end only): completed, failed, timed_out, cancelled
+	// or interrupted.
+	Status   string
+	Usage    llm.Usage
+	Duration time.Duration
+	Turns    int
 }
 
 // RunStart says what a run runs on, in its first event.

@@ -73,6 +73,18 @@ type line struct {
 	SessionPath string   `json:"sessionPath,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
 
+	// subagent_start and subagent_end.
+	TaskID           string `json:"taskId,omitempty"`
+	ChildSessionID   string `json:"childSessionId,omitempty"`
+	ParentToolCallID string `json:"parentToolCallId,omitempty"`
+	Agent            string `json:"agent,omitempty"`
+	Description      string `json:"description,omitempty"`
+	Background       bool   `json:"background,omitempty"`
+	Depth            int    `json:"depth,omitempty"`
+	Status           string `json:"status,omitempty"`
+	DurationMs       *int64 `json:"durationMs,omitempty"`
+	Turns            int    `json:"turns,omitempty"`
+
 	Error   string     `json:"error,omitempty"`
 	Failure llm.Reason `json:"failure,omitempty"`
 }
@@ -136,6 +148,18 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	if c := e.Compaction; c != nil {
 		w.compaction(c)
+	}
+	if sa := e.Subagent; sa != nil {
+		w.TaskID, w.ChildSessionID, w.ParentToolCallID, w.Agent = sa.TaskID, sa.ChildSessionID, sa.ParentToolCallID, sa.Agent
+		w.Description, w.Background, w.Depth, w.Status, w.Turns = sa.Description, sa.Background, sa.Depth, sa.Status, sa.Turns
+		if sa.Status != "" {
+			ms := sa.Duration.Milliseconds()
+			w.DurationMs = &ms
+			if sa.Usage != (llm.Usage{}) {
+				u := sa.Usage
+				w.Usage = &u
+			}
+		}
 	}
 	if r := e.End; r != nil {
 		w.Reason, w.StopReason, w.Text, w.Model = r.Reason, r.StopReason, r.Message, r.Model

@@ -30,8 +30,14 @@ type run struct {
 
 	emitMu sync.Mutex
 	seq    *atomic.Int64
+	// endSent is set once run_end is out: nothing comes after it.
+	endSent bool
 
-	sess session.Session
+	// sess is set once the session is open and cleared when it is closed,
+	// under sessMu for the readers outside the run (Scope).
+	sessMu sync.Mutex
+	sess   session.Session
+	bus    *hook.Bus
 	// tr mirrors the agent's history in the session.
 	tr transcript
 
@@ -71,6 +77,13 @@ type run struct {
 func (s *run) emit(ev Event) {
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock()
+	s.emitLocked(ev)
+}
+
+func (s *run) emitLocked(ev Event) {
+	if ev.Type == EventRunEnd {
+		s.endSent = true
+	}
 	ev.Seq = s.seq.Add(1)
 	ev.RunID, ev.SessionID = s.h.id, s.h.sessionID
 	if s.p.OnEvent != nil {
@@ -147,14 +160,16 @@ func (s *run) execute(ctx context.Context, key, lane, sessID, source string, cre
 	if store := p.Store; store != nil {
 		var sess session.Session
 		if create {
-			sess, err = store.Create(ctx, session.CreateOptions{ID: sessID, Cwd: p.Session.Cwd, Lock: p.Session.Lock})
+			sess, err = store.Create(ctx, session.CreateOptions{ID: sessID, Cwd: p.Session.Cwd, Lock: p.Session.Lock, Subagent: p.Session.Subagent})
 		} else {
 			sess, err = store.Open(ctx, sessID, p.Session.Lock)
 		}
 		if err != nil {
 			return Result{Err: err}, err
 		}
+		s.sessMu.Lock()
 		s.sess = sess
+		s.sessMu.Unlock()
 		if p.Session.Opened != nil {
 			path := ""
 			if fs, ok := sess.(interface{ Path() string }); ok {
@@ -163,6 +178,9 @@ func (s *run) execute(ctx context.Context, key, lane, sessID, source string, cre
 			p.Session.Opened(sess.ID(), path)
 		}
 		defer func() {
+			s.sessMu.Lock()
+			s.sess = nil
+			s.sessMu.Unlock()
 			if cerr := sess.Close(); cerr != nil && err == nil {
 				s.warn(fmt.Sprintf("closing the session: %v", cerr))
 				res.Warnings = s.warnings // set below, before this ran
@@ -175,9 +193,9 @@ func (s *run) execute(ctx context.Context, key, lane, sessID, source string, cre
 		}
 	}
 	res, err = s.run(ctx, key, source)
-	if s.sess != nil {
-		res.SessionID = s.sess.ID()
-		if fs, ok := s.sess.(interface{ Path() string }); ok {
+	if sess := s.scope().session(); sess != nil {
+		res.SessionID = sess.ID()
+		if fs, ok := sess.(interface{ Path() string }); ok {
 			res.SessionPath = fs.Path()
 		}
 	}
@@ -188,7 +206,7 @@ func (s *run) execute(ctx context.Context, key, lane, sessID, source string, cre
 // run is everything after the lanes and the lock.
 func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	p := s.p
-	runCtx, cancel := context.WithCancelCause(ctx)
+	runCtx, cancel := context.WithCancelCause(context.WithValue(ctx, scopeKey{}, s.h.scope))
 	defer cancel(nil)
 	s.cancel = cancel
 
@@ -211,6 +229,9 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	if err != nil {
 		return Result{Err: err}, err
 	}
+	s.sessMu.Lock()
+	s.bus = bus
+	s.sessMu.Unlock()
 	if bus != nil {
 		defer func() {
 			wctx, c := context.WithTimeout(context.WithoutCancel(ctx), hookWait)
@@ -236,7 +257,10 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		if out.Halt != "" {
 			return s.finish(Result{Reason: ReasonHalted, Err: &HaltError{out.Halt}, Message: out.Halt}), nil
 		}
-		ups := bus.UserPromptSubmit(runCtx, hook.UserPromptSubmitInput{SessionID: sessionID, Prompt: p.Prompt})
+		var ups hook.UserPromptSubmitOutput
+		if !p.Resume { // a delivered notification is no prompt of the user's
+			ups = bus.UserPromptSubmit(runCtx, hook.UserPromptSubmitInput{SessionID: sessionID, Prompt: p.Prompt})
+		}
 		if ups.Halt != "" {
 			return s.finish(Result{Reason: ReasonHalted, Err: &HaltError{ups.Halt}, Message: ups.Halt}), nil
 		}

@@ -233,6 +233,9 @@ type SessionSpec struct {
 	// store without files): a caller keeps per-session files (bash's
 	// spill logs) beside the transcript.
 	Opened func(id, path string)
+	// Subagent, for a new session, records in its header whose child it is
+	// (package subagent).
+	Subagent *session.Subagent
 }
 
 // Compactor is what the runner needs of context compaction;
@@ -277,6 +280,7 @@ type params struct {
 	Options        llm.Options
 	MaxTurns       int
 	Approval       *tool.Approval
+	Resume         bool
 
 	Hooks         *hook.LoadOptions
 	RegisterHooks func(*hook.Bus)
@@ -306,6 +310,11 @@ type params struct {
 type Request struct {
 	// Prompt is the user's message.
 	Prompt string
+	// Resume runs from the session's context as it is, with no new prompt
+	// (Prompt is ignored) and no user_prompt_submit hook: its last message
+	// is one the caller appended, such as a subagent's notification
+	// delivered to an idle session.
+	Resume bool
 	// Images are attached to the user's message after its text (image
 	// blocks: the files a prompt's @ includes named).
 	Images []llm.Content
@@ -378,7 +387,7 @@ func (r *Runner) params(q Request) params {
 		Store: c.Store, Prompt: q.Prompt, Images: q.Images, History: q.History, SessionKey: q.SessionKey, Lane: q.Lane,
 		ParentLane: q.ParentLane, Session: q.Session, Model: q.Model, Info: q.Info, ResolveModel: c.ResolveModel,
 		FallbackModels: q.FallbackModels, Tools: q.Tools, ToolPolicy: q.ToolPolicy, SystemPrompt: q.SystemPrompt,
-		Options: q.Options, MaxTurns: q.MaxTurns, Approval: q.Approval, Hooks: c.Hooks, RegisterHooks: c.RegisterHooks,
+		Options: q.Options, MaxTurns: q.MaxTurns, Approval: q.Approval, Resume: q.Resume, Hooks: c.Hooks, RegisterHooks: c.RegisterHooks,
 		Bus: c.Bus, ToolSources: c.ToolSources, ToolSearch: q.ToolSearch, Compaction: c.Compaction, LoopGuard: c.LoopGuard, Timeout: q.Timeout,
 		CompactionTimeout: q.CompactionTimeout, MaxCost: q.MaxCost, MaxTokens: q.MaxTokens,
 		AuthProfiles: q.AuthProfiles, UseProfile: q.UseProfile, Auth: c.Auth, Windows: c.Windows,

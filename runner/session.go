@@ -28,7 +28,7 @@ func (s *run) resolveSession(ctx context.Context) (sessID, source string, create
 	}
 	switch {
 	case p.Session.Fork != "":
-		id, err := store.Fork(ctx, p.Session.Fork, "", session.CreateOptions{Cwd: p.Session.Cwd})
+		id, err := store.Fork(ctx, p.Session.Fork, "", session.CreateOptions{Cwd: p.Session.Cwd, Subagent: p.Session.Subagent})
 		if err != nil {
 			return "", "", false, fmt.Errorf("fork session %s: %w", p.Session.Fork, err)
 		}

@@ -17,6 +17,8 @@ import (
 // concurrent use.
 type Run struct {
 	id, key, sessionID string
+	lane               string
+	scope              *Scope
 
 	cancel context.CancelCauseFunc
 	done   chan struct{}
@@ -102,6 +104,7 @@ func (r *Runner) start(ctx context.Context, p params, queued bool) (*Run, error)
 	if p.ParentLane != "" {
 		lane = resolveNestedLane(p.ParentLane)
 	}
+	h.lane = lane
 	seqKey := sessID
 	if seqKey == "" {
 		seqKey = key
@@ -297,7 +300,9 @@ func stable(ev Event) Event {
 func newRun(r *Runner, p params, clk clock.Clock) *run {
 	h := &Run{id: "run-" + session.NewSessionID(), done: make(chan struct{})}
 	h.qcond = sync.NewCond(&h.qmu)
-	return &run{r: r, h: h, p: p, clock: clk, seq: new(atomic.Int64)}
+	s := &run{r: r, h: h, p: p, clock: clk, seq: new(atomic.Int64)}
+	h.scope = &Scope{s}
+	return s
 }
 
 // startInfo is the payload of run_start.

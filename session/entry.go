@@ -45,6 +45,21 @@ type Header struct {
 	Cwd       string `json:"cwd"`
 	// ParentSession is the path of the file this one was forked from.
 	ParentSession string `json:"parentSession,omitempty"`
+	// The fields of a subagent's session (package subagent): the session
+	// and tool call that started it, its task id, its depth (1 below a
+	// top-level session) and its agent type. Recorded at spawn, so a
+	// restored child cannot regain the depth it lost.
+	ParentSessionID  string `json:"parentSessionId,omitempty"`
+	ParentToolCallID string `json:"parentToolCallId,omitempty"`
+	TaskID           string `json:"taskId,omitempty"`
+	Depth            int    `json:"depth,omitempty"`
+	Agent            string `json:"agent,omitempty"`
+}
+
+// Subagent describes a subagent's session in its header (CreateOptions).
+type Subagent struct {
+	ParentSessionID, ParentToolCallID, TaskID, Agent string
+	Depth                                            int
 }
 
 // Entry is one line of a transcript after the header. Type says which of

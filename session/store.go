@@ -48,6 +48,9 @@ type CreateOptions struct {
 	Cwd string
 	// Lock says whether to wait for the lock (relevant to a chosen ID).
 	Lock *LockOptions
+	// Subagent, when set, records in the header whose child the session
+	// is.
+	Subagent *Subagent
 }
 
 // Info describes a session for listings.
@@ -157,6 +160,9 @@ func (s *JSONLStore) newHeader(opts CreateOptions) (Header, string, error) {
 	}
 	now := time.Now()
 	h := Header{Type: "session", Version: CurrentVersion, ID: id, Timestamp: formatTime(now), Cwd: cwd}
+	if sa := opts.Subagent; sa != nil {
+		h.ParentSessionID, h.ParentToolCallID, h.TaskID, h.Depth, h.Agent = sa.ParentSessionID, sa.ParentToolCallID, sa.TaskID, sa.Depth, sa.Agent
+	}
 	name := strings.NewReplacer(":", "-", ".", "-").Replace(h.Timestamp) + "_" + id + ".jsonl"
 	return h, filepath.Join(s.Dir, CwdSlug(cwd), name), nil
 }

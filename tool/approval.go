@@ -272,7 +272,11 @@ func LineAsker(in io.Reader, out io.Writer) Asker {
 			args = strings.ToValidUTF8(args[:500], "") + "…"
 		}
 		name := visible(call.Name)
-		fmt.Fprintf(out, "\nThe agent wants to run %s %s\n", name, visible(args))
+		who := "The agent"
+		if o, ok := OriginOf(ctx); ok {
+			who = fmt.Sprintf("Subagent task %s (%s)", visible(o.TaskID), visible(o.Agent))
+		}
+		fmt.Fprintf(out, "\n%s wants to run %s %s\n", who, name, visible(args))
 		if reason != "" {
 			fmt.Fprintf(out, "  (%s)\n", visible(reason))
 		}

@@ -286,3 +286,29 @@ func TestLineAskerDropsStaleLines(t *testing.T) {
 		}
 	})
 }
+
+// A call from a subagent's run names its task in the question, so the
+// person knows which agent asks.
+func TestLineAskerNamesTheSubagentTask(t *testing.T) {
+	r, w := io.Pipe()
+	defer w.Close()
+	out := &promptWriter{asked: make(chan struct{}, 4)}
+	ask := LineAsker(r, out)
+	go func() {
+		<-out.asked
+		_, _ = io.WriteString(w, "y\n")
+	}()
+	ctx := WithOrigin(context.Background(), Origin{TaskID: "t_1234", Agent: "general", ParentToolCallID: "call_1"})
+	if ans, err := ask(ctx, Call{Name: "bash", Args: json.RawMessage(`{"command":"rm x"}`)}, ""); err != nil || ans != AnswerYes {
+		t.Fatalf("answer %v, %v", ans, err)
+	}
+	out.mu.Lock()
+	got := out.b.String()
+	out.mu.Unlock()
+	if !strings.Contains(got, "Subagent task t_1234 (general) wants to run bash") {
+		t.Fatalf("question %q does not name the task", got)
+	}
+	if _, ok := OriginOf(context.Background()); ok {
+		t.Fatal("a plain context has an origin")
+	}
+}

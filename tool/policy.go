@@ -15,7 +15,8 @@ type Profile string
 const (
 	// ProfileReadOnly offers read, grep, find and ls.
 	ProfileReadOnly Profile = "readonly"
-	// ProfileCoding offers the read-only tools plus write, edit and bash.
+	// ProfileCoding offers the read-only tools plus write, edit and bash,
+	// and the agent tools (package subagent) of a run that has them.
 	ProfileCoding Profile = "coding"
 	// ProfileFull offers every registered tool, MCP tools included.
 	ProfileFull Profile = "full"
@@ -25,7 +26,7 @@ const (
 // registered tool.
 var profileTools = map[Profile][]string{
 	ProfileReadOnly: {"read", "grep", "find", "ls"},
-	ProfileCoding:   {"read", "grep", "find", "ls", "write", "edit", "bash"},
+	ProfileCoding:   {"read", "grep", "find", "ls", "write", "edit", "bash", "agent", "agent_send", "agent_stop"},
 }
 
 // Policy decides which of the registered tools a run offers the model. It

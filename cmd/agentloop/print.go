@@ -25,7 +25,8 @@ const eventReply agent.EventType = "reply"
 type printer struct {
 	out, errw io.Writer
 	json      bool
-	verbose   bool // --verbose: each tool's result on stderr too
+	verbose   bool       // --verbose: each tool's result on stderr too
+	agents    *runAgents // the line of each child that ends
 	enc       *json.Encoder
 	info      llm.ModelInfo
 
@@ -176,6 +177,11 @@ func continuationText(reason string) string {
 // runnerEvent shows the events of the runner and of compaction.
 func (p *printer) runnerEvent(ev runner.Event) {
 	switch ev.Type {
+	case runner.EventSubagentEnd:
+		if ev.Subagent != nil && p.agents != nil && !ev.Subagent.Background {
+			p.endLine()
+			fmt.Fprintln(p.errw, p.agents.line(ev.Subagent))
+		}
 	case runner.EventLoopDetected:
 		if ev.Loop == nil || ev.Loop.CallID == "" || ev.Notice == nil {
 			p.notice(ev)

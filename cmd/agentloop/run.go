@@ -25,6 +25,7 @@ import (
 	"github.com/agentloop/agentloop/prompt"
 	"github.com/agentloop/agentloop/runner"
 	"github.com/agentloop/agentloop/session"
+	"github.com/agentloop/agentloop/subagent"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tool/builtin"
 	"github.com/agentloop/agentloop/tool/mcp"
@@ -43,12 +44,15 @@ type runFlags struct {
 	systemPrompt       string
 	appendSystemPrompt string
 
-	tools    []string
-	noTools  bool
-	profile  string
-	readOnly bool
-	approve  string
-	sandbox  bool
+	tools   []string
+	noTools bool
+	// noAgents offers no agent tools; agentDepth is how deep they nest.
+	noAgents   bool
+	agentDepth int
+	profile    string
+	readOnly   bool
+	approve    string
+	sandbox    bool
 
 	noSession  bool
 	cont       bool
@@ -156,6 +160,8 @@ func addToolFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringSliceVar(&f.mcpConfig, "mcp-config", nil, "also start the MCP servers of this .mcp.json file (repeatable)")
 	fl.BoolVar(&f.noMCP, "no-mcp", false, "start no MCP servers")
 	fl.BoolVar(&f.noLoopGuard, "no-loop-detection", false, "do not warn about or block a tool call repeated over and over")
+	fl.BoolVar(&f.noAgents, "no-agents", false, "offer no agent tools (subagents)")
+	fl.IntVar(&f.agentDepth, "agent-depth", subagent.DefaultMaxDepth, "how deep agents may nest (1-5)")
 	fl.StringVar(&f.toolSearch, "tool-search", string(runner.ToolSearchAuto), "offer MCP tools through a tool_search tool: auto (when their definitions pass --tool-search-threshold of the context window), on, off")
 	fl.Float64Var(&f.toolSearchPercent, "tool-search-threshold", runner.DefaultToolSearchPercent, "with --tool-search auto: the share of the context window, in percent, the tool definitions may take")
 }
@@ -240,6 +246,13 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	}
 	defer rn.Close()
 	pr := newPrinter(env, f.json, resolved.Info)
+	if cfg.Store != nil && !f.noTools && !f.noAgents {
+		agents, err := newRunAgents(ctx, env, f, home, cwd, rn, cfg.Store, q.Tools, q, pr)
+		if err != nil {
+			return err
+		}
+		defer agents.finish(ctx, env)
+	}
 	pr.verbose = f.verbose
 	pr.status = st
 	q.OnEvent = pr.event
