@@ -57,9 +57,11 @@ type Counter struct {
 	Block bool
 }
 
-func (c *Counter) Name() string            { return "touch" }
-func (c *Counter) Description() string     { return "Touches a file." }
-func (c *Counter) Schema() json.RawMessage { return json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`) }
+func (c *Counter) Name() string        { return "touch" }
+func (c *Counter) Description() string { return "Touches a file." }
+func (c *Counter) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)
+}
 func (c *Counter) Execute(ctx context.Context, call tool.Call, _ func(tool.Partial)) (tool.Result, error) {
 	c.N.Add(1)
 	if c.Block {
