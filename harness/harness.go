@@ -50,6 +50,9 @@ type Attempt struct {
 	System  string
 	Tools   *tool.Registry
 	Model   llm.Model
+	// ModelID is the model's id at its provider, for engines that pick
+	// their own model by name ("" lets the engine choose).
+	ModelID string
 	Options llm.Options
 	Cwd     string
 	// Approval is the core's policy and asker: the harness asks it for

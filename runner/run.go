@@ -314,6 +314,16 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		model = &namedModel{Model: model, names: nm}
 	}
 
+	if s.external() {
+		// The engine owns its loop, its context and its compaction; the
+		// core keeps the transcript, the tools, the approvals and the
+		// retry decision.
+		res := s.runHarness(runCtx, reg, prompt, history)
+		if res.Reason == ReasonStop {
+			endReason = "exit"
+		}
+		return s.finish(res), nil
+	}
 	// Compaction, recorded into the session.
 	comp, err := s.newCompactor(bus, specs)
 	if err != nil {
