@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/session"
@@ -197,7 +196,7 @@ func (s *run) finalizeSettled(ctx context.Context, h harness.Harness, bound *har
 	if _, err := record(ctx, harness.Item{MirrorID: harness.MirrorID(h.ID(), thread, s.h.id, "final"), Message: msg}); err != nil {
 		s.warn(fmt.Sprintf("recording the final answer: %v", err))
 	}
-	s.emitAgent(agent.Event{Type: agent.EventMessageEnd, Message: &msg})
+	harness.EmitMessage(s.emitAgent, msg)
 	return Result{Reason: ReasonStop, StopReason: llm.StopReasonStop}
 }
 

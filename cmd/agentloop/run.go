@@ -67,6 +67,7 @@ type runFlags struct {
 	retryBase   time.Duration
 	noLoopGuard bool
 	fallbacks   []string
+	harness     string
 
 	// Claude Code's print mode (ccformat.go, resume.go).
 	outputFormat    string
@@ -136,6 +137,7 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.BoolVar(&f.noLoopGuard, "no-loop-detection", false, "do not warn about or block a tool call repeated over and over")
 	fl.DurationVar(&f.retryBase, "retry-base", 0, "first wait before retrying a transient failure (default 2s)")
 	_ = fl.MarkHidden("retry-base") // for tests against scripted servers
+	fl.StringVar(&f.harness, "harness", "", "run the turn on another agent engine: builtin (default) or claude-code (docs/harnesses.md)")
 	addClaudeFlags(fl, f)
 	return cmd
 }
@@ -259,6 +261,9 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
 		Approval: approval,
 		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
+	}
+	if q.Harness, err = harnessFor(env, f.harness); err != nil {
+		return usageError{err}
 	}
 	cfg.ResolveModel = func(ctx context.Context, prov, model string) (llm.Model, llm.ModelInfo, error) {
 		g := *f

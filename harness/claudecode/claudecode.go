@@ -377,7 +377,7 @@ func (t *turn) add(ctx context.Context, item string, msg llm.Message) error {
 	if err := t.m.Add(ctx, harness.Item{MirrorID: harness.MirrorID(ID, t.native, t.a.RunID, item), Message: msg}, false); err != nil {
 		return err
 	}
-	t.emit(agent.Event{Type: agent.EventMessageEnd, Message: &msg})
+	harness.EmitMessage(t.a.Emit, msg)
 	return nil
 }
 
