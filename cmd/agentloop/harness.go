@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/harness/claudecode"
+	"github.com/agentloop/agentloop/harness/pi"
 	"github.com/agentloop/agentloop/session"
 )
 
@@ -16,6 +17,9 @@ import (
 const (
 	envClaudeCommand = "AGENTLOOP_CLAUDE"
 	envPiCommand     = "AGENTLOOP_PI"
+	// envPiModel names pi's model as pi's own models.json does (default:
+	// the --model id).
+	envPiModel = "AGENTLOOP_PI_MODEL"
 )
 
 // harnessFor returns the harness --harness names: "" and "builtin" are the
@@ -26,10 +30,12 @@ func harnessFor(env *cliEnv, name string) (harness.Harness, error) {
 		return nil, nil
 	case name == claudecode.ID:
 		return claudecode.New(&claudecode.Config{Command: env.getenv(envClaudeCommand)}), nil
+	case name == pi.ID:
+		return pi.New(&pi.Config{Command: env.getenv(envPiCommand), Model: env.getenv(envPiModel)}), nil
 	case strings.HasPrefix(name, "acp:"):
 		return nil, fmt.Errorf("--harness %s: ACP agents are not supported by this build yet", name)
 	}
-	return nil, fmt.Errorf("--harness %q: want builtin or claude-code", name)
+	return nil, fmt.Errorf("--harness %q: want builtin, claude-code or pi", name)
 }
 
 // newSessionsUnbindCmd is `agentloop sessions unbind`: the way out of a

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +47,74 @@ func claudeCode(t *testing.T) string {
 		t.Skipf("Claude Code from npm is not available (%v): skipping the tests against the real engine", claudeErr)
 	}
 	return claudeBin
+}
+
+// piPackage is pi from npm, installed once per machine like Claude Code.
+const piPackage = "@mariozechner/pi-coding-agent@0.73.1"
+
+var (
+	piOnce sync.Once
+	piBin  string
+	piErr  error
+)
+
+// piAgent returns the pi executable, installing the package when needed.
+func piAgent(t *testing.T) string {
+	t.Helper()
+	piOnce.Do(func() {
+		if _, err := exec.LookPath("node"); err != nil {
+			piErr = fmt.Errorf("node is not installed: %v", err)
+			return
+		}
+		piBin, piErr = npmInstalled(piPackage, filepath.Join("node_modules", ".bin", "pi"))
+	})
+	if piErr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("pi from npm is needed in CI: %v", piErr)
+		}
+		t.Skipf("pi from npm is not available (%v): skipping the tests against the real engine", piErr)
+	}
+	return piBin
+}
+
+// piEnv points pi at mockllm at base the way ../shared/bench/peers/pi.sh
+// does: a models.json of its own naming the scripted server.
+func piEnv(t *testing.T, base string) []string {
+	dir := t.TempDir()
+	models := fmt.Sprintf(`{"providers":{"mock-anthropic":{"baseUrl":%q,"api":"anthropic-messages","apiKey":"MOCK_API_KEY",`+
+		`"models":[{"id":"mock-claude","contextWindow":200000,"maxTokens":4096}]}}}`, base)
+	if err := os.WriteFile(filepath.Join(dir, "models.json"), []byte(models), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"PI_CODING_AGENT_DIR=" + dir, "PI_OFFLINE=1", "PI_TELEMETRY=0", "MOCK_API_KEY=sk-mock",
+		"ANTHROPIC_API_KEY=sk-mock", "ANTHROPIC_BASE_URL=" + base,
+		envPiCommand + "=" + piAgent(t), envPiModel + "=mock-anthropic/mock-claude"}
+}
+
+// engine is one external engine under the e2e tests.
+type engine struct {
+	name string
+	env  func(t *testing.T, base string) []string
+	// bash is the engine's name for its shell tool.
+	bash string
+	// lose deletes the native session the binding names.
+	lose func(t *testing.T, home, native string)
+}
+
+var engines = []engine{
+	{"claude-code", claudeEnv, "Bash", func(t *testing.T, home, native string) {
+		// Claude Code keeps its sessions under HOME.
+		files, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", native+".jsonl"))
+		if len(files) != 1 {
+			t.Fatalf("Claude Code's session file for %s not found under %s", native, home)
+		}
+		os.Remove(files[0])
+	}},
+	{"pi", piEnv, "bash", func(t *testing.T, _, native string) {
+		if err := os.Remove(native); err != nil { // the binding is pi's session file
+			t.Fatal(err)
+		}
+	}},
 }
 
 // claudeEnv is what Claude Code needs to run against mockllm at base, the
@@ -100,18 +169,24 @@ func mirrored(t *testing.T, home, id string) (msgs []string, bindings []string) 
 	return msgs, bindings
 }
 
-// Issue 25: a two-turn session on Claude Code against mockllm. Turn one
+// Issue 25: a two-turn session on each engine against mockllm. Turn one
 // runs a tool that writes a file, approved by our policy; turn two resumes
 // Claude Code's own session (its request carries turn one); the
 // transcript holds each item once, with one binding; sessions show
 // renders it. Then the native session is deleted: the next turn fails
 // with the way out, unbind clears the binding, and a new one starts.
-func TestE2EHarnessClaudeCodeTwoTurns(t *testing.T) {
+func TestE2EHarnessTwoTurns(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) { testHarnessTwoTurns(t, eng) })
+	}
+}
+
+func testHarnessTwoTurns(t *testing.T, eng engine) {
 	capture := filepath.Join(t.TempDir(), "requests.jsonl")
 	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "echo hi > made.txt", "-capture", capture)
-	env := claudeEnv(t, base)
+	env := eng.env(t, base)
 	home, ws := t.TempDir(), t.TempDir()
-	args := []string{"run", "--harness", "claude-code", "--model", "anthropic/mock-claude", "--cwd", ws}
+	args := []string{"run", "--harness", eng.name, "--model", "anthropic/mock-claude", "--cwd", ws}
 	code, out, errs := execCLI(t, env, home, append(args, "make the file")...)
 	if code != 0 || !strings.Contains(out, "word word done") {
 		t.Fatalf("turn 1: exit %d\nstdout %s\nstderr %s", code, out, errs)
@@ -125,7 +200,8 @@ func TestE2EHarnessClaudeCodeTwoTurns(t *testing.T) {
 		t.Fatalf("turn 2: exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}
 	msgs, bindings := mirrored(t, home, id)
-	want := "user:make the file | call:Bash | result:Bash | assistant:word word done | user:and again | assistant:word word done"
+	want := "user:make the file | call:B | result:B | assistant:word word done | user:and again | assistant:word word done"
+	want = strings.ReplaceAll(want, ":B", ":"+eng.bash)
 	if got := strings.Join(msgs, " | "); got != want {
 		t.Errorf("transcript\n got %s\nwant %s", got, want)
 	}
@@ -135,19 +211,15 @@ func TestE2EHarnessClaudeCodeTwoTurns(t *testing.T) {
 	reqs, _ := os.ReadFile(capture)
 	lines := strings.Split(strings.TrimSpace(string(reqs)), "\n")
 	if last := lines[len(lines)-1]; !strings.Contains(last, "make the file") || !strings.Contains(last, "and again") {
-		t.Errorf("turn two's model request does not carry turn one: Claude Code did not resume its session")
+		t.Errorf("turn two's model request does not carry turn one: %s did not resume its session", eng.name)
 	}
 	code, out, _ = execCLI(t, env, home, "sessions", "show", id)
-	if code != 0 || !strings.Contains(out, "bound to claude-code session "+bindings[0]) || !strings.Contains(out, "and again") {
+	if code != 0 || !strings.Contains(out, "bound to "+eng.name+" session "+bindings[0]) || !strings.Contains(out, "and again") {
 		t.Errorf("sessions show: exit %d\n%s", code, out)
 	}
 
-	// The native session goes away (Claude Code keeps it under HOME).
-	files, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", bindings[0]+".jsonl"))
-	if len(files) != 1 {
-		t.Fatalf("Claude Code's session file for %s not found under %s", bindings[0], home)
-	}
-	os.Remove(files[0])
+	// The native session goes away.
+	eng.lose(t, home, bindings[0])
 	code, _, errs = execCLI(t, env, home, append(args, "--session", id, "third")...)
 	if code == 0 || !strings.Contains(errs, "agentloop sessions unbind "+id) {
 		t.Fatalf("lost binding: exit %d, stderr %s", code, errs)
@@ -166,13 +238,20 @@ func TestE2EHarnessClaudeCodeTwoTurns(t *testing.T) {
 	}
 }
 
-// Issue 25: Claude Code's permission request is answered by our approval:
+// Issue 25: the engine's permission request (Claude Code's can_use_tool,
+// pi's through our extension) is answered by our approval:
 // with --approve never the file-writing command is refused, never runs,
 // and the refusal is in the transcript as the call's error result.
-func TestE2EHarnessClaudeCodeApprovalDenies(t *testing.T) {
+func TestE2EHarnessApprovalDenies(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) { testHarnessApprovalDenies(t, eng) })
+	}
+}
+
+func testHarnessApprovalDenies(t *testing.T, eng engine) {
 	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "echo hi > denied.txt")
 	home, ws := t.TempDir(), t.TempDir()
-	code, out, errs := execCLI(t, claudeEnv(t, base), home, "run", "--harness", "claude-code", "--model", "anthropic/mock-claude",
+	code, out, errs := execCLI(t, eng.env(t, base), home, "run", "--harness", eng.name, "--model", "anthropic/mock-claude",
 		"--cwd", ws, "--approve", "never", "write it")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
@@ -181,20 +260,26 @@ func TestE2EHarnessClaudeCodeApprovalDenies(t *testing.T) {
 		t.Fatal("the refused command ran")
 	}
 	msgs, _ := mirrored(t, home, sessionOf(t, errs))
-	if got := strings.Join(msgs, " | "); !strings.Contains(got, "call:Bash | result:Bash:error") {
+	if got := strings.Join(msgs, " | "); !strings.Contains(got, "call:"+eng.bash+" | result:"+eng.bash+":error") {
 		t.Errorf("transcript %s, want the refused call with its error result", got)
 	}
 }
 
-// Issue 25: Ctrl-C while Claude Code's tool runs: the turn is interrupted
-// through the control protocol, the run exits 130 within the abort bound,
+// Issue 25: Ctrl-C while the engine's tool runs: the turn is interrupted
+// (Claude Code's control protocol, pi's abort command), the run exits 130 within the abort bound,
 // the call keeps its result in the transcript, and no process of the tool
 // is left.
-func TestE2EHarnessClaudeCodeAbortMidTool(t *testing.T) {
+func TestE2EHarnessAbortMidTool(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) { testHarnessAbortMidTool(t, eng) })
+	}
+}
+
+func testHarnessAbortMidTool(t *testing.T, eng engine) {
 	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "echo started > slow.txt; tail -f /dev/null")
 	home, ws := t.TempDir(), t.TempDir()
-	cmd := exec.Command(builtCLI(t), "run", "--harness", "claude-code", "--model", "anthropic/mock-claude", "--cwd", ws, "go slow")
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AGENTLOOP_HOME=" + home}, claudeEnv(t, base)...)
+	cmd := exec.Command(builtCLI(t), "run", "--harness", eng.name, "--model", "anthropic/mock-claude", "--cwd", ws, "go slow")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AGENTLOOP_HOME=" + home}, eng.env(t, base)...)
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
@@ -228,7 +313,7 @@ func TestE2EHarnessClaudeCodeAbortMidTool(t *testing.T) {
 	}
 	t.Logf("stopped %s after the interrupt", time.Since(start).Round(time.Millisecond))
 	msgs, _ := mirrored(t, home, sessionOf(t, errb.String()))
-	if got := strings.Join(msgs, " | "); !strings.Contains(got, "call:Bash | result:Bash") {
+	if got := strings.Join(msgs, " | "); !strings.Contains(got, "call:"+eng.bash+" | result:"+eng.bash) {
 		t.Errorf("transcript %s: the interrupted call lost its result", got)
 	}
 	// The tool ran in the workspace: no process may still be there.
