@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentloop/agentloop/harness"
+	"github.com/agentloop/agentloop/harness/acp"
 	"github.com/agentloop/agentloop/harness/claudecode"
 	"github.com/agentloop/agentloop/harness/pi"
 	"github.com/agentloop/agentloop/session"
@@ -23,7 +24,8 @@ const (
 )
 
 // harnessFor returns the harness --harness names: "" and "builtin" are the
-// built-in loop (nil), "claude-code" and "pi" the engines of those names.
+// built-in loop (nil), "claude-code" and "pi" the engines of those names,
+// "acp:<command line>" any ACP agent that command starts.
 func harnessFor(env *cliEnv, name string) (harness.Harness, error) {
 	switch {
 	case name == "" || name == harness.BuiltinID:
@@ -33,9 +35,13 @@ func harnessFor(env *cliEnv, name string) (harness.Harness, error) {
 	case name == pi.ID:
 		return pi.New(&pi.Config{Command: env.getenv(envPiCommand), Model: env.getenv(envPiModel)}), nil
 	case strings.HasPrefix(name, "acp:"):
-		return nil, fmt.Errorf("--harness %s: ACP agents are not supported by this build yet", name)
+		cfg, err := acp.Parse(name)
+		if err != nil {
+			return nil, fmt.Errorf("--harness %w", err)
+		}
+		return acp.New(cfg), nil
 	}
-	return nil, fmt.Errorf("--harness %q: want builtin, claude-code or pi", name)
+	return nil, fmt.Errorf("--harness %q: want builtin, claude-code, pi or acp:<command>", name)
 }
 
 // newSessionsUnbindCmd is `agentloop sessions unbind`: the way out of a

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/fakeacp"
 	"github.com/agentloop/agentloop/session"
 )
 
@@ -323,5 +325,56 @@ func testHarnessAbortMidTool(t *testing.T, eng engine) {
 			cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
 			t.Errorf("a process of the tool outlived the run: %s %q", p, cmdline)
 		}
+	}
+}
+
+// envFakeACP, set to a fakeacp script, makes the test binary an ACP agent.
+const envFakeACP = "AGENTLOOP_FAKEACP"
+
+func serveFakeACP(script string) int {
+	var cfg fakeacp.Config
+	if err := json.Unmarshal([]byte(script), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fakeacp.Serve(cfg, os.Stdin, os.Stdout)
+	return 0
+}
+
+// Issue 25: `run --harness acp:<command>` on an ACP agent (the scripted
+// one of internal/fakeacp, this test binary): two turns on one native
+// session, the refused edit never runs, and sessions show renders the
+// mirrored session with its binding.
+func TestE2EHarnessACP(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	edit := fakeacp.Step{Tool: &fakeacp.Tool{ID: "e1", Title: "edit notes", Kind: "edit", Input: map[string]any{"path": "notes"}, Permission: true, Touch: "notes"}}
+	script, _ := json.Marshal(fakeacp.Config{Dir: t.TempDir(), Turns: [][]fakeacp.Step{
+		{{Text: "first answer"}}, {edit, {Text: "second answer"}}}})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{envFakeACP + "=" + string(script), "ANTHROPIC_API_KEY=sk-unused"}
+	args := []string{"run", "--harness", "acp:" + self, "--model", "anthropic/mock-claude", "--cwd", ws, "--approve", "never"}
+	code, out, errs := execCLI(t, env, home, append(args, "one")...)
+	if code != 0 || !strings.Contains(out, "first answer") {
+		t.Fatalf("turn 1: exit %d\n%s\n%s", code, out, errs)
+	}
+	id := sessionOf(t, errs)
+	code, out, errs = execCLI(t, env, home, append(args, "--session", id, "two")...)
+	if code != 0 || !strings.Contains(out, "second answer") {
+		t.Fatalf("turn 2: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "notes")); err == nil {
+		t.Error("the edit refused by --approve never ran")
+	}
+	msgs, bindings := mirrored(t, home, id)
+	want := "user:one | assistant:first answer | user:two | call:edit notes | result:edit notes:error | assistant:second answer"
+	if got := strings.Join(msgs, " | "); got != want || len(bindings) != 1 {
+		t.Errorf("transcript\n got %s\nwant %s\nbindings %v", got, want, bindings)
+	}
+	code, out, _ = execCLI(t, nil, home, "sessions", "show", id)
+	if code != 0 || !strings.Contains(out, "bound to acp:") || !strings.Contains(out, "second answer") {
+		t.Errorf("sessions show: exit %d\n%s", code, out)
 	}
 }

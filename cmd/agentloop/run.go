@@ -137,7 +137,7 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.BoolVar(&f.noLoopGuard, "no-loop-detection", false, "do not warn about or block a tool call repeated over and over")
 	fl.DurationVar(&f.retryBase, "retry-base", 0, "first wait before retrying a transient failure (default 2s)")
 	_ = fl.MarkHidden("retry-base") // for tests against scripted servers
-	fl.StringVar(&f.harness, "harness", "", "run the turn on another agent engine: builtin (default), claude-code or pi (docs/harnesses.md)")
+	fl.StringVar(&f.harness, "harness", "", "run the turn on another agent engine: builtin (default), claude-code, pi or acp:<command> (docs/harnesses.md)")
 	addClaudeFlags(fl, f)
 	return cmd
 }

@@ -17,50 +17,97 @@ import (
 // maxStderr bounds the stderr kept for error messages.
 const maxStderr = 16 << 10
 
-// Conn is a running engine.
-type Conn struct {
+// Proc is a running engine process with its stdin and stdout, for a
+// caller that frames them itself (an ACP connection).
+type Proc struct {
 	cmd  *proc.Command
 	kill context.CancelFunc
-	in   io.WriteCloser
-	// Lines are the engine's stdout lines, closed at its end.
-	Lines <-chan []byte
+	// Stdin and Stdout are the engine's.
+	Stdin  io.WriteCloser
+	Stdout io.Reader
 
-	inMu   sync.Mutex
-	stop   chan struct{}
-	once   sync.Once
-	read   chan struct{}
 	errMu  sync.Mutex
 	stderr []byte
+	once   sync.Once
 }
 
-// Start starts name with args in dir; env nil means this process's.
-func Start(name string, args []string, dir string, env []string) (*Conn, error) {
+// StartProc starts name with args in dir; env nil means this process's.
+func StartProc(name string, args []string, dir string, env []string) (*Proc, error) {
 	kctx, kill := context.WithCancel(context.Background())
 	cmd := proc.CommandContext(kctx, name, args...)
 	cmd.Cmd.Dir, cmd.Cmd.Env = dir, env
 	cmd.Cmd.WaitDelay = 2 * time.Second
-	in, err := cmd.Cmd.StdinPipe()
-	if err != nil {
+	p := &Proc{cmd: cmd, kill: kill}
+	var err error
+	if p.Stdin, err = cmd.Cmd.StdinPipe(); err != nil {
 		kill()
 		return nil, err
 	}
-	out, err := cmd.Cmd.StdoutPipe()
-	if err != nil {
+	if p.Stdout, err = cmd.Cmd.StdoutPipe(); err != nil {
 		kill()
 		return nil, err
 	}
-	c := &Conn{cmd: cmd, kill: kill, in: in, stop: make(chan struct{}), read: make(chan struct{})}
-	cmd.Cmd.Stderr = (*stderrSink)(c)
+	cmd.Cmd.Stderr = (*stderrSink)(p)
 	if err := cmd.Start(); err != nil {
 		kill()
 		return nil, err
 	}
+	return p, nil
+}
+
+// Kill stops the engine's whole process tree.
+func (p *Proc) Kill() { p.kill() }
+
+// Stderr returns the start of what the engine wrote to stderr.
+func (p *Proc) Stderr() string {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return string(p.stderr)
+}
+
+// Wait closes stdin, waits up to grace for the engine to exit (its stdout
+// must be read to its end or abandoned by then), kills what is left, and
+// reaps it. It returns the exit error; later calls return nil.
+func (p *Proc) Wait(grace time.Duration, drained <-chan struct{}) error {
+	var err error
+	p.once.Do(func() {
+		p.Stdin.Close()
+		t := time.AfterFunc(grace, p.kill)
+		if drained != nil {
+			<-drained
+		}
+		err = p.cmd.Cmd.Wait()
+		t.Stop()
+		p.cmd.Sweep(false, 2*time.Second)
+		p.kill()
+	})
+	return err
+}
+
+// Conn is a running engine that speaks JSON lines.
+type Conn struct {
+	*Proc
+	// Lines are the engine's stdout lines, closed at its end.
+	Lines <-chan []byte
+
+	inMu sync.Mutex
+	stop chan struct{}
+	read chan struct{}
+}
+
+// Start starts name with args in dir; env nil means this process's.
+func Start(name string, args []string, dir string, env []string) (*Conn, error) {
+	p, err := StartProc(name, args, dir, env)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{Proc: p, stop: make(chan struct{}), read: make(chan struct{})}
 	lines := make(chan []byte)
 	c.Lines = lines
 	go func() {
 		defer close(c.read)
 		defer close(lines)
-		r := bufio.NewReaderSize(out, 64<<10)
+		r := bufio.NewReaderSize(p.Stdout, 64<<10)
 		for {
 			line, err := r.ReadBytes('\n')
 			if len(line) > 1 {
@@ -79,7 +126,7 @@ func Start(name string, args []string, dir string, env []string) (*Conn, error) 
 	return c, nil
 }
 
-type stderrSink Conn
+type stderrSink Proc
 
 func (s *stderrSink) Write(p []byte) (int, error) {
 	s.errMu.Lock()
@@ -90,13 +137,6 @@ func (s *stderrSink) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Stderr returns the start of what the engine wrote to stderr.
-func (c *Conn) Stderr() string {
-	c.errMu.Lock()
-	defer c.errMu.Unlock()
-	return string(c.stderr)
-}
-
 // Send writes v as one JSON line.
 func (c *Conn) Send(v any) error {
 	b, err := json.Marshal(v)
@@ -105,7 +145,7 @@ func (c *Conn) Send(v any) error {
 	}
 	c.inMu.Lock()
 	defer c.inMu.Unlock()
-	_, err = c.in.Write(append(b, '\n'))
+	_, err = c.Stdin.Write(append(b, '\n'))
 	return err
 }
 
@@ -113,25 +153,18 @@ func (c *Conn) Send(v any) error {
 func (c *Conn) CloseInput() {
 	c.inMu.Lock()
 	defer c.inMu.Unlock()
-	c.in.Close()
+	c.Stdin.Close()
 }
-
-// Kill stops the engine's whole process tree.
-func (c *Conn) Kill() { c.kill() }
 
 // Close ends the engine: it closes stdin, waits up to grace for it to
 // exit, kills what is left, and reaps it. It returns the exit error.
 func (c *Conn) Close(grace time.Duration) error {
-	var err error
-	c.once.Do(func() {
-		c.CloseInput()
-		t := time.AfterFunc(grace, c.kill)
+	c.inMu.Lock()
+	select {
+	case <-c.stop:
+	default:
 		close(c.stop)
-		<-c.read
-		err = c.cmd.Cmd.Wait()
-		t.Stop()
-		c.cmd.Sweep(false, 2*time.Second)
-		c.kill()
-	})
-	return err
+	}
+	c.inMu.Unlock()
+	return c.Wait(grace, c.read)
 }
