@@ -378,3 +378,36 @@ func TestE2EHarnessACP(t *testing.T) {
 		t.Errorf("sessions show: exit %d\n%s", code, out)
 	}
 }
+
+// Issue 25: the run's own tools reach Claude Code as an MCP server of ours
+// (mcp__agentloop__<tool>): its call of our read tool runs in our
+// registry, in the workspace, and our approval judges it by our tool's
+// name, so --approve never lets a read through.
+func TestE2EHarnessClaudeCodeUsesOurTools(t *testing.T) {
+	base := mockLLM(t, "-rounds", "1", "-text", "3", "-tool", "mcp__agentloop__read", "-args", `{"path":"hello.txt"}`)
+	home, ws := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("the secret word is plum\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := execCLI(t, claudeEnv(t, base), home, "run", "--harness", "claude-code", "--model", "anthropic/mock-claude",
+		"--cwd", ws, "--approve", "never", "read hello.txt")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	tr, err := session.NewJSONLStore(filepath.Join(home, "sessions")).Load(context.Background(), sessionOf(t, errs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range tr.Context("").Messages {
+		if m.Role == "toolResult" && m.ToolName == "mcp__agentloop__read" {
+			found = true
+			if m.IsError || !strings.Contains(m.Text(), "plum") {
+				t.Errorf("our read tool's result %q (error %v)", m.Text(), m.IsError)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no result of mcp__agentloop__read in the transcript")
+	}
+}

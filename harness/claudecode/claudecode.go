@@ -133,10 +133,17 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 	if a.System != "" {
 		args = append(args, "--append-system-prompt", a.System)
 	}
-	args = append(args, h.cfg.Args...)
 	if _, err := exec.LookPath(h.cfg.Command); err != nil {
 		return nil, &harness.PreflightError{Harness: ID, Err: err}
 	}
+	// The run's tools reach Claude Code as an MCP server of ours.
+	ts, err := serveTools(a.Tools)
+	if err != nil {
+		return nil, &harness.PreflightError{Harness: ID, Err: fmt.Errorf("serve the run's tools: %w", err)}
+	}
+	defer ts.close()
+	args = append(args, ts.args()...)
+	args = append(args, h.cfg.Args...)
 	dir := a.Cwd
 	if dir != "" {
 		if _, err := os.Stat(dir); err != nil {
@@ -329,6 +336,9 @@ func (t *turn) handle(ctx context.Context, l *line) (end bool, err error) {
 			}
 			started := !t.refused[b.ToolUseID]
 			mutating := !readOnlyTools[name]
+			if own, ok := ownTool(name); ok {
+				mutating = t.a.Tools == nil || !t.a.Tools.ReadOnly(tool.Call{ID: b.ToolUseID, Name: own, Args: t.args[b.ToolUseID]})
+			}
 			if started && mutating {
 				t.res.SideEffects = true
 			}
@@ -394,8 +404,12 @@ func (t *turn) permission(ctx context.Context, l *line) error {
 		input = json.RawMessage(`{}`)
 	}
 	allow, reason := true, ""
+	name := r.ToolName
+	if own, ok := ownTool(name); ok {
+		name = own // one of the run's tools: the approval knows it by its own name
+	}
 	if ap := t.a.Approval; ap != nil {
-		allow, reason = ap.Approve(ctx, tool.Call{ID: r.ToolUseID, Name: r.ToolName, Args: input})
+		allow, reason = ap.Approve(ctx, tool.Call{ID: r.ToolUseID, Name: name, Args: input})
 	}
 	answer := map[string]any{"behavior": "allow", "updatedInput": input}
 	if !allow {
