@@ -132,4 +132,3 @@ func (t *tools) args() []string {
 	}
 	return []string{"--mcp-config", t.config}
 }
-
