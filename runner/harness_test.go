@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentloop/agentloop/harness/harnesstest"
 	"github.com/agentloop/agentloop/llm"
@@ -227,5 +228,32 @@ func TestHarnessSettledTurnFinalization(t *testing.T) {
 	}
 	if w := ev.notices(EventWarning); len(w) != 1 || !strings.Contains(w[0].Message, "without a reply") {
 		t.Errorf("warnings %+v", w)
+	}
+}
+
+// An external run keeps the run's timeout and its abort, and refuses
+// steering it cannot deliver.
+func TestHarnessTimeoutAndSteer(t *testing.T) {
+	e := newHarnessEnv(t)
+	c := &harnesstest.Counter{Block: true}
+	reg, err := tool.NewRegistry(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := faux.New(faux.Call("", "touch", map[string]string{"path": "a"}), faux.Say("never"))
+	run, err := e.r.Start(t.Context(), Request{Prompt: "wait", Model: m, Tools: reg, Harness: e.fake,
+		Session: SessionSpec{Cwd: e.cwd}, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c.N.Load() == 0 {
+		time.Sleep(time.Millisecond) // the blocking tool has not started yet
+	}
+	if run.Steer("also this") {
+		t.Error("Steer accepted a message no external engine will read")
+	}
+	res, _ := run.Wait()
+	if res.Reason != ReasonTimeout {
+		t.Fatalf("reason %s (%s), want the run timeout", res.Reason, res.Message)
 	}
 }

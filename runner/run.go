@@ -317,7 +317,11 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	if s.external() {
 		// The engine owns its loop, its context and its compaction; the
 		// core keeps the transcript, the tools, the approvals and the
-		// retry decision.
+		// retry decision. Steering does not reach it: Steer says false.
+		s.h.bind(nil, nil)
+		defer s.activate(key)()
+		stopTimer := s.startTimer(cancel)
+		defer stopTimer()
 		res := s.runHarness(runCtx, reg, prompt, history)
 		if res.Reason == ReasonStop {
 			endReason = "exit"
@@ -405,17 +409,7 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		MaxOutputTokens: p.Info.MaxTokens})
 
 	s.h.bind(a, &s.compacting)
-	s.r.mu.Lock()
-	s.r.active[key] = s.h
-	s.r.mu.Unlock()
-	defer func() {
-		s.r.mu.Lock()
-		if s.r.active[key] == s.h {
-			delete(s.r.active, key)
-		}
-		s.r.mu.Unlock()
-		s.h.bind(nil, nil)
-	}()
+	defer s.activate(key)()
 
 	stopTimer := s.startTimer(cancel)
 	defer stopTimer()
@@ -476,4 +470,20 @@ func orStr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// activate lists the run among the Runner's active ones until the
+// returned function is called (which also stops steering).
+func (s *run) activate(key string) (deactivate func()) {
+	s.r.mu.Lock()
+	s.r.active[key] = s.h
+	s.r.mu.Unlock()
+	return func() {
+		s.r.mu.Lock()
+		if s.r.active[key] == s.h {
+			delete(s.r.active, key)
+		}
+		s.r.mu.Unlock()
+		s.h.bind(nil, nil)
+	}
 }
