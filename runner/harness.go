@@ -59,11 +59,15 @@ func (s *run) binding(ctx context.Context) (*harness.Binding, error) {
 // succeeds, with a retry (carrying a continuation) only after a transient
 // failure of an attempt that did not act, then the settled-turn
 // finalization at most once.
-func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Message, history []llm.Message) Result {
+//
+// It returns the preflight error of a first attempt that never started
+// (nothing was sent or mirrored) on a session without a binding: the one
+// failure after which the turn may still run on the built-in loop.
+func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Message, history []llm.Message) (Result, *harness.PreflightError) {
 	h := s.p.Harness
 	bound, err := s.binding(ctx)
 	if err != nil {
-		return Result{Reason: ReasonBindingLost, StopReason: llm.StopReasonError, Err: err, Message: err.Error()}
+		return Result{Reason: ReasonBindingLost, StopReason: llm.StopReasonError, Err: err, Message: err.Error()}, nil
 	}
 	policy := s.r.cfg.Retry
 	if s.p.Retry != nil {
@@ -112,15 +116,20 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 		if err == nil && res.Err != nil && errors.Is(res.Err, harness.ErrBindingLost) {
 			err = res.Err
 		}
+		var pe *harness.PreflightError
+		if errors.As(err, &pe) && s.iterations == 1 && bound == nil && len(added) == 0 && ctx.Err() == nil {
+			s.iterations = 0
+			return done(Result{Reason: string(llm.ReasonUnknown), StopReason: llm.StopReasonError, Err: err, Message: err.Error()}), pe
+		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return done(s.stopped(ctx, Result{}))
+				return done(s.stopped(ctx, Result{})), nil
 			}
 			reason := string(llm.ReasonOf(err))
 			if errors.Is(err, harness.ErrBindingLost) {
 				reason = ReasonBindingLost
 			}
-			return done(Result{Reason: orStr(reason, string(llm.ReasonUnknown)), StopReason: llm.StopReasonError, Err: err, Message: err.Error()})
+			return done(Result{Reason: orStr(reason, string(llm.ReasonUnknown)), StopReason: llm.StopReasonError, Err: err, Message: err.Error()}), nil
 		}
 		s.usage.Add(res.Usage)
 		if b := res.Binding; b != nil && s.sess != nil && (bound == nil || *b != *bound) {
@@ -130,13 +139,13 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 			bound = b
 		}
 		if ctx.Err() != nil {
-			return done(s.stopped(ctx, Result{StopReason: res.StopReason}))
+			return done(s.stopped(ctx, Result{StopReason: res.StopReason})), nil
 		}
 		if res.Err == nil {
 			if res.Settled && res.Text() == "" {
-				return done(s.finalizeSettled(ctx, h, bound, history, prompt, res, record))
+				return done(s.finalizeSettled(ctx, h, bound, history, prompt, res, record)), nil
 			}
-			return done(Result{Reason: ReasonStop, StopReason: orStop(res.StopReason)})
+			return done(Result{Reason: ReasonStop, StopReason: orStop(res.StopReason)}), nil
 		}
 		failure := llm.ClassifyError(res.Err)
 		msg := res.Err.Error()
@@ -147,10 +156,10 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 			if te := res.LastToolError; te != nil {
 				out.Message += fmt.Sprintf(" (the last failed call: %s %s)", te.Name, te.Error)
 			}
-			return done(out)
+			return done(out), nil
 		}
 		if !failure.Transient() || retries >= attempts {
-			return done(Result{Reason: string(failure), StopReason: llm.StopReasonError, Err: res.Err, Message: orStr(failure.UserMessage(), msg)})
+			return done(Result{Reason: string(failure), StopReason: llm.StopReasonError, Err: res.Err, Message: orStr(failure.UserMessage(), msg)}), nil
 		}
 		retries++
 		var own []llm.Message
@@ -164,7 +173,7 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 		s.notice(EventRetry, Notice{Reason: string(failure), Delay: d, Attempt: retries, Max: attempts,
 			Message: fmt.Sprintf("%s: retrying on %s in %s (%d/%d)", msg, h.ID(), roundSec(d), retries, attempts)})
 		if err := s.clock.Sleep(ctx, d); err != nil {
-			return done(s.stopped(ctx, Result{}))
+			return done(s.stopped(ctx, Result{})), nil
 		}
 	}
 }

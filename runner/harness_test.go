@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -255,5 +256,32 @@ func TestHarnessTimeoutAndSteer(t *testing.T) {
 	res, _ := run.Wait()
 	if res.Reason != ReasonTimeout {
 		t.Fatalf("reason %s (%s), want the run timeout", res.Reason, res.Message)
+	}
+}
+
+// A harness that cannot start (a preflight error) moves the turn to the
+// built-in loop only when fallback is allowed; otherwise the run fails
+// and says why. Nothing is mirrored or bound either way.
+func TestHarnessPreflightFallback(t *testing.T) {
+	e := newHarnessEnv(t)
+	e.fake.Preflight = errors.New("engine not installed")
+	ev := &events{}
+	m := faux.New(faux.Say("from the built-in loop"), faux.Say("unused"))
+	res, err := e.r.Run(t.Context(), Request{Prompt: "hi", Model: m, Harness: e.fake, HarnessFallback: true,
+		Session: SessionSpec{Cwd: e.cwd}, OnEvent: ev.add})
+	if err != nil || !res.OK() || m.Calls() != 1 {
+		t.Fatalf("fallback: %v %+v", err, res)
+	}
+	if w := ev.notices(EventWarning); len(w) != 1 || !strings.Contains(w[0].Message, "engine not installed") {
+		t.Errorf("warnings %+v", w)
+	}
+	es := e.entries(t, res.SessionID)
+	if got := join(messagesOf(es)); got != "user:hi | assistant:from the built-in loop" || len(bindingsOf(es)) != 0 {
+		t.Errorf("transcript %s bindings %v", got, bindingsOf(es))
+	}
+
+	res = e.run(t, "", "hi", m, nil, nil)
+	if res.OK() || !strings.Contains(res.Message, "engine not installed") || m.Calls() != 1 {
+		t.Errorf("without fallback: reason %s message %q calls %d", res.Reason, res.Message, m.Calls())
 	}
 }

@@ -319,14 +319,18 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		// core keeps the transcript, the tools, the approvals and the
 		// retry decision. Steering does not reach it: Steer says false.
 		s.h.bind(nil, nil)
-		defer s.activate(key)()
-		stopTimer := s.startTimer(cancel)
-		defer stopTimer()
-		res := s.runHarness(runCtx, reg, prompt, history)
-		if res.Reason == ReasonStop {
-			endReason = "exit"
+		deactivate, stopTimer := s.activate(key), s.startTimer(cancel)
+		res, pre := s.runHarness(runCtx, reg, prompt, history)
+		deactivate()
+		stopTimer()
+		if pre == nil || !p.HarnessFallback {
+			if res.Reason == ReasonStop {
+				endReason = "exit"
+			}
+			return s.finish(res), nil
 		}
-		return s.finish(res), nil
+		// Nothing ran yet: the turn goes to the built-in loop.
+		s.warn(fmt.Sprintf("%v; running the turn on the built-in agent loop", pre))
 	}
 	// Compaction, recorded into the session.
 	comp, err := s.newCompactor(bus, specs)

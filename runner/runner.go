@@ -288,9 +288,10 @@ type params struct {
 	MaxIterations              int
 	Retry                      *RetryPolicy
 
-	OnEvent func(Event)
-	Now     func() int64
-	Harness harness.Harness
+	OnEvent         func(Event)
+	Now             func() int64
+	Harness         harness.Harness
+	HarnessFallback bool
 }
 
 // Request is one run: what it says, where it goes, and what it may
@@ -363,8 +364,12 @@ type Request struct {
 	// Harness, when set and not the built-in one, runs the turn on an
 	// external engine (package harness: Claude Code, pi, an ACP agent),
 	// mirrored into the session. A session bound to a harness (a
-	// harness_binding entry) runs only on that harness.
-	Harness harness.Harness
+	// harness_binding entry) runs only on that harness. HarnessFallback
+	// lets a turn whose harness failed before any model work (a
+	// harness.PreflightError: the engine is not installed, it cannot start)
+	// run on the built-in loop instead, with a warning (auto selection).
+	Harness         harness.Harness
+	HarnessFallback bool
 }
 
 // params merges a Request with the Runner's Config.
@@ -379,7 +384,7 @@ func (r *Runner) params(q Request) params {
 		CompactionTimeout: q.CompactionTimeout, MaxCost: q.MaxCost, MaxTokens: q.MaxTokens,
 		AuthProfiles: q.AuthProfiles, UseProfile: q.UseProfile, Auth: c.Auth, Windows: c.Windows,
 		Profiles: q.Profiles, MaxIterations: q.MaxIterations, Retry: q.Retry, OnEvent: q.OnEvent, Now: c.Now,
-		Harness: q.Harness,
+		Harness: q.Harness, HarnessFallback: q.HarnessFallback,
 	}
 }
 
