@@ -14,6 +14,7 @@ import (
 	"github.com/agentloop/agentloop/harness/harnesstest"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/session"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -206,5 +207,34 @@ func TestBindingLostError(t *testing.T) {
 	err := error(&harness.BindingLostError{Harness: "claude-code", NativeID: "abc", SessionID: "s1"})
 	if !errors.Is(err, harness.ErrBindingLost) || !strings.Contains(err.Error(), "agentloop sessions unbind s1") {
 		t.Errorf("%v", err)
+	}
+}
+
+// The user turn counts as persisted only when this attempt appended it:
+// not when the session had it already, not when the append failed.
+func TestMirrorPromptPersisted(t *testing.T) {
+	st := session.NewJSONLStore(t.TempDir())
+	sess, err := st.Create(context.Background(), session.CreateOptions{Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	a := &harness.Attempt{Mirror: harness.SessionMirror(sess)}
+	user := harness.Item{MirrorID: "fake/t/1/user", Message: llm.UserText("hi")}
+	m := harness.NewMirror(a)
+	if err := m.Add(context.Background(), user, true); err != nil || !m.PromptPersisted {
+		t.Fatalf("first append: %v persisted %v", err, m.PromptPersisted)
+	}
+	m2 := harness.NewMirror(a)
+	if err := m2.Add(context.Background(), user, true); err != nil || m2.PromptPersisted {
+		t.Errorf("an already mirrored prompt reported as persisted (%v)", err)
+	}
+	if n := len(sess.Transcript().Entries); n != 1 {
+		t.Errorf("%d entries, want the prompt once", n)
+	}
+	failing := &harness.Attempt{Mirror: func(context.Context, harness.Item) (bool, error) { return false, errors.New("disk full") }}
+	m3 := harness.NewMirror(failing)
+	if err := m3.Add(context.Background(), user, true); err == nil || m3.PromptPersisted {
+		t.Errorf("a failed append: err %v persisted %v", err, m3.PromptPersisted)
 	}
 }
