@@ -132,6 +132,7 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 			return done(Result{Reason: orStr(reason, string(llm.ReasonUnknown)), StopReason: llm.StopReasonError, Err: err, Message: err.Error()}), nil
 		}
 		s.usage.Add(res.Usage)
+		s.checkBudget(true) // the attempt is over: what it answered is kept
 		if b := res.Binding; b != nil && s.sess != nil && (bound == nil || *b != *bound) {
 			// A new native session, or the same session under a new id
 			// (a transfer): the last binding entry is the one in force.
@@ -143,6 +144,9 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 		}
 		if res.Err == nil {
 			if res.Settled && res.Text() == "" {
+				if s.beforeModelCall() != nil { // over budget: no finalization call
+					return done(s.stopped(ctx, Result{StopReason: res.StopReason})), nil
+				}
 				return done(s.finalizeSettled(ctx, h, bound, history, prompt, res, record)), nil
 			}
 			return done(Result{Reason: ReasonStop, StopReason: orStop(res.StopReason)}), nil
@@ -160,6 +164,9 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 		}
 		if !failure.Transient() || retries >= attempts {
 			return done(Result{Reason: string(failure), StopReason: llm.StopReasonError, Err: res.Err, Message: orStr(failure.UserMessage(), msg)}), nil
+		}
+		if s.beforeModelCall() != nil { // over budget: no retry
+			return done(s.stopped(ctx, Result{StopReason: llm.StopReasonError})), nil
 		}
 		retries++
 		var own []llm.Message

@@ -285,3 +285,19 @@ func TestHarnessPreflightFallback(t *testing.T) {
 		t.Errorf("without fallback: reason %s message %q calls %d", res.Reason, res.Message, m.Calls())
 	}
 }
+
+// The run's budget holds on an external harness: once an attempt crossed
+// it, no finalization call (nor retry) is made.
+func TestHarnessBudget(t *testing.T) {
+	e := newHarnessEnv(t)
+	reg, _ := touchRegistry(t)
+	m := faux.New(faux.Call("", "touch", map[string]string{"path": "a"}), faux.Reply().WithStop(llm.StopReasonStop), faux.Say("final"))
+	res, err := e.r.Run(t.Context(), Request{Prompt: "touch a", Model: m, Tools: reg, Harness: e.fake,
+		Session: SessionSpec{Cwd: e.cwd}, MaxTokens: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != ReasonBudgetTokens || m.Calls() != 2 {
+		t.Fatalf("reason %s (%s) after %d calls, want budget_tokens before the finalization call", res.Reason, res.Message, m.Calls())
+	}
+}
