@@ -361,6 +361,24 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		model = &namedModel{Model: model, names: nm}
 	}
 
+	if s.external() {
+		// The engine owns its loop, its context and its compaction; the
+		// core keeps the transcript, the tools, the approvals and the
+		// retry decision. Steering does not reach it: Steer says false.
+		s.h.bind(nil, nil)
+		deactivate, stopTimer := s.activate(key), s.startTimer(cancel)
+		res, pre := s.runHarness(runCtx, reg, prompt, history)
+		deactivate()
+		stopTimer()
+		if pre == nil || !p.HarnessFallback {
+			if res.Reason == ReasonStop {
+				endReason = "exit"
+			}
+			return s.finish(res), nil
+		}
+		// Nothing ran yet: the turn goes to the built-in loop.
+		s.warn(fmt.Sprintf("%v; running the turn on the built-in agent loop", pre))
+	}
 	// Compaction, recorded into the session.
 	comp, err := s.newCompactor(bus, specs)
 	if err != nil {
@@ -443,17 +461,7 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		MaxOutputTokens: p.Info.MaxTokens})
 
 	s.h.bind(a, &s.compacting)
-	s.r.mu.Lock()
-	s.r.active[key] = s.h
-	s.r.mu.Unlock()
-	defer func() {
-		s.r.mu.Lock()
-		if s.r.active[key] == s.h {
-			delete(s.r.active, key)
-		}
-		s.r.mu.Unlock()
-		s.h.bind(nil, nil)
-	}()
+	defer s.activate(key)()
 
 	stopTimer := s.startTimer(cancel)
 	defer stopTimer()
@@ -519,4 +527,20 @@ func orStr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// activate lists the run among the Runner's active ones until the
+// returned function is called (which also stops steering).
+func (s *run) activate(key string) (deactivate func()) {
+	s.r.mu.Lock()
+	s.r.active[key] = s.h
+	s.r.mu.Unlock()
+	return func() {
+		s.r.mu.Lock()
+		if s.r.active[key] == s.h {
+			delete(s.r.active, key)
+		}
+		s.r.mu.Unlock()
+		s.h.bind(nil, nil)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/agentloop/agentloop/auth"
 	"github.com/agentloop/agentloop/clock"
 	"github.com/agentloop/agentloop/compact"
+	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/loopguard"
@@ -301,8 +302,10 @@ type params struct {
 	MaxIterations              int
 	Retry                      *RetryPolicy
 
-	OnEvent func(Event)
-	Now     func() int64
+	OnEvent         func(Event)
+	Now             func() int64
+	Harness         harness.Harness
+	HarnessFallback bool
 }
 
 // Request is one run: what it says, where it goes, and what it may
@@ -378,6 +381,16 @@ type Request struct {
 	// order, synchronously: it must not block. Run.Events hands out the
 	// same events to a reader that may.
 	OnEvent func(Event)
+
+	// Harness, when set and not the built-in one, runs the turn on an
+	// external engine (package harness: Claude Code, pi, an ACP agent),
+	// mirrored into the session. A session bound to a harness (a
+	// harness_binding entry) runs only on that harness. HarnessFallback
+	// lets a turn whose harness failed before any model work (a
+	// harness.PreflightError: the engine is not installed, it cannot start)
+	// run on the built-in loop instead, with a warning (auto selection).
+	Harness         harness.Harness
+	HarnessFallback bool
 }
 
 // params merges a Request with the Runner's Config.
@@ -392,6 +405,7 @@ func (r *Runner) params(q Request) params {
 		CompactionTimeout: q.CompactionTimeout, MaxCost: q.MaxCost, MaxTokens: q.MaxTokens,
 		AuthProfiles: q.AuthProfiles, UseProfile: q.UseProfile, Auth: c.Auth, Windows: c.Windows,
 		Profiles: q.Profiles, MaxIterations: q.MaxIterations, Retry: q.Retry, OnEvent: q.OnEvent, Now: c.Now,
+		Harness: q.Harness, HarnessFallback: q.HarnessFallback,
 	}
 }
 

@@ -32,6 +32,9 @@ const (
 	EntryBranchSummary       EntryType = "branch_summary"
 	EntryCustomMessage       EntryType = "custom_message"
 	EntrySessionInfo         EntryType = "session_info"
+	// EntryHarnessBinding records which external agent engine owns the
+	// session's native thread (package harness); ours.
+	EntryHarnessBinding EntryType = "harness_binding"
 )
 
 // Header is the first line of a transcript file.
@@ -84,7 +87,14 @@ type Subagent struct {
 //     Details (sizes, reason) for people;
 //   - branch_summary: FromID, Summary; custom_message: CustomType, Content,
 //     Display; session_info: Name (read from pi's files, written by Append
-//     like any other entry).
+//     like any other entry);
+//   - harness_binding: Harness, NativeID, Version, Cwd: the native session
+//     of an external engine that the next turn resumes; an empty NativeID
+//     clears the binding (reset, unbind).
+//
+// MirrorID, on any entry, names an item mirrored from an external engine's
+// native transcript; Append writes an entry with a MirrorID already in the
+// session only once (package harness).
 //
 // ID, ParentID and Timestamp are filled in by Session.Append.
 type Entry struct {
@@ -119,6 +129,12 @@ type Entry struct {
 	FromID  string `json:"fromId,omitempty"`
 	Display bool   `json:"display,omitempty"`
 	Name    string `json:"name,omitempty"`
+
+	MirrorID string `json:"mirrorId,omitempty"`
+	Harness  string `json:"harness,omitempty"`
+	NativeID string `json:"nativeId,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Cwd      string `json:"cwd,omitempty"`
 }
 
 // entryJSON mirrors Entry with a nullable parent and a raw content field,
@@ -153,6 +169,12 @@ type entryJSON struct {
 	FromID  string `json:"fromId,omitempty"`
 	Display bool   `json:"display,omitempty"`
 	Name    string `json:"name,omitempty"`
+
+	MirrorID string `json:"mirrorId,omitempty"`
+	Harness  string `json:"harness,omitempty"`
+	NativeID string `json:"nativeId,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Cwd      string `json:"cwd,omitempty"`
 }
 
 // MarshalJSON writes the entry as one JSON object, parentId null for a root.
@@ -164,6 +186,7 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		ThinkingLevel: e.ThinkingLevel, TargetID: e.TargetID, Label: e.Label,
 		CustomType: e.CustomType, Data: e.Data, ToolCallID: e.ToolCallID,
 		FromID: e.FromID, Display: e.Display, Name: e.Name,
+		MirrorID: e.MirrorID, Harness: e.Harness, NativeID: e.NativeID, Version: e.Version, Cwd: e.Cwd,
 	}
 	if e.ParentID != "" {
 		p := e.ParentID
@@ -206,6 +229,7 @@ func (e *Entry) fromJSON(v *entryJSON) {
 		ThinkingLevel: v.ThinkingLevel, TargetID: v.TargetID, Label: v.Label,
 		CustomType: v.CustomType, Data: v.Data, ToolCallID: v.ToolCallID,
 		FromID: v.FromID, Display: v.Display, Name: v.Name,
+		MirrorID: v.MirrorID, Harness: v.Harness, NativeID: v.NativeID, Version: v.Version, Cwd: v.Cwd,
 	}
 	if v.ParentID != nil {
 		e.ParentID = *v.ParentID
@@ -256,6 +280,12 @@ func LabelEntry(targetID, label string) Entry {
 // CustomEntry returns an extension-state entry, never sent to a model.
 func CustomEntry(customType string, data json.RawMessage) Entry {
 	return Entry{Type: EntryCustom, CustomType: customType, Data: data}
+}
+
+// HarnessBindingEntry returns an entry binding the session to the native
+// session nativeID of harness h; an empty nativeID clears the binding.
+func HarnessBindingEntry(h, nativeID, version, cwd string) Entry {
+	return Entry{Type: EntryHarnessBinding, Harness: h, NativeID: nativeID, Version: version, Cwd: cwd}
 }
 
 // TruncationEntry returns an entry replacing the content of the result of

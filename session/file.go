@@ -41,7 +41,9 @@ type Session interface {
 	Header() Header
 	// Append writes e as a child of the current leaf and makes it the new
 	// leaf. It fills in e's ID (unless set), ParentID and Timestamp (unless
-	// set) and returns the id. An error with a non-empty id means the entry
+	// set) and returns the id. An entry whose MirrorID is already in the
+	// session is not written again: Append returns the id of the entry
+	// that carries it (Transcript.Mirrored tells the two cases apart). An error with a non-empty id means the entry
 	// was written and is part of the session, but flushing it to stable
 	// storage failed.
 	Append(ctx context.Context, e Entry) (string, error)
@@ -362,6 +364,16 @@ func (s *FileSession) Append(ctx context.Context, e Entry) (string, error) {
 		return "", s.broken
 	case e.Type == "":
 		return "", fmt.Errorf("append to session %s: the entry has no type", s.t.Header.ID)
+	}
+	if e.MirrorID != "" {
+		// A mirrored item is written once: the engine may re-emit it (a
+		// reconnect, a retry, a resumed thread replaying its history).
+		if err := s.full(); err != nil {
+			return "", fmt.Errorf("append to session %s: %w", s.t.Header.ID, err)
+		}
+		if id, ok := s.t.Mirrored(e.MirrorID); ok {
+			return id, nil
+		}
 	}
 	if _, known := s.t.indexOf(e.ID); e.ID != "" && !known && s.t.partial {
 		// Only the whole file can tell whether a given id is new.

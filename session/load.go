@@ -46,6 +46,8 @@ type Transcript struct {
 	Warnings []string
 
 	index map[string]int
+	// mirrors indexes the entries by MirrorID, built on first use.
+	mirrors map[string]string
 	// partial marks a transcript read from its tail (readTail): it holds
 	// the entries from where the current path's context starts to the end
 	// of the file, enough for Context at the leaf it was read at and at
@@ -75,11 +77,51 @@ func (t *Transcript) indexOf(id string) (int, bool) {
 	return i, ok
 }
 
-// add appends e and keeps the index current.
+// Mirrored returns the id of the entry that carries mirrorID, if any.
+func (t *Transcript) Mirrored(mirrorID string) (string, bool) {
+	if mirrorID == "" {
+		return "", false
+	}
+	if t.mirrors == nil {
+		t.mirrors = make(map[string]string)
+		for i := range t.Entries {
+			if m := t.Entries[i].MirrorID; m != "" {
+				if _, dup := t.mirrors[m]; !dup {
+					t.mirrors[m] = t.Entries[i].ID
+				}
+			}
+		}
+	}
+	id, ok := t.mirrors[mirrorID]
+	return id, ok
+}
+
+// Binding returns the harness binding in force at leafID: the last
+// harness_binding entry on its path, nil when there is none or it was
+// cleared.
+func (t *Transcript) Binding(leafID string) *Entry {
+	path := t.Path(leafID)
+	for i := len(path) - 1; i >= 0; i-- {
+		if e := path[i]; e.Type == EntryHarnessBinding {
+			if e.NativeID == "" {
+				return nil
+			}
+			return e
+		}
+	}
+	return nil
+}
+
+// add appends e and keeps the indexes current.
 func (t *Transcript) add(e Entry) {
 	t.Entries = append(t.Entries, e)
 	if t.index != nil {
 		t.index[e.ID] = len(t.Entries) - 1
+	}
+	if t.mirrors != nil && e.MirrorID != "" {
+		if _, dup := t.mirrors[e.MirrorID]; !dup {
+			t.mirrors[e.MirrorID] = e.ID
+		}
 	}
 	t.Leaf = e.ID
 }

@@ -70,6 +70,12 @@ func Render(w io.Writer, t *Transcript, opts RenderOptions) error {
 			fmt.Fprintf(bw, "\n%s\n", style(ansiDim, fmt.Sprintf("── thinking: %s ──", e.ThinkingLevel)))
 		case EntryToolResultTruncate:
 			fmt.Fprintf(bw, "\n%s\n", style(ansiDim, terminalSafe(fmt.Sprintf("── result of %s truncated ──", e.ToolCallID))))
+		case EntryHarnessBinding:
+			line := fmt.Sprintf("── unbound from %s ──", e.Harness)
+			if e.NativeID != "" {
+				line = fmt.Sprintf("── bound to %s session %s %s──", e.Harness, e.NativeID, orEmpty(e.Version, "(version %s) "))
+			}
+			fmt.Fprintf(bw, "\n%s\n", style(ansiDim, terminalSafe(line)))
 		}
 	}
 	return bw.Flush()
@@ -293,4 +299,12 @@ func ExportJSON(w io.Writer, t *Transcript, leaf string) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(x)
+}
+
+// orEmpty formats v with format, or is "" when v is.
+func orEmpty(v, format string) string {
+	if v == "" {
+		return ""
+	}
+	return fmt.Sprintf(format, v)
 }

@@ -34,44 +34,7 @@ func fsServer(t *testing.T) string {
 			fsServerErr = fmt.Errorf("node is not installed: %v", err)
 			return
 		}
-		dir := filepath.Join(os.TempDir(), "agentloop-test-npm", strings.NewReplacer("@", "", "/", "_").Replace(fsServerPackage))
-		js := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
-		if _, err := os.Stat(js); err == nil {
-			fsServerJS = js
-			return
-		}
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			fsServerErr = fmt.Errorf("npm is not installed: %v", err)
-			return
-		}
-		// Install beside the cache and rename into place, so that two test
-		// processes never see a half-installed package.
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			fsServerErr = err
-			return
-		}
-		tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
-		if err != nil {
-			fsServerErr = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--prefix", tmp, fsServerPackage)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.RemoveAll(tmp)
-			fsServerErr = fmt.Errorf("npm install %s: %v: %s", fsServerPackage, err, tail(string(out), 500))
-			return
-		}
-		if err := os.Rename(tmp, dir); err != nil {
-			os.RemoveAll(tmp)
-			if _, serr := os.Stat(js); serr != nil { // nobody else installed it meanwhile
-				fsServerErr = err
-				return
-			}
-		}
-		fsServerJS = js
+		fsServerJS, fsServerErr = npmInstalled(fsServerPackage, filepath.Join("node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
 	})
 	if fsServerErr != nil {
 		t.Skipf("the filesystem MCP server from npm is not available (%v): skipping the test with a real MCP server", fsServerErr)
@@ -242,4 +205,45 @@ func all(checks ...func([]string) error) func([]string) error {
 		}
 		return nil
 	}
+}
+
+// npmInstalled returns the path of file rel inside npm package pkg
+// (name@version), installing it when it is not cached in a directory beside
+// the system's temporary files, shared by test processes.
+func npmInstalled(pkg, rel string) (string, error) {
+	dir := filepath.Join(os.TempDir(), "agentloop-test-npm", strings.NewReplacer("@", "", "/", "_").Replace(pkg))
+	path := filepath.Join(dir, rel)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return "", fmt.Errorf("npm is not installed: %v", err)
+	}
+	// Install beside the cache and rename into place, so that two test
+	// processes never see a half-installed package.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--prefix", tmp, pkg)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("npm install %s: %v: %s", pkg, err, tail(string(out), 500))
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		if _, serr := os.Stat(path); serr != nil { // nobody else installed it meanwhile
+			return "", err
+		}
+	}
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("npm install %s: %s is missing: %v", pkg, rel, err)
+	}
+	return path, nil
 }

@@ -76,6 +76,7 @@ type runFlags struct {
 	retryBase   time.Duration
 	noLoopGuard bool
 	fallbacks   []string
+	harness     string
 
 	// Claude Code's print mode (ccformat.go, resume.go).
 	outputFormat    string
@@ -111,6 +112,7 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	}
 	fl := cmd.Flags()
 	addRunFlags(fl, f)
+	fl.StringVar(&f.harness, "harness", "", "run the turn on another agent engine: builtin (default), claude-code, pi or acp:<command> (docs/harnesses.md)")
 	addClaudeFlags(fl, f)
 	return cmd
 }
@@ -231,6 +233,9 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	defer plan.spill.close()
 	cfg, q := plan.cfg, plan.q
 	q.Prompt, q.Images = up.text, up.images
+	if q.Harness, err = harnessFor(env, f.harness); err != nil {
+		return usageError{err}
+	}
 	if !f.noSession {
 		q.Session.ID, q.Session.Continue, q.Session.Fork = f.session, f.cont, f.fork
 	}

@@ -323,6 +323,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("AGENTLOOP_TEST_MAIN") == "1" {
 		os.Exit(mainExit())
 	}
+	if script := os.Getenv(envFakeACP); script != "" {
+		os.Exit(serveFakeACP(script)) // this binary is the ACP agent of a test
+	}
 	code := m.Run()
 	if mockDir != "" {
 		os.RemoveAll(mockDir)

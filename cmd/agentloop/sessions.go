@@ -70,7 +70,7 @@ func newSessionsCmd(env *cliEnv) *cobra.Command {
 Resume one with "agentloop run --continue" (the latest for this directory) or "--session ID",
 or start a branch of it with "--fork ID".`,
 	}
-	cmd.AddCommand(newSessionsListCmd(env), newSessionsShowCmd(env), newSessionsExportCmd(env), newSessionsRepairCmd(env))
+	cmd.AddCommand(newSessionsListCmd(env), newSessionsShowCmd(env), newSessionsExportCmd(env), newSessionsRepairCmd(env), newSessionsUnbindCmd(env))
 	return cmd
 }
 

@@ -29,6 +29,8 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 		{"ContextThroughCompaction", testCompaction},
 		{"UnknownSession", testUnknown},
 		{"ConcurrentAppends", testConcurrentAppends},
+		{"MirroredEntriesWrittenOnce", testMirrorOnce},
+		{"HarnessBinding", testHarnessBinding},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.f(t, newStore(t)) })
@@ -378,5 +380,76 @@ func testConcurrentAppends(t *testing.T, st session.Store) {
 	}
 	if path := tr.Path(tr.Leaf); len(path) != 101 {
 		t.Errorf("concurrent appends should form one chain, the leaf's path has %d entries", len(path))
+	}
+}
+
+// testMirrorOnce: an entry whose MirrorID is already in the session, in this
+// process or an earlier one, is not written again and its first id returns.
+func testMirrorOnce(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	s := create(t, st, "/conformance/mirror")
+	u := userMsg("hello")
+	u.MirrorID = "fake/thr1/1/user"
+	a := assistantMsg("hi", 1, 0)
+	a.MirrorID = "fake/thr1/1/msg1"
+	ids := appendAll(t, s, u, a)
+	again, err := s.Append(ctx, a)
+	if err != nil || again != ids[1] {
+		t.Fatalf("re-append of a mirrored item: id %q err %v, want %q and no error", again, err, ids[1])
+	}
+	if s.Leaf() != ids[1] {
+		t.Errorf("a skipped mirror append moved the leaf to %s", s.Leaf())
+	}
+	if id, ok := s.Transcript().Mirrored(a.MirrorID); !ok || id != ids[1] {
+		t.Errorf("Mirrored(%s) = %q %v", a.MirrorID, id, ok)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := st.Open(ctx, s.ID(), nil)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s2.Close()
+	if id, err := s2.Append(ctx, u); err != nil || id != ids[0] {
+		t.Fatalf("re-append after reopen: id %q err %v, want %q", id, err, ids[0])
+	}
+	b := assistantMsg("more", 1, 0)
+	b.MirrorID = "fake/thr1/2/msg1"
+	if _, err := s2.Append(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := st.Load(ctx, s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"user:hello", "assistant:hi", "assistant:more"}; !equal(texts(tr.Context("").Messages), want) {
+		t.Errorf("context %v, want %v", texts(tr.Context("").Messages), want)
+	}
+}
+
+// testHarnessBinding: the last binding on the path is in force; an empty
+// native id clears it; the fields survive a reload.
+func testHarnessBinding(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	s := create(t, st, "/conformance/binding")
+	appendAll(t, s, userMsg("hello"), session.HarnessBindingEntry("fake", "thr1", "1.0", "/w"))
+	if b := s.Transcript().Binding(s.Leaf()); b == nil || b.Harness != "fake" || b.NativeID != "thr1" {
+		t.Fatalf("binding %+v", b)
+	}
+	appendAll(t, s, session.HarnessBindingEntry("fake", "thr2", "1.0", "/w"))
+	tr, err := st.Load(ctx, s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := tr.Binding(tr.Leaf); b == nil || b.NativeID != "thr2" || b.Version != "1.0" || b.Cwd != "/w" {
+		t.Fatalf("loaded binding %+v, want the transferred thr2", b)
+	}
+	appendAll(t, s, session.HarnessBindingEntry("fake", "", "", ""))
+	if b := s.Transcript().Binding(s.Leaf()); b != nil {
+		t.Errorf("a cleared binding is still in force: %+v", b)
+	}
+	if got := texts(s.Context().Messages); !equal(got, []string{"user:hello"}) {
+		t.Errorf("binding entries reached the context: %v", got)
 	}
 }

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentloop/agentloop/harness"
+	"github.com/agentloop/agentloop/harness/acp"
+	"github.com/agentloop/agentloop/harness/claudecode"
+	"github.com/agentloop/agentloop/harness/pi"
+	"github.com/agentloop/agentloop/session"
+)
+
+// Environment variables naming the engines' executables (default: on PATH).
+const (
+	envClaudeCommand = "AGENTLOOP_CLAUDE"
+	envPiCommand     = "AGENTLOOP_PI"
+	// envPiModel names pi's model as pi's own models.json does (default:
+	// the --model id).
+	envPiModel = "AGENTLOOP_PI_MODEL"
+)
+
+// harnessFor returns the harness --harness names: "" and "builtin" are the
+// built-in loop (nil), "claude-code" and "pi" the engines of those names,
+// "acp:<command line>" any ACP agent that command starts.
+func harnessFor(env *cliEnv, name string) (harness.Harness, error) {
+	switch {
+	case name == "" || name == harness.BuiltinID:
+		return nil, nil
+	case name == claudecode.ID:
+		return claudecode.New(&claudecode.Config{Command: env.getenv(envClaudeCommand)}), nil
+	case name == pi.ID:
+		return pi.New(&pi.Config{Command: env.getenv(envPiCommand), Model: env.getenv(envPiModel)}), nil
+	case strings.HasPrefix(name, "acp:"):
+		cfg, err := acp.Parse(name)
+		if err != nil {
+			return nil, fmt.Errorf("--harness %w", err)
+		}
+		return acp.New(cfg), nil
+	}
+	return nil, fmt.Errorf("--harness %q: want builtin, claude-code, pi or acp:<command>", name)
+}
+
+// newSessionsUnbindCmd is `agentloop sessions unbind`: the way out of a
+// binding whose native session is gone.
+func newSessionsUnbindCmd(env *cliEnv) *cobra.Command {
+	var sf sessionFlags
+	cmd := &cobra.Command{
+		Use:   "unbind ID",
+		Short: "Forget the external engine's session this session is bound to",
+		Long: `A session run with --harness is bound to the engine's own session (Claude Code's session id),
+which the next turn resumes. When that native session is gone the run fails and says so; unbind
+appends an entry that clears the binding, so the next turn starts a new native session. The
+transcript is kept.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			st, err := sf.store(env)
+			if err != nil {
+				return err
+			}
+			sess, err := st.Open(c.Context(), args[0], nil)
+			if err != nil {
+				if errors.Is(err, session.ErrNotFound) {
+					return sessionLookupError(args[0], err)
+				}
+				return err
+			}
+			defer sess.Close()
+			b := sess.Transcript().Binding(sess.Leaf())
+			if b == nil {
+				fmt.Fprintf(env.stdout, "session %s is not bound to an external engine\n", sess.ID())
+				return nil
+			}
+			if _, err := sess.Append(c.Context(), session.HarnessBindingEntry(b.Harness, "", "", "")); err != nil {
+				return err
+			}
+			fmt.Fprintf(env.stdout, "session %s is no longer bound to %s session %s\n", sess.ID(), b.Harness, b.NativeID)
+			return nil
+		},
+	}
+	sf.add(cmd)
+	return cmd
+}

@@ -1,0 +1,413 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentloop/agentloop/internal/fakeacp"
+	"github.com/agentloop/agentloop/session"
+)
+
+// Claude Code from npm, installed once per machine like the MCP server.
+const claudeCodePackage = "@anthropic-ai/claude-code@2.1.328"
+
+var (
+	claudeOnce sync.Once
+	claudeBin  string
+	claudeErr  error
+)
+
+// claudeCode returns the claude executable, installing the package when it
+// is not cached; it skips the test when npm cannot be had, and fails in CI.
+func claudeCode(t *testing.T) string {
+	t.Helper()
+	claudeOnce.Do(func() {
+		arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
+		// The native binary of the platform package; the package's own bin
+		// is a copy of it only once its postinstall script ran.
+		claudeBin, claudeErr = npmInstalled(claudeCodePackage, filepath.Join("node_modules", "@anthropic-ai", "claude-code-"+runtime.GOOS+"-"+arch, "claude"))
+		if claudeErr != nil {
+			if b, err := npmInstalled(claudeCodePackage, filepath.Join("node_modules", ".bin", "claude")); err == nil {
+				claudeBin, claudeErr = b, nil
+			}
+		}
+	})
+	if claudeErr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("Claude Code from npm is needed in CI: %v", claudeErr)
+		}
+		t.Skipf("Claude Code from npm is not available (%v): skipping the tests against the real engine", claudeErr)
+	}
+	return claudeBin
+}
+
+// piPackage is pi from npm, installed once per machine like Claude Code.
+const piPackage = "@mariozechner/pi-coding-agent@0.73.1"
+
+var (
+	piOnce sync.Once
+	piBin  string
+	piErr  error
+)
+
+// piAgent returns the pi executable, installing the package when needed.
+func piAgent(t *testing.T) string {
+	t.Helper()
+	piOnce.Do(func() {
+		if _, err := exec.LookPath("node"); err != nil {
+			piErr = fmt.Errorf("node is not installed: %v", err)
+			return
+		}
+		piBin, piErr = npmInstalled(piPackage, filepath.Join("node_modules", ".bin", "pi"))
+	})
+	if piErr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("pi from npm is needed in CI: %v", piErr)
+		}
+		t.Skipf("pi from npm is not available (%v): skipping the tests against the real engine", piErr)
+	}
+	return piBin
+}
+
+// piEnv points pi at mockllm at base the way ../shared/bench/peers/pi.sh
+// does: a models.json of its own naming the scripted server.
+func piEnv(t *testing.T, base string) []string {
+	dir := t.TempDir()
+	models := fmt.Sprintf(`{"providers":{"mock-anthropic":{"baseUrl":%q,"api":"anthropic-messages","apiKey":"MOCK_API_KEY",`+
+		`"models":[{"id":"mock-claude","contextWindow":200000,"maxTokens":4096}]}}}`, base)
+	if err := os.WriteFile(filepath.Join(dir, "models.json"), []byte(models), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"PI_CODING_AGENT_DIR=" + dir, "PI_OFFLINE=1", "PI_TELEMETRY=0", "MOCK_API_KEY=sk-mock",
+		"ANTHROPIC_API_KEY=sk-mock", "ANTHROPIC_BASE_URL=" + base,
+		envPiCommand + "=" + piAgent(t), envPiModel + "=mock-anthropic/mock-claude"}
+}
+
+// engine is one external engine under the e2e tests.
+type engine struct {
+	name string
+	env  func(t *testing.T, base string) []string
+	// bash is the engine's name for its shell tool.
+	bash string
+	// lose deletes the native session the binding names.
+	lose func(t *testing.T, home, native string)
+}
+
+var engines = []engine{
+	{"claude-code", claudeEnv, "Bash", func(t *testing.T, home, native string) {
+		// Claude Code keeps its sessions under HOME.
+		files, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", native+".jsonl"))
+		if len(files) != 1 {
+			t.Fatalf("Claude Code's session file for %s not found under %s", native, home)
+		}
+		os.Remove(files[0])
+	}},
+	{"pi", piEnv, "bash", func(t *testing.T, _, native string) {
+		if err := os.Remove(native); err != nil { // the binding is pi's session file
+			t.Fatal(err)
+		}
+	}},
+}
+
+// claudeEnv is what Claude Code needs to run against mockllm at base, the
+// way ../shared/bench/peers/cc.sh starts it.
+func claudeEnv(t *testing.T, base string) []string {
+	return []string{"ANTHROPIC_BASE_URL=" + base, "ANTHROPIC_API_KEY=sk-mock", "IS_SANDBOX=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
+		envClaudeCommand + "=" + claudeCode(t)}
+}
+
+func sessionOf(t *testing.T, stderr string) string {
+	t.Helper()
+	id := sessionLine(stderr)
+	if id == "" {
+		t.Fatalf("no session in the output: %s", stderr)
+	}
+	return id
+}
+
+// mirrored loads a session and returns its messages as lines, checking
+// that no mirror id repeats and counting its bindings.
+func mirrored(t *testing.T, home, id string) (msgs []string, bindings []string) {
+	t.Helper()
+	tr, err := session.NewJSONLStore(filepath.Join(home, "sessions")).Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range tr.Entries {
+		switch e.Type {
+		case session.EntryHarnessBinding:
+			bindings = append(bindings, e.NativeID)
+		case session.EntryMessage:
+			if e.MirrorID == "" || seen[e.MirrorID] {
+				t.Errorf("entry %s: mirror id %q missing or repeated", e.ID, e.MirrorID)
+			}
+			seen[e.MirrorID] = true
+			m := e.Message
+			line := string(m.Role) + ":" + m.Text()
+			if cs := m.ToolCalls(); len(cs) > 0 {
+				line = "call:" + cs[0].Name
+			}
+			if m.Role == "toolResult" {
+				line = "result:" + m.ToolName
+				if m.IsError {
+					line += ":error"
+				}
+			}
+			msgs = append(msgs, line)
+		}
+	}
+	return msgs, bindings
+}
+
+// Issue 25: a two-turn session on each engine against mockllm. Turn one
+// runs a tool that writes a file, approved by our policy; turn two resumes
+// Claude Code's own session (its request carries turn one); the
+// transcript holds each item once, with one binding; sessions show
+// renders it. Then the native session is deleted: the next turn fails
+// with the way out, unbind clears the binding, and a new one starts.
+func TestE2EHarnessTwoTurns(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) { testHarnessTwoTurns(t, eng) })
+	}
+}
+
+func testHarnessTwoTurns(t *testing.T, eng engine) {
+	capture := filepath.Join(t.TempDir(), "requests.jsonl")
+	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "echo hi > made.txt", "-capture", capture)
+	env := eng.env(t, base)
+	home, ws := t.TempDir(), t.TempDir()
+	args := []string{"run", "--harness", eng.name, "--model", "anthropic/mock-claude", "--cwd", ws}
+	code, out, errs := execCLI(t, env, home, append(args, "make the file")...)
+	if code != 0 || !strings.Contains(out, "word word done") {
+		t.Fatalf("turn 1: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "made.txt")); err != nil {
+		t.Fatalf("the approved tool did not run in the workspace: %v", err)
+	}
+	id := sessionOf(t, errs)
+	code, out, errs = execCLI(t, env, home, append(args, "--session", id, "and again")...)
+	if code != 0 || !strings.Contains(out, "word word done") {
+		t.Fatalf("turn 2: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	msgs, bindings := mirrored(t, home, id)
+	want := "user:make the file | call:B | result:B | assistant:word word done | user:and again | assistant:word word done"
+	want = strings.ReplaceAll(want, ":B", ":"+eng.bash)
+	if got := strings.Join(msgs, " | "); got != want {
+		t.Errorf("transcript\n got %s\nwant %s", got, want)
+	}
+	if len(bindings) != 1 {
+		t.Fatalf("bindings %v, want one: turn two resumes the native session", bindings)
+	}
+	reqs, _ := os.ReadFile(capture)
+	lines := strings.Split(strings.TrimSpace(string(reqs)), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "make the file") || !strings.Contains(last, "and again") {
+		t.Errorf("turn two's model request does not carry turn one: %s did not resume its session", eng.name)
+	}
+	code, out, _ = execCLI(t, env, home, "sessions", "show", id)
+	if code != 0 || !strings.Contains(out, "bound to "+eng.name+" session "+bindings[0]) || !strings.Contains(out, "and again") {
+		t.Errorf("sessions show: exit %d\n%s", code, out)
+	}
+
+	// The native session goes away.
+	eng.lose(t, home, bindings[0])
+	code, _, errs = execCLI(t, env, home, append(args, "--session", id, "third")...)
+	if code == 0 || !strings.Contains(errs, "agentloop sessions unbind "+id) {
+		t.Fatalf("lost binding: exit %d, stderr %s", code, errs)
+	}
+	if msgs2, b2 := mirrored(t, home, id); len(msgs2) != len(msgs) || len(b2) != 1 {
+		t.Errorf("a lost binding changed the transcript: %v %v", msgs2, b2)
+	}
+	if code, out, errs = execCLI(t, env, home, "sessions", "unbind", id); code != 0 || !strings.Contains(out, "no longer bound") {
+		t.Fatalf("unbind: exit %d %s %s", code, out, errs)
+	}
+	if code, _, errs = execCLI(t, env, home, append(args, "--session", id, "third")...); code != 0 {
+		t.Fatalf("after unbind: exit %d %s", code, errs)
+	}
+	if _, b3 := mirrored(t, home, id); len(b3) != 3 || b3[1] != "" || b3[2] == "" || b3[2] == bindings[0] {
+		t.Errorf("bindings after unbind %v, want the old one, the clearing, and a new native session", b3)
+	}
+}
+
+// Issue 25: the engine's permission request (Claude Code's can_use_tool,
+// pi's through our extension) is answered by our approval:
+// with --approve never the file-writing command is refused, never runs,
+// and the refusal is in the transcript as the call's error result.
+func TestE2EHarnessApprovalDenies(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) { testHarnessApprovalDenies(t, eng) })
+	}
+}
+
+func testHarnessApprovalDenies(t *testing.T, eng engine) {
+	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "echo hi > denied.txt")
+	home, ws := t.TempDir(), t.TempDir()
+	code, out, errs := execCLI(t, eng.env(t, base), home, "run", "--harness", eng.name, "--model", "anthropic/mock-claude",
+		"--cwd", ws, "--approve", "never", "write it")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "denied.txt")); err == nil {
+		t.Fatal("the refused command ran")
+	}
+	msgs, _ := mirrored(t, home, sessionOf(t, errs))
+	if got := strings.Join(msgs, " | "); !strings.Contains(got, "call:"+eng.bash+" | result:"+eng.bash+":error") {
+		t.Errorf("transcript %s, want the refused call with its error result", got)
+	}
+}
+
+// Issue 25: Ctrl-C while the engine's tool runs: the turn is interrupted
+// (Claude Code's control protocol, pi's abort command), the run exits 130 within the abort bound,
+// the call keeps its result in the transcript, and no process of the tool
+// is left.
+func TestE2EHarnessAbortMidTool(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) { testHarnessAbortMidTool(t, eng) })
+	}
+}
+
+func testHarnessAbortMidTool(t *testing.T, eng engine) {
+	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "echo started > slow.txt; tail -f /dev/null")
+	home, ws := t.TempDir(), t.TempDir()
+	cmd := exec.Command(builtCLI(t), "run", "--harness", eng.name, "--model", "anthropic/mock-claude", "--cwd", ws, "go slow")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AGENTLOOP_HOME=" + home}, eng.env(t, base)...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(ws, "slow.txt")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-done
+			t.Fatalf("the tool never started: %s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling a child process's file
+	}
+	start := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("the run did not end after Ctrl-C: %s", errb.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit %d after Ctrl-C, want 130: %s", code, errb.String())
+	}
+	t.Logf("stopped %s after the interrupt", time.Since(start).Round(time.Millisecond))
+	msgs, _ := mirrored(t, home, sessionOf(t, errb.String()))
+	if got := strings.Join(msgs, " | "); !strings.Contains(got, "call:"+eng.bash+" | result:"+eng.bash) {
+		t.Errorf("transcript %s: the interrupted call lost its result", got)
+	}
+	// The tool ran in the workspace: no process may still be there.
+	procs, _ := filepath.Glob("/proc/[0-9]*/cwd")
+	for _, p := range procs {
+		if dir, err := os.Readlink(p); err == nil && dir == ws {
+			cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+			t.Errorf("a process of the tool outlived the run: %s %q", p, cmdline)
+		}
+	}
+}
+
+// envFakeACP, set to a fakeacp script, makes the test binary an ACP agent.
+const envFakeACP = "AGENTLOOP_FAKEACP"
+
+func serveFakeACP(script string) int {
+	var cfg fakeacp.Config
+	if err := json.Unmarshal([]byte(script), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fakeacp.Serve(cfg, os.Stdin, os.Stdout)
+	return 0
+}
+
+// Issue 25: `run --harness acp:<command>` on an ACP agent (the scripted
+// one of internal/fakeacp, this test binary): two turns on one native
+// session, the refused edit never runs, and sessions show renders the
+// mirrored session with its binding.
+func TestE2EHarnessACP(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	edit := fakeacp.Step{Tool: &fakeacp.Tool{ID: "e1", Title: "edit notes", Kind: "edit", Input: map[string]any{"path": "notes"}, Permission: true, Touch: "notes"}}
+	script, _ := json.Marshal(fakeacp.Config{Dir: t.TempDir(), Turns: [][]fakeacp.Step{
+		{{Text: "first answer"}}, {edit, {Text: "second answer"}}}})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{envFakeACP + "=" + string(script), "ANTHROPIC_API_KEY=sk-unused"}
+	args := []string{"run", "--harness", "acp:" + self, "--model", "anthropic/mock-claude", "--cwd", ws, "--approve", "never"}
+	code, out, errs := execCLI(t, env, home, append(args, "one")...)
+	if code != 0 || !strings.Contains(out, "first answer") {
+		t.Fatalf("turn 1: exit %d\n%s\n%s", code, out, errs)
+	}
+	id := sessionOf(t, errs)
+	code, out, errs = execCLI(t, env, home, append(args, "--session", id, "two")...)
+	if code != 0 || !strings.Contains(out, "second answer") {
+		t.Fatalf("turn 2: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "notes")); err == nil {
+		t.Error("the edit refused by --approve never ran")
+	}
+	msgs, bindings := mirrored(t, home, id)
+	want := "user:one | assistant:first answer | user:two | call:edit notes | result:edit notes:error | assistant:second answer"
+	if got := strings.Join(msgs, " | "); got != want || len(bindings) != 1 {
+		t.Errorf("transcript\n got %s\nwant %s\nbindings %v", got, want, bindings)
+	}
+	code, out, _ = execCLI(t, nil, home, "sessions", "show", id)
+	if code != 0 || !strings.Contains(out, "bound to acp:") || !strings.Contains(out, "second answer") {
+		t.Errorf("sessions show: exit %d\n%s", code, out)
+	}
+}
+
+// Issue 25: the run's own tools reach Claude Code as an MCP server of ours
+// (mcp__agentloop__<tool>): its call of our read tool runs in our
+// registry, in the workspace, and our approval judges it by our tool's
+// name, so --approve never lets a read through.
+func TestE2EHarnessClaudeCodeUsesOurTools(t *testing.T) {
+	base := mockLLM(t, "-rounds", "1", "-text", "3", "-tool", "mcp__agentloop__read", "-args", `{"path":"hello.txt"}`)
+	home, ws := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("the secret word is plum\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := execCLI(t, claudeEnv(t, base), home, "run", "--harness", "claude-code", "--model", "anthropic/mock-claude",
+		"--cwd", ws, "--approve", "never", "read hello.txt")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	tr, err := session.NewJSONLStore(filepath.Join(home, "sessions")).Load(context.Background(), sessionOf(t, errs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range tr.Context("").Messages {
+		if m.Role == "toolResult" && m.ToolName == "mcp__agentloop__read" {
+			found = true
+			if m.IsError || !strings.Contains(m.Text(), "plum") {
+				t.Errorf("our read tool's result %q (error %v)", m.Text(), m.IsError)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no result of mcp__agentloop__read in the transcript")
+	}
+}

@@ -1,0 +1,493 @@
+// Package acp is the harness that runs an attempt on any ACP v1 agent
+// (agentloop's own `agentloop acp`, claude-code-acp, codex-acp, ...),
+// started as a subprocess and driven from the client side of
+// github.com/coder/acp-go-sdk: initialize (no file system or terminal
+// offered: the agent uses its own), session/new or session/resume (the
+// session id is the binding), session/prompt. Session updates become our
+// events and mirrored items; session/request_permission is answered with
+// the run's approval; an abort is session/cancel, the pending permissions
+// answered cancelled, and a wait of at most AbortWait for the prompt's
+// answer before the process tree is killed.
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/harness"
+	"github.com/agentloop/agentloop/harness/internal/jsonl"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// AbortWait bounds the wait for a cancelled prompt's answer.
+const AbortWait = 10 * time.Second
+
+// Config says how to start the agent.
+type Config struct {
+	// Name makes the harness id "acp:<Name>"; "" means the command's base.
+	Name string
+	// Command and Args start the agent; Env is its environment (nil: ours).
+	Command string
+	Args    []string
+	Env     []string
+}
+
+// Harness runs attempts on one ACP agent.
+type Harness struct{ cfg Config }
+
+// New returns the harness for cfg.
+func New(cfg Config) *Harness {
+	if cfg.Name == "" {
+		cfg.Name = baseName(cfg.Command)
+	}
+	return &Harness{cfg: cfg}
+}
+
+// Parse reads "acp:<command line>" (words split on spaces) into a Config.
+func Parse(spec string) (Config, error) {
+	line, ok := strings.CutPrefix(spec, "acp:")
+	words := strings.Fields(line)
+	if !ok || len(words) == 0 {
+		return Config{}, fmt.Errorf("%q: want acp:<command> [args...]", spec)
+	}
+	return Config{Command: words[0], Args: words[1:]}, nil
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		p = p[i+1:]
+	}
+	return p
+}
+
+// ID returns "acp:<name>".
+func (h *Harness) ID() string { return "acp:" + h.cfg.Name }
+
+// Supports claims nothing by itself: an ACP agent is chosen by name.
+func (h *Harness) Supports(context.Context, harness.Route) harness.Support {
+	return harness.Support{Reason: "chosen by name only"}
+}
+
+// RunAttempt runs one prompt turn.
+func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.Result, error) {
+	if _, err := exec.LookPath(h.cfg.Command); err != nil {
+		return nil, &harness.PreflightError{Harness: h.ID(), Err: err}
+	}
+	dir := a.Cwd
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	p, err := jsonl.StartProc(h.cfg.Command, h.cfg.Args, dir, h.cfg.Env)
+	if err != nil {
+		return nil, &harness.PreflightError{Harness: h.ID(), Err: err}
+	}
+	c := &client{h: h, a: a, m: harness.NewMirror(a), tracker: &harness.Tracker{}, res: &harness.Result{},
+		calls: map[string]*call{}, cancelled: make(chan struct{})}
+	conn := acpsdk.NewClientSideConnection(c, p.Stdin, p.Stdout)
+	err = c.run(ctx, conn, dir)
+	if err != nil && c.sessionID == "" {
+		_ = p.Wait(time.Second, nil)
+		var lost *harness.BindingLostError
+		if errors.As(err, &lost) {
+			return nil, err
+		}
+		return nil, &harness.PreflightError{Harness: h.ID(), Err: fmt.Errorf("%w %s", err, strings.TrimSpace(p.Stderr()))}
+	}
+	// One process per attempt: the session lives on in the agent's own
+	// store. Closing its stdin ends it; what does not end is killed.
+	_ = p.Wait(2*time.Second, conn.Done())
+	res := c.finish()
+	if err != nil && res.Err == nil {
+		res.Err = err
+	}
+	if res.Err != nil && res.StopReason == "" {
+		res.StopReason = llm.StopReasonError
+	}
+	if ctx.Err() != nil {
+		res.StopReason, res.Err = llm.StopReasonAborted, ctx.Err()
+	}
+	return res, nil
+}
+
+// call is one native tool call.
+type call struct {
+	name     string
+	kind     acpsdk.ToolKind
+	args     json.RawMessage
+	started  bool
+	refused  bool
+	finished bool
+}
+
+// client is the client side of one attempt's connection.
+type client struct {
+	h       *Harness
+	a       *harness.Attempt
+	m       *harness.Mirror
+	tracker *harness.Tracker
+
+	mu        sync.Mutex
+	res       *harness.Result
+	sessionID string
+	text      strings.Builder
+	texts     int
+	calls     map[string]*call
+	err       error
+	cancelled chan struct{}
+	cancelMu  sync.Once
+}
+
+func (c *client) run(ctx context.Context, conn *acpsdk.ClientSideConnection, dir string) error {
+	bg := context.WithoutCancel(ctx)
+	init, err := conn.Initialize(ctx, acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber,
+		ClientInfo: &acpsdk.Implementation{Name: "agentloop", Version: "0"}})
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if b := c.a.Binding; b != nil {
+		var err error
+		switch caps := init.AgentCapabilities; {
+		case caps.SessionCapabilities.Resume != nil:
+			_, err = conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(b.NativeID), Cwd: dir, McpServers: []acpsdk.McpServer{}})
+		case caps.LoadSession:
+			_, err = conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(b.NativeID), Cwd: dir, McpServers: []acpsdk.McpServer{}})
+		default:
+			err = errors.New("the agent can neither resume nor load a session")
+		}
+		if err != nil {
+			return &harness.BindingLostError{Harness: c.h.ID(), NativeID: b.NativeID, SessionID: c.a.SessionID, Err: err}
+		}
+		c.setSession(b.NativeID)
+	} else {
+		s, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: dir, McpServers: []acpsdk.McpServer{}})
+		if err != nil {
+			return fmt.Errorf("session/new: %w", err)
+		}
+		c.setSession(string(s.SessionId))
+	}
+	c.res.Binding = &harness.Binding{Harness: c.h.ID(), NativeID: c.session(), Cwd: c.a.Cwd}
+	if init.AgentInfo != nil {
+		c.res.Binding.Version = init.AgentInfo.Version
+	}
+	prompt := c.a.Prompt.Text()
+	if c.a.Continuation != nil {
+		prompt = "Continue the previous request where it stopped; do not run again the tools that already finished.\n\n" + prompt
+	} else {
+		c.mu.Lock()
+		err := c.m.Add(ctx, harness.Item{MirrorID: c.id("user"), Message: c.a.Prompt}, true)
+		c.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	type answer struct {
+		r   acpsdk.PromptResponse
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		r, err := conn.Prompt(bg, acpsdk.PromptRequest{SessionId: acpsdk.SessionId(c.session()), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(prompt)}})
+		done <- answer{r, err}
+	}()
+	var ans answer
+	select {
+	case ans = <-done:
+	case <-conn.Done():
+		ans = answer{err: errors.New("the agent closed the connection")}
+	case <-ctx.Done():
+		c.cancelMu.Do(func() { close(c.cancelled) }) // pending permissions answer cancelled
+		_ = conn.Cancel(bg, acpsdk.CancelNotification{SessionId: acpsdk.SessionId(c.session())})
+		select {
+		case ans = <-done:
+		case <-conn.Done():
+		case <-time.After(AbortWait):
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flushLocked(ctx)
+	switch {
+	case ctx.Err() != nil:
+	case ans.err != nil:
+		c.res.Err = &harness.Error{Harness: c.h.ID(), Reason: "disconnected", Err: ans.err}
+		c.res.SideEffects = true // what the agent did before it went is unknown
+	case ans.r.StopReason == acpsdk.StopReasonRefusal:
+		c.res.Err = &harness.Error{Harness: c.h.ID(), Reason: "refusal", Err: errors.New("the agent refused the prompt")}
+	default:
+		c.res.StopReason = llm.StopReasonStop
+		if ans.r.StopReason == acpsdk.StopReasonMaxTokens {
+			c.res.StopReason = llm.StopReasonLength
+		}
+	}
+	if u := ans.r.Usage; u != nil {
+		c.res.Usage.Add(llm.Usage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens})
+	}
+	return nil
+}
+
+func (c *client) setSession(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sessionID = id
+}
+
+func (c *client) session() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessionID
+}
+
+// id is the mirror id of an item of this turn.
+func (c *client) id(item string) string {
+	return harness.MirrorID(c.h.ID(), c.sessionID, c.a.RunID, item)
+}
+
+func (c *client) emit(ev agent.Event) {
+	if c.a.Emit != nil {
+		c.a.Emit(ev)
+	}
+}
+
+// add mirrors msg; c.mu is held.
+func (c *client) addLocked(ctx context.Context, item string, msg llm.Message) {
+	if err := c.m.Add(ctx, harness.Item{MirrorID: c.id(item), Message: msg}, false); err != nil && c.err == nil {
+		c.err = err
+	}
+	harness.EmitMessage(c.a.Emit, msg)
+}
+
+// flushLocked ends the assistant text streamed so far as one message.
+func (c *client) flushLocked(ctx context.Context) {
+	if c.text.Len() == 0 {
+		return
+	}
+	msg := llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.Text(c.text.String())}, Provider: c.h.ID(),
+		StopReason: llm.StopReasonStop, Timestamp: llm.NowMillis()}
+	c.text.Reset()
+	c.texts++
+	c.addLocked(ctx, "text-"+strconv.Itoa(c.texts), msg)
+}
+
+func (c *client) finish() *harness.Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res := c.res
+	res.Items = c.m.Items()
+	res.PromptPersisted = c.m.PromptPersisted
+	if res.Err == nil && c.err != nil {
+		res.Err = c.err
+	}
+	// A call the agent never ended keeps its pair: an error result.
+	for id, cl := range c.calls {
+		if !cl.finished {
+			c.resultLocked(context.Background(), id, cl, "the call did not finish", true)
+		}
+	}
+	res.Items = c.m.Items()
+	var own []llm.Message
+	for _, it := range res.Items {
+		own = append(own, it.Message)
+	}
+	res.Settled = res.Err == nil && harness.Settled(own)
+	return res
+}
+
+// SessionUpdate maps the agent's updates to items and events.
+func (c *client) SessionUpdate(ctx context.Context, n acpsdk.SessionNotification) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u := n.Update
+	switch {
+	case u.AgentMessageChunk != nil:
+		if t := u.AgentMessageChunk.Content.Text; t != nil {
+			c.text.WriteString(t.Text)
+		}
+	case u.ToolCall != nil:
+		c.flushLocked(ctx)
+		tc := u.ToolCall
+		id := string(tc.ToolCallId)
+		if _, seen := c.calls[id]; seen {
+			return nil // re-announced: the mirror has it
+		}
+		args, _ := json.Marshal(tc.RawInput)
+		if tc.RawInput == nil {
+			args = json.RawMessage(`{}`)
+		}
+		cl := &call{name: orStr(tc.Title, string(tc.Kind)), kind: tc.Kind, args: args}
+		c.calls[id] = cl
+		msg := llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.ToolCall(id, cl.name, args)}, Provider: c.h.ID(),
+			StopReason: llm.StopReasonToolUse, Timestamp: llm.NowMillis()}
+		c.addLocked(ctx, "call-"+id, msg)
+		c.emit(agent.Event{Type: agent.EventToolExecutionStart, ToolCallID: id, ToolName: cl.name, Args: args})
+		c.statusLocked(ctx, id, cl, tc.Status, tc.Content)
+	case u.ToolCallUpdate != nil:
+		tu := u.ToolCallUpdate
+		id := string(tu.ToolCallId)
+		cl := c.calls[id]
+		if cl == nil || tu.Status == nil {
+			return nil
+		}
+		c.statusLocked(ctx, id, cl, *tu.Status, tu.Content)
+	}
+	return nil
+}
+
+func (c *client) statusLocked(ctx context.Context, id string, cl *call, st acpsdk.ToolCallStatus, content []acpsdk.ToolCallContent) {
+	switch st {
+	case acpsdk.ToolCallStatusInProgress:
+		cl.started = true
+	case acpsdk.ToolCallStatusCompleted, acpsdk.ToolCallStatusFailed:
+		if st == acpsdk.ToolCallStatusCompleted {
+			cl.started = true
+		}
+		c.resultLocked(ctx, id, cl, contentText(content), st == acpsdk.ToolCallStatusFailed)
+	}
+}
+
+// readOnlyKinds change nothing.
+var readOnlyKinds = map[acpsdk.ToolKind]bool{acpsdk.ToolKindRead: true, acpsdk.ToolKindSearch: true,
+	acpsdk.ToolKindThink: true, acpsdk.ToolKindFetch: true}
+
+// resultLocked mirrors a call's end and reports it.
+func (c *client) resultLocked(ctx context.Context, id string, cl *call, text string, failed bool) {
+	if cl.finished {
+		return
+	}
+	cl.finished = true
+	started := cl.started && !cl.refused
+	mutating := !readOnlyKinds[cl.kind]
+	if started && mutating {
+		c.res.SideEffects = true
+	}
+	rm := llm.Message{Role: llm.RoleToolResult, ToolCallID: id, ToolName: cl.name, IsError: failed,
+		Content: []llm.Content{llm.Text(text)}, Timestamp: llm.NowMillis()}
+	c.addLocked(ctx, "result-"+id, rm)
+	r := harness.ToolTerminal{CallID: id, Name: cl.name, Args: cl.args, ExecutionStarted: started, Outcome: harness.OutcomeSuccess, Mutating: mutating}
+	if failed {
+		r.Outcome, r.Error = harness.OutcomeFailure, text
+	}
+	observe := c.a.ObserveToolTerminal
+	if observe == nil {
+		observe = c.tracker.Observe
+	}
+	c.res.LastToolError = observe(r).LastToolError
+	res := tool.Result{Content: rm.Content, IsError: failed}
+	c.emit(agent.Event{Type: agent.EventToolExecutionEnd, ToolCallID: id, ToolName: cl.name, Args: cl.args, Result: &res})
+}
+
+// RequestPermission answers with the run's approval; cancelled once the
+// turn is.
+func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+	cancelled := acpsdk.RequestPermissionResponse{Outcome: acpsdk.RequestPermissionOutcome{Cancelled: &acpsdk.RequestPermissionOutcomeCancelled{}}}
+	select {
+	case <-c.cancelled:
+		return cancelled, nil
+	default:
+	}
+	id := string(p.ToolCall.ToolCallId)
+	c.mu.Lock()
+	cl := c.calls[id]
+	name := ""
+	var args json.RawMessage
+	if cl != nil {
+		name, args = cl.name, cl.args
+	}
+	c.mu.Unlock()
+	if p.ToolCall.Title != nil {
+		name = orStr(name, *p.ToolCall.Title)
+	}
+	if args == nil {
+		args, _ = json.Marshal(p.ToolCall.RawInput)
+	}
+	allow := true
+	if ap := c.a.Approval; ap != nil {
+		type verdict struct{ ok bool }
+		ch := make(chan verdict, 1)
+		go func() {
+			ok, _ := ap.Approve(ctx, tool.Call{ID: id, Name: name, Args: args})
+			ch <- verdict{ok}
+		}()
+		select {
+		case v := <-ch:
+			allow = v.ok
+		case <-c.cancelled:
+			return cancelled, nil
+		}
+	}
+	want := []acpsdk.PermissionOptionKind{acpsdk.PermissionOptionKindRejectOnce, acpsdk.PermissionOptionKindRejectAlways}
+	if allow {
+		want = []acpsdk.PermissionOptionKind{acpsdk.PermissionOptionKindAllowOnce, acpsdk.PermissionOptionKindAllowAlways}
+	} else if cl != nil {
+		c.mu.Lock()
+		cl.refused = true
+		c.mu.Unlock()
+	}
+	for _, k := range want {
+		for _, o := range p.Options {
+			if o.Kind == k {
+				return acpsdk.RequestPermissionResponse{Outcome: acpsdk.RequestPermissionOutcome{Selected: &acpsdk.RequestPermissionOutcomeSelected{OptionId: o.OptionId}}}, nil
+			}
+		}
+	}
+	return cancelled, nil // no option says what we decided
+}
+
+// The client offers no file system and no terminal (initialize says so).
+var errNotOffered = errors.New("agentloop does not offer this to ACP agents")
+
+func (c *client) ReadTextFile(context.Context, acpsdk.ReadTextFileRequest) (acpsdk.ReadTextFileResponse, error) {
+	return acpsdk.ReadTextFileResponse{}, errNotOffered
+}
+
+func (c *client) WriteTextFile(context.Context, acpsdk.WriteTextFileRequest) (acpsdk.WriteTextFileResponse, error) {
+	return acpsdk.WriteTextFileResponse{}, errNotOffered
+}
+
+func (c *client) CreateTerminal(context.Context, acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
+	return acpsdk.CreateTerminalResponse{}, errNotOffered
+}
+
+func (c *client) KillTerminal(context.Context, acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error) {
+	return acpsdk.KillTerminalResponse{}, errNotOffered
+}
+
+func (c *client) TerminalOutput(context.Context, acpsdk.TerminalOutputRequest) (acpsdk.TerminalOutputResponse, error) {
+	return acpsdk.TerminalOutputResponse{}, errNotOffered
+}
+
+func (c *client) ReleaseTerminal(context.Context, acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
+	return acpsdk.ReleaseTerminalResponse{}, errNotOffered
+}
+
+func (c *client) WaitForTerminalExit(context.Context, acpsdk.WaitForTerminalExitRequest) (acpsdk.WaitForTerminalExitResponse, error) {
+	return acpsdk.WaitForTerminalExitResponse{}, errNotOffered
+}
+
+func contentText(cs []acpsdk.ToolCallContent) string {
+	var b strings.Builder
+	for _, c := range cs {
+		if c.Content != nil && c.Content.Content.Text != nil {
+			b.WriteString(c.Content.Content.Text.Text)
+		}
+	}
+	return b.String()
+}
+
+func orStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

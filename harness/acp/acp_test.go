@@ -1,0 +1,205 @@
+package acp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agentloop/agentloop/harness"
+	"github.com/agentloop/agentloop/harness/acp"
+	"github.com/agentloop/agentloop/internal/fakeacp"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/session"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// The test binary is also the fake ACP agent: started with
+// AGENTLOOP_FAKEACP set to its script, it serves ACP on stdio.
+func TestMain(m *testing.M) {
+	if script := os.Getenv("AGENTLOOP_FAKEACP"); script != "" {
+		var cfg fakeacp.Config
+		if err := json.Unmarshal([]byte(script), &cfg); err != nil {
+			panic(err)
+		}
+		fakeacp.Serve(cfg, os.Stdin, os.Stdout)
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+type env struct {
+	h    *acp.Harness
+	sess session.Session
+	dir  string // the agent's session store
+	cwd  string
+}
+
+func newEnv(t *testing.T, turns ...[]fakeacp.Step) *env {
+	dir := t.TempDir()
+	script, _ := json.Marshal(fakeacp.Config{Dir: dir, Turns: turns})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := acp.New(acp.Config{Name: "fake", Command: self, Env: append(os.Environ(), "AGENTLOOP_FAKEACP="+string(script))})
+	st := session.NewJSONLStore(t.TempDir())
+	cwd := t.TempDir()
+	sess, err := st.Create(context.Background(), session.CreateOptions{Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	return &env{h: h, sess: sess, dir: dir, cwd: cwd}
+}
+
+func (e *env) attempt(prompt string, ap *tool.Approval, b *harness.Binding) *harness.Attempt {
+	return &harness.Attempt{SessionID: e.sess.ID(), RunID: "run-" + prompt, Attempt: 1, Prompt: llm.UserText(prompt),
+		Cwd: e.cwd, Approval: ap, Binding: b, Mirror: harness.SessionMirror(e.sess)}
+}
+
+func lines(s session.Session) string {
+	var out []string
+	for _, m := range s.Context().Messages {
+		l := string(m.Role) + ":" + m.Text()
+		if cs := m.ToolCalls(); len(cs) > 0 {
+			l = "call:" + cs[0].Name
+		}
+		if m.Role == llm.RoleToolResult {
+			l = "result:" + m.Text()
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, " | ")
+}
+
+var touch = fakeacp.Step{Tool: &fakeacp.Tool{ID: "t1", Title: "touch a", Kind: "edit", Input: map[string]any{"path": "a"}, Permission: true, Touch: "a"}}
+
+func deny(context.Context, tool.Call, bool) tool.Decision {
+	return tool.Decision{Verdict: tool.VerdictDeny, Reason: "no"}
+}
+
+func TestPlainAnswerAndResume(t *testing.T) {
+	e := newEnv(t, []fakeacp.Step{{Text: "hello "}, {Text: "there"}}, []fakeacp.Step{{Text: "again"}})
+	r1, err := e.h.RunAttempt(context.Background(), e.attempt("hi", nil, nil))
+	if err != nil || r1.Err != nil || r1.Text() != "hello there" || !r1.PromptPersisted || r1.SideEffects {
+		t.Fatalf("first turn: %v %+v", err, r1)
+	}
+	if r1.Binding == nil || r1.Binding.NativeID == "" || r1.Binding.Harness != "acp:fake" || r1.Binding.Version != "0.1.0" {
+		t.Fatalf("binding %+v", r1.Binding)
+	}
+	r2, err := e.h.RunAttempt(context.Background(), e.attempt("more", nil, r1.Binding))
+	if err != nil || r2.Err != nil || r2.Text() != "again" || r2.Binding.NativeID != r1.Binding.NativeID {
+		t.Fatalf("resumed turn: %v %+v", err, r2)
+	}
+	if got := lines(e.sess); got != "user:hi | assistant:hello there | user:more | assistant:again" {
+		t.Errorf("transcript %s", got)
+	}
+}
+
+func TestLostBinding(t *testing.T) {
+	e := newEnv(t, []fakeacp.Step{{Text: "never"}})
+	_, err := e.h.RunAttempt(context.Background(), e.attempt("hi", nil, &harness.Binding{Harness: "acp:fake", NativeID: "gone"}))
+	if !errors.Is(err, harness.ErrBindingLost) || !strings.Contains(err.Error(), "sessions unbind") {
+		t.Fatalf("err %v", err)
+	}
+	if lines(e.sess) != "" {
+		t.Errorf("a lost binding wrote %s", lines(e.sess))
+	}
+}
+
+func TestPermissionThroughApproval(t *testing.T) {
+	e := newEnv(t, []fakeacp.Step{touch, {Text: "done"}})
+	var tr harness.Tracker
+	a := e.attempt("touch", &tool.Approval{}, nil)
+	a.ObserveToolTerminal = tr.Observe
+	res, err := e.h.RunAttempt(context.Background(), a)
+	if err != nil || res.Err != nil || !res.SideEffects {
+		t.Fatalf("allowed: %v %+v", err, res)
+	}
+	if _, err := os.Stat(filepath.Join(e.cwd, "a")); err != nil {
+		t.Errorf("the allowed call did not run: %v", err)
+	}
+	if got := lines(e.sess); got != "user:touch | call:touch a | result:touch a done | assistant:done" {
+		t.Errorf("transcript %s", got)
+	}
+	if tr.Reports() != 1 {
+		t.Errorf("%d terminal reports", tr.Reports())
+	}
+
+	e2 := newEnv(t, []fakeacp.Step{touch, {Text: "ok"}})
+	res, err = e2.h.RunAttempt(context.Background(), e2.attempt("touch", &tool.Approval{Policy: deny}, nil))
+	if err != nil || res.Err != nil || res.SideEffects {
+		t.Fatalf("denied: %v %+v", err, res)
+	}
+	if _, err := os.Stat(filepath.Join(e2.cwd, "a")); err == nil {
+		t.Error("the refused call ran")
+	}
+	if got := lines(e2.sess); got != "user:touch | call:touch a | result:the user refused this call | assistant:ok" {
+		t.Errorf("transcript %s", got)
+	}
+	if res.LastToolError == nil || res.LastToolError.ExecutionStarted {
+		t.Errorf("last tool error %+v", res.LastToolError)
+	}
+}
+
+func TestAbortMidTool(t *testing.T) {
+	blocking := fakeacp.Step{Tool: &fakeacp.Tool{ID: "t1", Title: "wait", Kind: "execute", Input: map[string]any{}, Touch: "started", Block: true}}
+	e := newEnv(t, []fakeacp.Step{blocking, {Text: "never"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			if _, err := os.Stat(filepath.Join(e.cwd, "started")); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond) // polling a child process's file
+		}
+	}()
+	start := time.Now()
+	res, err := e.h.RunAttempt(ctx, e.attempt("wait", nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > acp.AbortWait {
+		t.Errorf("abort took %s", d)
+	}
+	if res.StopReason != llm.StopReasonAborted || !res.SideEffects {
+		t.Errorf("stop %s side effects %v", res.StopReason, res.SideEffects)
+	}
+	if got := lines(e.sess); got != "user:wait | call:wait | result:cancelled while running" {
+		t.Errorf("transcript %s: the cancelled call needs its result", got)
+	}
+}
+
+func TestAgentCrashMidTurn(t *testing.T) {
+	e := newEnv(t, []fakeacp.Step{touch, {Crash: true}})
+	res, err := e.h.RunAttempt(context.Background(), e.attempt("touch", &tool.Approval{}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var he *harness.Error
+	if !errors.As(res.Err, &he) || !res.SideEffects {
+		t.Fatalf("err %v side effects %v: a crash after a tool ran is a visible failure that is never replayed", res.Err, res.SideEffects)
+	}
+}
+
+func TestParse(t *testing.T) {
+	cfg, err := acp.Parse("acp:agentloop acp --model faux/demo")
+	if err != nil || cfg.Command != "agentloop" || strings.Join(cfg.Args, " ") != "acp --model faux/demo" {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+	if acp.New(cfg).ID() != "acp:agentloop" {
+		t.Error(acp.New(cfg).ID())
+	}
+	if _, err := acp.Parse("acp:"); err == nil {
+		t.Error("an empty command was accepted")
+	}
+}

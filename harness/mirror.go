@@ -1,0 +1,75 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentloop/agentloop/session"
+)
+
+// MirrorID is the stable id of a mirrored item:
+// <harness>/<native thread>/<turn>/<item>[/<part>]. The same native item
+// always gets the same id, so an engine that re-emits it (a reconnect, a
+// retry, a resumed thread) never has it written twice.
+func MirrorID(harness, thread, turn, item string, part ...string) string {
+	ps := append([]string{harness, thread, turn, item}, part...)
+	return strings.Join(ps, "/")
+}
+
+// SessionMirror returns an Attempt.Mirror that appends items to sess as
+// message entries carrying their MirrorID; an id already in the session
+// is not written again (session.Session.Append) and reports false.
+func SessionMirror(sess session.Session) func(ctx context.Context, it Item) (bool, error) {
+	return func(ctx context.Context, it Item) (bool, error) {
+		if it.MirrorID == "" {
+			return false, fmt.Errorf("mirror a %s message: it has no mirror id", it.Message.Role)
+		}
+		if _, ok := sess.Transcript().Mirrored(it.MirrorID); ok {
+			return false, nil
+		}
+		e := session.MessageEntry(it.Message)
+		e.MirrorID = it.MirrorID
+		// What happened is written even when the run was aborted: the
+		// result of an aborted call keeps its call paired.
+		if _, err := sess.Append(context.WithoutCancel(ctx), e); err != nil {
+			return false, fmt.Errorf("mirror %s: %w", it.MirrorID, err)
+		}
+		return true, nil
+	}
+}
+
+// Mirror collects an attempt's items and passes each to the attempt's
+// Mirror once, whatever the engine re-emits. Harnesses use one per
+// attempt.
+type Mirror struct {
+	a     *Attempt
+	seen  map[string]bool
+	items []Item
+	// PromptPersisted is set once the user turn was appended.
+	PromptPersisted bool
+}
+
+// NewMirror returns the mirror of attempt a.
+func NewMirror(a *Attempt) *Mirror { return &Mirror{a: a, seen: map[string]bool{}} }
+
+// Add mirrors it unless its id was seen; user reports whether it is the
+// attempt's user turn (then PromptPersisted records a real append).
+func (m *Mirror) Add(ctx context.Context, it Item, user bool) error {
+	if m.seen[it.MirrorID] {
+		return nil
+	}
+	m.seen[it.MirrorID] = true
+	m.items = append(m.items, it)
+	if m.a.Mirror == nil {
+		return nil
+	}
+	appended, err := m.a.Mirror(ctx, it)
+	if user && appended {
+		m.PromptPersisted = true
+	}
+	return err
+}
+
+// Items returns the items mirrored so far, in order.
+func (m *Mirror) Items() []Item { return append([]Item(nil), m.items...) }
