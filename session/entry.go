@@ -104,6 +104,13 @@ type Entry struct {
 	FromID  string `json:"fromId,omitempty"`
 	Display bool   `json:"display,omitempty"`
 	Name    string `json:"name,omitempty"`
+
+	// IdemKey, when set, makes the append idempotent: a session that
+	// already holds an entry with this key writes nothing and returns that
+	// entry's id. It names what the entry records, so that a retry, a
+	// second delivery or a mirror replayed after a crash is written once:
+	// a harness mirror id, a subagent delivery key, "<run>/<turn>/<call>".
+	IdemKey string `json:"idemKey,omitempty"`
 }
 
 // entryJSON mirrors Entry with a nullable parent and a raw content field,
@@ -138,6 +145,8 @@ type entryJSON struct {
 	FromID  string `json:"fromId,omitempty"`
 	Display bool   `json:"display,omitempty"`
 	Name    string `json:"name,omitempty"`
+
+	IdemKey string `json:"idemKey,omitempty"`
 }
 
 // MarshalJSON writes the entry as one JSON object, parentId null for a root.
@@ -148,7 +157,7 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		Details: e.Details, FromHook: e.FromHook, Provider: e.Provider, ModelID: e.ModelID,
 		ThinkingLevel: e.ThinkingLevel, TargetID: e.TargetID, Label: e.Label,
 		CustomType: e.CustomType, Data: e.Data, ToolCallID: e.ToolCallID,
-		FromID: e.FromID, Display: e.Display, Name: e.Name,
+		FromID: e.FromID, Display: e.Display, Name: e.Name, IdemKey: e.IdemKey,
 	}
 	if e.ParentID != "" {
 		p := e.ParentID
@@ -190,7 +199,7 @@ func (e *Entry) fromJSON(v *entryJSON) {
 		Details: v.Details, FromHook: v.FromHook, Provider: v.Provider, ModelID: v.ModelID,
 		ThinkingLevel: v.ThinkingLevel, TargetID: v.TargetID, Label: v.Label,
 		CustomType: v.CustomType, Data: v.Data, ToolCallID: v.ToolCallID,
-		FromID: v.FromID, Display: v.Display, Name: v.Name,
+		FromID: v.FromID, Display: v.Display, Name: v.Name, IdemKey: v.IdemKey,
 	}
 	if v.ParentID != nil {
 		e.ParentID = *v.ParentID

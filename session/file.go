@@ -43,7 +43,9 @@ type Session interface {
 	// leaf. It fills in e's ID (unless set), ParentID and Timestamp (unless
 	// set) and returns the id. An error with a non-empty id means the entry
 	// was written and is part of the session, but flushing it to stable
-	// storage failed.
+	// storage failed. An entry whose IdemKey the session already holds is
+	// not written again: Append returns the id of the one it holds, and the
+	// leaf stays where it is.
 	Append(ctx context.Context, e Entry) (string, error)
 	// Branch moves the leaf to an earlier entry ("" for a new root); the
 	// next append continues from there. It writes nothing.
@@ -363,6 +365,17 @@ func (s *FileSession) Append(ctx context.Context, e Entry) (string, error) {
 	case e.Type == "":
 		return "", fmt.Errorf("append to session %s: the entry has no type", s.t.Header.ID)
 	}
+	if e.IdemKey != "" {
+		if _, seen := s.t.ByIdemKey(e.IdemKey); !seen && s.t.partial {
+			// An older entry may carry the key: only the whole file can tell.
+			if err := s.full(); err != nil {
+				return "", fmt.Errorf("append to session %s: %w", s.t.Header.ID, err)
+			}
+		}
+		if old, seen := s.t.ByIdemKey(e.IdemKey); seen {
+			return old.ID, nil
+		}
+	}
 	if _, known := s.t.indexOf(e.ID); e.ID != "" && !known && s.t.partial {
 		// Only the whole file can tell whether a given id is new.
 		if err := s.full(); err != nil {
@@ -502,6 +515,18 @@ func (s *FileSession) Close() error {
 		errs = append(errs, s.lock.Release())
 	}
 	return errors.Join(errs...)
+}
+
+// WriteJSONL writes t as the lines of a transcript file, the header then
+// every entry in order: what a JSONLStore holds for it, byte for byte.
+// It is the JSONL export of every Store.
+func WriteJSONL(w io.Writer, t *Transcript) error {
+	data, err := encodeTranscript(&t.Header, t.Entries)
+	if err != nil {
+		return fmt.Errorf("export session %s: %w", t.Header.ID, err)
+	}
+	_, err = w.Write(data)
+	return err
 }
 
 // encodeTranscript writes a header and entries as file bytes.

@@ -46,6 +46,8 @@ type Transcript struct {
 	Warnings []string
 
 	index map[string]int
+	// keys indexes the entries by IdemKey, built on first use.
+	keys map[string]int
 	// partial marks a transcript read from its tail (readTail): it holds
 	// the entries from where the current path's context starts to the end
 	// of the file, enough for Context at the leaf it was read at and at
@@ -75,11 +77,39 @@ func (t *Transcript) indexOf(id string) (int, bool) {
 	return i, ok
 }
 
-// add appends e and keeps the index current.
+// ByIdemKey returns the first entry carrying the idempotency key key
+// (Entry.IdemKey).
+func (t *Transcript) ByIdemKey(key string) (*Entry, bool) {
+	if key == "" {
+		return nil, false
+	}
+	if t.keys == nil {
+		t.keys = map[string]int{}
+		for i := range t.Entries {
+			if k := t.Entries[i].IdemKey; k != "" {
+				if _, dup := t.keys[k]; !dup {
+					t.keys[k] = i
+				}
+			}
+		}
+	}
+	i, ok := t.keys[key]
+	if !ok {
+		return nil, false
+	}
+	return &t.Entries[i], true
+}
+
+// add appends e and keeps the indexes current.
 func (t *Transcript) add(e Entry) {
 	t.Entries = append(t.Entries, e)
 	if t.index != nil {
 		t.index[e.ID] = len(t.Entries) - 1
+	}
+	if t.keys != nil && e.IdemKey != "" {
+		if _, dup := t.keys[e.IdemKey]; !dup {
+			t.keys[e.IdemKey] = len(t.Entries) - 1
+		}
 	}
 	t.Leaf = e.ID
 }

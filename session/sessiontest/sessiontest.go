@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 		{"ContextThroughCompaction", testCompaction},
 		{"UnknownSession", testUnknown},
 		{"ConcurrentAppends", testConcurrentAppends},
+		{"IdempotentAppends", testIdempotent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.f(t, newStore(t)) })
@@ -378,5 +379,60 @@ func testConcurrentAppends(t *testing.T, st session.Store) {
 	}
 	if path := tr.Path(tr.Leaf); len(path) != 101 {
 		t.Errorf("concurrent appends should form one chain, the leaf's path has %d entries", len(path))
+	}
+}
+
+// An entry carrying an idempotency key is written once: delivered twice,
+// before and after the session is reopened, and before the first user
+// message made the session persistent.
+func testIdempotent(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	s := create(t, st, "/conformance/idem")
+	keyed := func(key, text string) session.Entry {
+		e := session.CustomEntry("mirror", json.RawMessage(fmt.Sprintf(`{"text":%q}`, text)))
+		e.IdemKey = key
+		return e
+	}
+	early := appendAll(t, s, keyed("early", "before the prompt"))[0]
+	if again := appendAll(t, s, keyed("early", "before the prompt"))[0]; again != early {
+		t.Errorf("a keyed entry appended twice before the first prompt: ids %s and %s", early, again)
+	}
+	ids := appendAll(t, s, userMsg("go"), keyed("run1/1/call1", "first delivery"))
+	leaf := s.Leaf()
+	if again := appendAll(t, s, keyed("run1/1/call1", "second delivery"))[0]; again != ids[1] {
+		t.Errorf("second delivery got id %s, want the first one's %s", again, ids[1])
+	}
+	if s.Leaf() != leaf {
+		t.Errorf("a repeated delivery moved the leaf to %s", s.Leaf())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := st.Open(ctx, s.ID(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if again := appendAll(t, s2, keyed("run1/1/call1", "after reopening"))[0]; again != ids[1] {
+		t.Errorf("delivery after reopening got id %s, want %s", again, ids[1])
+	}
+	if again := appendAll(t, s2, keyed("early", "after reopening"))[0]; again != early {
+		t.Errorf("early key after reopening got id %s, want %s", again, early)
+	}
+	other := appendAll(t, s2, keyed("run1/1/call2", "another call"))[0]
+	tr, err := st.Load(ctx, s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range tr.Entries {
+		got = append(got, e.ID+":"+e.IdemKey)
+	}
+	want := []string{early + ":early", ids[0] + ":", ids[1] + ":run1/1/call1", other + ":run1/1/call2"}
+	if !equal(got, want) {
+		t.Errorf("entries %v, want %v", got, want)
+	}
+	if e, _ := tr.Entry(ids[1]); e == nil || !contains(string(e.Data), "first delivery") {
+		t.Errorf("the kept entry should be the first delivery: %+v", e)
 	}
 }
