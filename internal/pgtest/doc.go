@@ -4,8 +4,9 @@
 // 127.0.0.1 and a free port only, trust authentication. PostgreSQL refuses
 // to run as root, so as root the server runs as the "postgres" user.
 //
-// A package starts one server in its TestMain (Launch) and gives each test
-// its own schema (Server.Schema), so tests do not each pay for an initdb.
+// A package starts one server in its TestMain (Shared.Main) and gives each
+// test its own schema (Server.Schema), so tests do not each pay for an
+// initdb.
 // Where no PostgreSQL can be found the tests that need it skip with a
 // message, unless CI is set: there they fail.
 //

@@ -257,23 +257,29 @@ func (s *Server) Schema(t testing.TB) string {
 	return s.DSN + "&search_path=" + name
 }
 
+// Shared is the one server of a test binary, started by its TestMain:
+//
+//	var pg pgtest.Shared
+//
+//	func TestMain(m *testing.M) { pg.Main(m) }
+//
+// and taken by each test with pg.Need(t).
+type Shared struct {
+	srv *Server
+	err error // why there is no server
+}
+
 // Main is a TestMain's body for a package whose tests need PostgreSQL: it
-// launches the server into *srv (leaving it nil, with the reason in
-// *reason, where none can be had), runs the tests, stops the server,
-// checks for leaked goroutines (goleak, as goleak.VerifyTestMain does) and
-// exits with the tests' code.
-func Main(m *testing.M, srv **Server, reason *error) {
+// launches the server (or records why none can be had, for Need), runs
+// the tests, stops the server, checks for leaked goroutines (goleak, as
+// goleak.VerifyTestMain does) and exits with the tests' code.
+func (sh *Shared) Main(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	s, err := Launch(ctx)
+	sh.srv, sh.err = Launch(ctx)
 	cancel()
-	if err != nil {
-		*reason = err
-	} else {
-		*srv = s
-	}
 	code := m.Run()
-	if s != nil {
-		s.Stop()
+	if sh.srv != nil {
+		sh.srv.Stop()
 	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
@@ -286,17 +292,38 @@ func Main(m *testing.M, srv **Server, reason *error) {
 
 // Need returns the server a test needs, or skips the test (fails it when
 // the CI environment variable is set) with the reason it could not start.
-func Need(t testing.TB, srv *Server, reason error) *Server {
+func (sh *Shared) Need(t testing.TB) *Server {
 	t.Helper()
-	if srv != nil {
-		return srv
+	if sh.srv != nil {
+		return sh.srv
 	}
+	reason := sh.err
 	if reason == nil {
 		reason = ErrUnavailable
 	}
-	if os.Getenv("CI") != "" && strings.ToLower(os.Getenv("CI")) != "false" {
+	if ci := os.Getenv("CI"); ci != "" && strings.ToLower(ci) != "false" {
 		t.Fatalf("PostgreSQL is required in CI: %v", reason)
 	}
 	t.Skipf("skipped: needs PostgreSQL: %v", reason)
 	return nil
+}
+
+// Crash kills the server as Kill does, for a test that restarts it with
+// Start; if the test ends first, the server is started again for the
+// tests after it.
+func (s *Server) Crash(t testing.TB) {
+	t.Helper()
+	if err := s.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.mu.Lock()
+		down := s.cmd == nil
+		s.mu.Unlock()
+		if down {
+			if err := s.Start(context.Background()); err != nil {
+				t.Errorf("restart the server: %v", err)
+			}
+		}
+	})
 }

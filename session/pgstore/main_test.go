@@ -6,9 +6,6 @@ import (
 	"github.com/agentloop/agentloop/internal/pgtest"
 )
 
-var (
-	pg       *pgtest.Server
-	pgReason error
-)
+var pg pgtest.Shared
 
-func TestMain(m *testing.M) { pgtest.Main(m, &pg, &pgReason) }
+func TestMain(m *testing.M) { pg.Main(m) }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agentloop/agentloop/internal/pgtest"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/session"
 	"github.com/agentloop/agentloop/session/sessiontest"
@@ -21,7 +20,7 @@ import (
 // newPool connects to a fresh schema of the test server.
 func newPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	dsn := pgtest.Need(t, pg, pgReason).Schema(t)
+	dsn := pg.Need(t).Schema(t)
 	pool, err := pgxpool.New(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +45,7 @@ func TestConformance(t *testing.T) {
 // Three nodes starting at once on an empty database each run the
 // migrations; every step is applied once and all three stores work.
 func TestMigrateConcurrently(t *testing.T) {
-	dsn := pgtest.Need(t, pg, pgReason).Schema(t)
+	dsn := pg.Need(t).Schema(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for i := range 3 {
@@ -207,7 +206,7 @@ func TestFencedAppend(t *testing.T) {
 // fenced), the session keeps what was committed, and once the server is
 // back the retried append (same idempotency key) is written once.
 func TestPostgresRestart(t *testing.T) {
-	srv := pgtest.Need(t, pg, pgReason)
+	srv := pg.Need(t)
 	ctx := context.Background()
 	st := newStore(t, nil)
 	s, err := st.Create(ctx, session.CreateOptions{Cwd: "/restart"})
@@ -219,15 +218,7 @@ func TestPostgresRestart(t *testing.T) {
 	if _, err := s.Append(ctx, user); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			srv.Start(ctx)
-		}
-	})
+	srv.Crash(t)
 	e := session.CustomEntry("result", json.RawMessage(`{"n":1}`))
 	e.IdemKey = "run1/1/call1"
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -242,7 +233,6 @@ func TestPostgresRestart(t *testing.T) {
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	restarted = true
 	for i := range 2 {
 		if _, err := s.Append(ctx, e); err != nil {
 			t.Fatalf("append %d after the restart: %v", i, err)
