@@ -500,3 +500,36 @@ func TestPostgresRestartMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A heartbeat renews the leases of claims only: a session the same store
+// opened for itself (a lease without expiry, like the file lock) keeps
+// no expiry, so it cannot lapse when the node's claims end.
+func TestHeartbeatLeavesOpenSessionsAlone(t *testing.T) {
+	ns, admin := nodes(t, 1, fast)
+	n := ns[0]
+	ctx := context.Background()
+	s, err := n.Store().Create(ctx, session.CreateOptions{ID: "mine", Cwd: "/m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Append(ctx, userMsg("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.Enqueue(ctx, EnqueueOptions{SessionID: "other", Cwd: "/o"}); err != nil {
+		t.Fatal(err)
+	}
+	c := waitClaim(t, n, 5*time.Second)
+	time.Sleep(3 * fast.Heartbeat)
+	var expires *time.Time
+	if err := admin.QueryRow(ctx, `SELECT lease_expires FROM sessions WHERE id = 'mine'`).Scan(&expires); err != nil {
+		t.Fatal(err)
+	}
+	if expires != nil {
+		t.Errorf("the heartbeat gave the open session's lease an expiry: %v", expires)
+	}
+	if c.Context().Err() != nil {
+		t.Fatalf("the claim was stopped: %v", context.Cause(c.Context()))
+	}
+	n.Release(ctx, c, "completed", nil)
+}

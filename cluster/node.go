@@ -130,7 +130,7 @@ func (n *Node) beat(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, n.cfg.Heartbeat)
 	defer cancel()
 	rows, err := n.pool.Query(rctx, `UPDATE sessions SET lease_expires = now() + $2::bigint * interval '1 millisecond'
-		WHERE owner = $1 RETURNING id, epoch`, n.id, n.cfg.LeaseTTL.Milliseconds())
+		WHERE owner = $1 AND lease_expires IS NOT NULL RETURNING id, epoch`, n.id, n.cfg.LeaseTTL.Milliseconds())
 	if err != nil {
 		n.selfFence(n.cfg.Clock.Now())
 		return
