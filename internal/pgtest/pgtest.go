@@ -308,6 +308,21 @@ func (sh *Shared) Need(t testing.TB) *Server {
 	return nil
 }
 
+// Start launches a server of its own for one test, stopped at its end;
+// where none can be had it skips the test (fails it in CI) as Need does.
+// A package whose tests all need one shares it instead (Shared).
+func Start(t testing.TB) *Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := Launch(ctx)
+	if err != nil {
+		return (&Shared{err: err}).Need(t)
+	}
+	t.Cleanup(func() { s.Stop() })
+	return s
+}
+
 // Crash kills the server as Kill does, for a test that restarts it with
 // Start; if the test ends first, the server is started again for the
 // tests after it.

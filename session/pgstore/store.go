@@ -413,3 +413,28 @@ func nullable(s string) *string {
 	}
 	return &s
 }
+
+// Delete removes session id (its exact id) and its entries, unless
+// another process holds its lease (session.ErrLocked).
+func (s *Store) Delete(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id = $1 AND (owner IS NULL OR lease_expires < now())`, id)
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if tag.RowsAffected() > 0 {
+		return nil
+	}
+	var owner *string
+	err = s.pool.QueryRow(ctx, `SELECT owner FROM sessions WHERE id = $1`, id).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("delete session %s: %w", id, session.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	who := "another process"
+	if owner != nil {
+		who = *owner
+	}
+	return fmt.Errorf("delete session %s: %w", id, &LockedError{Session: id, Owner: who})
+}

@@ -246,3 +246,33 @@ func TestPostgresRestart(t *testing.T) {
 		t.Fatalf("after the restart %d entries, want the prompt and one result", len(tr.Entries))
 	}
 }
+
+// Delete removes a session and its entries, but not one that is open.
+func TestDelete(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t, nil)
+	s, err := st.Create(ctx, session.CreateOptions{Cwd: "/del"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, session.MessageEntry(llm.Message{Role: llm.RoleUser, Content: []llm.Content{llm.Text("x")}})); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Delete(ctx, s.ID()); !errors.Is(err, session.ErrLocked) {
+		t.Errorf("delete an open session: %v, want ErrLocked", err)
+	}
+	s.Close()
+	if err := st.Delete(ctx, s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Load(ctx, s.ID()); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("load after delete: %v", err)
+	}
+	var n int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM session_entries WHERE session_id = $1`, s.ID()).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d entries left (%v)", n, err)
+	}
+	if err := st.Delete(ctx, s.ID()); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("delete twice: %v, want ErrNotFound", err)
+	}
+}

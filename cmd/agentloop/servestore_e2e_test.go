@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentloop/agentloop/internal/pgtest"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/session/pgstore"
+)
+
+// agentloop serve --store postgres://… against mockllm's real wire and a
+// real PostgreSQL: it migrates the empty database at start, keeps the
+// session there (and no file), and a second server on the same database
+// continues the session where the first left it.
+func TestServeStorePostgres(t *testing.T) {
+	dsn := pgtest.Start(t).Schema(t)
+	home, ws := t.TempDir(), t.TempDir()
+	env := []string{"OPENAI_API_KEY=sk-mock"}
+	base := mockLLM(t, "-rounds", "1", "-text", "3")
+	args := []string{"--model", "openai/mock-model", "--base-url", base + "/v1", "--store", dsn}
+
+	sc := startServe(t, ws, home, env, args...)
+	if !strings.Contains(sc.stderr.String(), "sessions in postgres://") {
+		t.Errorf("the listening line does not name the database: %s", sc.stderr)
+	}
+	var sess struct{ ID string }
+	if st := sc.call(t, "POST", "/v1/sessions", "", map[string]any{"cwd": ws}, &sess); st != 201 || sess.ID == "" {
+		t.Fatalf("create session: %d", st)
+	}
+	runOnce := func(sc *servedCLI, input string) {
+		t.Helper()
+		var run struct {
+			RunID string
+			Error any
+		}
+		if st := sc.call(t, "POST", "/v1/sessions/"+sess.ID+"/runs", "", map[string]any{"input": input, "idempotencyKey": input}, &run); st != 202 {
+			t.Fatalf("start run: %d %v", st, run.Error)
+		}
+		sc.runEvents(t, run.RunID, "")
+		var r struct{ Status string }
+		sc.call(t, "GET", "/v1/runs/"+run.RunID, "", nil, &r)
+		if r.Status != "succeeded" {
+			t.Fatalf("run status %q: %s", r.Status, sc.stderr)
+		}
+	}
+	runOnce(sc, "first question")
+
+	// A second server on the same database (the first still running)
+	// continues the session.
+	sc2 := startServe(t, ws, home, env, args...)
+	runOnce(sc2, "second question")
+
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	st, err := pgstore.New(ctx, pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := st.Load(ctx, sess.ID)
+	if err != nil {
+		t.Fatalf("the session is not in PostgreSQL: %v", err)
+	}
+	var users []string
+	assistants := 0
+	for _, m := range tr.Context("").Messages {
+		switch m.Role {
+		case llm.RoleUser:
+			users = append(users, m.Text())
+		case llm.RoleAssistant:
+			assistants++
+		}
+	}
+	if len(users) != 2 || users[0] != "first question" || users[1] != "second question" || assistants < 2 {
+		t.Errorf("transcript: users %q, %d assistant messages", users, assistants)
+	}
+	files, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*.jsonl"))
+	if len(files) != 0 {
+		t.Errorf("the file store was written too: %v", files)
+	}
+	if _, err := os.Stat(filepath.Join(home, "sessions")); err == nil {
+		entries, _ := os.ReadDir(filepath.Join(home, "sessions"))
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".jsonl") {
+				t.Errorf("a transcript file %s", e.Name())
+			}
+		}
+	}
+}
+
+// A --store that is not a postgres:// URL is a usage error; the password
+// of one is not printed.
+func TestServeStoreFlag(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	code, _, errs := execCLIIn(t, "", ws, home, nil, "serve", "--model", "faux/demo", "--store", "mysql://x/y")
+	if code != exitUsage || !strings.Contains(errs, "postgres://") {
+		t.Errorf("serve --store mysql://: exit %d: %s", code, errs)
+	}
+	if got := redactURL("postgres://al:s3cret@db.internal:5432/agents?sslmode=require"); strings.Contains(got, "s3cret") || !strings.Contains(got, "db.internal:5432/agents") {
+		t.Errorf("redacted %q", got)
+	}
+}
