@@ -181,9 +181,11 @@ func TestPausedNodeIsFenced(t *testing.T) {
 		if !errors.Is(context.Cause(ca.Context()), ErrSelfFenced) {
 			t.Errorf("cause %v, want ErrSelfFenced", context.Cause(ca.Context()))
 		}
-		if d := time.Since(paused); d >= fast.LeaseTTL {
+		d := time.Since(paused)
+		if d >= fast.LeaseTTL {
 			t.Errorf("self-fenced after %s, not before the lease (%s) could expire", d, fast.LeaseTTL)
 		}
+		t.Logf("self-fenced %s after the last renewal could start (SelfFence %s)", d.Round(time.Millisecond), fast.SelfFence)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the paused node did not stop its run")
 	}
@@ -193,6 +195,8 @@ func TestPausedNodeIsFenced(t *testing.T) {
 	}
 	if d := time.Since(paused); d < fast.LeaseTTL-fast.Heartbeat {
 		t.Errorf("taken over after %s, before the lease could have expired", d)
+	} else {
+		t.Logf("taken over %s after the pause (LeaseTTL %s, Poll %s)", d.Round(time.Millisecond), fast.LeaseTTL, fast.Poll)
 	}
 	sb, err := cb.Session(ctx)
 	if err != nil {
@@ -313,8 +317,11 @@ func TestTakeoverInDoubtTool(t *testing.T) {
 	readOnly := func(name string) bool { return name == "read" }
 	for i, n := range ns[1:] {
 		c := waitClaim(t, n, 5*time.Second)
-		if d := time.Since(died); i == 0 && d > fast.LeaseTTL+fast.Heartbeat+fast.Poll+time.Second {
-			t.Errorf("taken over after %s", d)
+		if d := time.Since(died); i == 0 {
+			if d > fast.LeaseTTL+fast.Heartbeat+fast.Poll+time.Second {
+				t.Errorf("taken over after %s", d)
+			}
+			t.Logf("a dead node's run claimed %s after it died", d.Round(time.Millisecond))
 		}
 		s, err := c.Session(ctx)
 		if err != nil {

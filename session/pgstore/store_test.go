@@ -18,7 +18,9 @@ import (
 )
 
 // newPool connects to a fresh schema of the test server.
-func newPool(t *testing.T) *pgxpool.Pool {
+func newPool(t *testing.T) *pgxpool.Pool { return newPoolTB(t) }
+
+func newPoolTB(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	dsn := pg.Need(t).Schema(t)
 	pool, err := pgxpool.New(context.Background(), dsn)
