@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -36,13 +37,22 @@ func openServeStore(ctx context.Context, spec, dir string) (session.Store, strin
 		pool.Close()
 		return nil, "", nil, exitError{code: exitFailed, msg: fmt.Sprintf("--store: connect to PostgreSQL: %v", err)}
 	}
-	st, err := pgstore.New(ctx, pool, nil)
+	st, err := pgstore.New(ctx, pool, &pgstore.Config{LeaseTTL: serveLeaseTTL})
 	if err != nil {
 		pool.Close()
 		return nil, "", nil, exitError{code: exitFailed, msg: fmt.Sprintf("--store: %v", err)}
 	}
-	return st, redactURL(spec), pool.Close, nil
+	// The sessions this server holds stay its own while it renews; if it
+	// dies, another server can open them serveLeaseTTL later.
+	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	kept := make(chan struct{})
+	go func() { st.KeepLeases(kctx, serveLeaseTTL/3); close(kept) }()
+	return st, redactURL(spec), func() { stop(); <-kept; pool.Close() }, nil
 }
+
+// serveLeaseTTL is how long a session stays held by a server that stopped
+// renewing (it died): the cluster's default lease.
+const serveLeaseTTL = 15 * time.Second
 
 // redactURL drops the password of a database URL.
 func redactURL(s string) string {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -107,5 +108,81 @@ func TestServeStoreFlag(t *testing.T) {
 	}
 	if got := redactURL("postgres://al:s3cret@db.internal:5432/agents?sslmode=require"); strings.Contains(got, "s3cret") || !strings.Contains(got, "db.internal:5432/agents") {
 		t.Errorf("redacted %q", got)
+	}
+}
+
+// A server killed with kill -9 in the middle of a run leaves its session
+// held only until its lease lapses: another server on the database runs
+// on the session within the lease (15 s) and a few polls, and the killed
+// run's prompt is kept.
+func TestServeStorePostgresKilledServer(t *testing.T) {
+	dsn := pgtest.Start(t).Schema(t)
+	ws := t.TempDir()
+	env := []string{"OPENAI_API_KEY=sk-mock"}
+	slow := mockLLM(t, "-rounds", "0", "-text", "2", "-delay", "60s")
+	a := startServe(t, ws, t.TempDir(), env, "--model", "openai/mock-model", "--base-url", slow+"/v1", "--store", dsn)
+	var sess struct{ ID string }
+	if st := a.call(t, "POST", "/v1/sessions", "", map[string]any{"cwd": ws}, &sess); st != 201 {
+		t.Fatalf("create session: %d", st)
+	}
+	var run struct{ RunID string }
+	if st := a.call(t, "POST", "/v1/sessions/"+sess.ID+"/runs", "", map[string]any{"input": "killed mid-run", "idempotencyKey": "a1"}, &run); st != 202 {
+		t.Fatalf("start run: %d", st)
+	}
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	st, err := pgstore.New(ctx, pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := st.Load(ctx, sess.ID); err == nil {
+			break // the prompt is stored: the run holds the session
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run never stored its prompt: %s", a.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	a.cmd.Process.Kill()
+	<-a.done
+	killed := time.Now()
+
+	fast := mockLLM(t, "-rounds", "0", "-text", "2")
+	b := startServe(t, ws, t.TempDir(), env, "--model", "openai/mock-model", "--base-url", fast+"/v1", "--store", dsn)
+	for i := 0; ; i++ {
+		var r struct{ RunID string }
+		key := "b" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		if code := b.call(t, "POST", "/v1/sessions/"+sess.ID+"/runs", "", map[string]any{"input": "continue", "idempotencyKey": key}, &r); code == 202 {
+			b.runEvents(t, r.RunID, "")
+			var got struct{ Status string }
+			b.call(t, "GET", "/v1/runs/"+r.RunID, "", nil, &got)
+			if got.Status == "succeeded" {
+				break
+			}
+		}
+		if time.Since(killed) > serveLeaseTTL+10*time.Second {
+			t.Fatalf("no run succeeded on the session %s after the server was killed: %s", time.Since(killed), b.stderr)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("the session ran on another server %s after kill -9", time.Since(killed).Round(time.Millisecond))
+	tr, err := st.Load(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []string
+	for _, m := range tr.Context("").Messages {
+		if m.Role == llm.RoleUser {
+			users = append(users, m.Text())
+		}
+	}
+	if len(users) != 2 || users[0] != "killed mid-run" || users[1] != "continue" {
+		t.Errorf("prompts in the transcript: %q", users)
 	}
 }

@@ -438,3 +438,37 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	return fmt.Errorf("delete session %s: %w", id, &LockedError{Session: id, Owner: who})
 }
+
+// RenewLeases extends every expiring lease this store's owner holds by
+// LeaseTTL from now and returns how many it renewed.
+func (s *Store) RenewLeases(ctx context.Context) (int64, error) {
+	if s.ttl <= 0 {
+		return 0, nil
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET lease_expires = now() + $2::bigint * interval '1 millisecond'
+		WHERE owner = $1 AND lease_expires IS NOT NULL`, s.owner, s.ttlMillis())
+	if err != nil {
+		return 0, fmt.Errorf("renew session leases: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// KeepLeases renews the store's leases every interval (RenewLeases) until
+// ctx ends. A process that dies stops renewing, so the sessions it held
+// can be opened elsewhere LeaseTTL later; one that cannot reach the
+// database meanwhile has its later appends refused (ErrFenced) once
+// another process took a session over.
+func (s *Store) KeepLeases(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rctx, cancel := context.WithTimeout(ctx, interval)
+			_, _ = s.RenewLeases(rctx) // a failure is retried at the next tick
+			cancel()
+		}
+	}
+}

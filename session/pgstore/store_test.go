@@ -278,3 +278,48 @@ func TestDelete(t *testing.T) {
 		t.Errorf("delete twice: %v, want ErrNotFound", err)
 	}
 }
+
+// A store with a lease TTL keeps its open sessions by renewing; once it
+// stops (its process died), another store opens the session a TTL later,
+// and the first one's appends are then refused.
+func TestKeepLeases(t *testing.T) {
+	ctx := context.Background()
+	pool := newPool(t)
+	const ttl = 300 * time.Millisecond
+	a, err := New(ctx, pool, &Config{Owner: "a", LeaseTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(ctx, pool, &Config{Owner: "b", LeaseTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := a.Create(ctx, session.CreateOptions{Cwd: "/keep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sa.Append(ctx, session.MessageEntry(llm.Message{Role: llm.RoleUser, Content: []llm.Content{llm.Text("x")}})); err != nil {
+		t.Fatal(err)
+	}
+	kctx, stop := context.WithCancel(ctx)
+	kept := make(chan struct{})
+	go func() { a.KeepLeases(kctx, ttl/3); close(kept) }()
+	time.Sleep(3 * ttl)
+	if _, err := b.Open(ctx, sa.ID(), nil); !errors.Is(err, session.ErrLocked) {
+		t.Fatalf("open a renewed session: %v, want ErrLocked", err)
+	}
+	stop() // a dies
+	<-kept
+	died := time.Now()
+	sb, err := b.Open(ctx, sa.ID(), &session.LockOptions{Wait: true, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if d := time.Since(died); d > ttl+time.Second {
+		t.Errorf("opened %s after the renewals stopped", d)
+	}
+	if _, err := sa.Append(ctx, session.CustomEntry("late", nil)); !errors.Is(err, ErrFenced) {
+		t.Errorf("append by the dead store: %v, want ErrFenced", err)
+	}
+}
