@@ -58,15 +58,7 @@ func TestServeStorePostgres(t *testing.T) {
 	runOnce(sc2, "second question")
 
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	st, err := pgstore.New(ctx, pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := pgSessions(t, dsn)
 	tr, err := st.Load(ctx, sess.ID)
 	if err != nil {
 		t.Fatalf("the session is not in PostgreSQL: %v", err)
@@ -96,6 +88,23 @@ func TestServeStorePostgres(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pgSessions opens the sessions of the database at dsn, as a test reads
+// them.
+func pgSessions(t *testing.T, dsn string) *pgstore.Store {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st, err := pgstore.New(ctx, pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // A --store that is not a postgres:// URL is a usage error; the password
@@ -130,15 +139,7 @@ func TestServeStorePostgresKilledServer(t *testing.T) {
 		t.Fatalf("start run: %d", st)
 	}
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	st, err := pgstore.New(ctx, pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := pgSessions(t, dsn)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if _, err := st.Load(ctx, sess.ID); err == nil {
