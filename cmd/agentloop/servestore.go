@@ -26,6 +26,14 @@ func openServeStore(ctx context.Context, spec, dir string) (session.Store, strin
 	if spec == "" {
 		return session.NewJSONLStore(dir), dir, func() {}, nil
 	}
+	return openPostgresStore(ctx, spec, serveLeaseTTL)
+}
+
+// openPostgresStore opens the sessions in the database at url, its schema
+// brought up to date. With a lease TTL the leases it takes are renewed
+// until it is closed: the sessions a process holds stay its own while it
+// lives, and another can open them ttl after it died.
+func openPostgresStore(ctx context.Context, spec string, ttl time.Duration) (*pgstore.Store, string, func(), error) {
 	if !isPostgresURL(spec) {
 		return nil, "", nil, usageError{fmt.Errorf("--store %q: give a postgres:// URL (the file store is the default)", spec)}
 	}
@@ -37,16 +45,17 @@ func openServeStore(ctx context.Context, spec, dir string) (session.Store, strin
 		pool.Close()
 		return nil, "", nil, exitError{code: exitFailed, msg: fmt.Sprintf("--store: connect to PostgreSQL: %v", err)}
 	}
-	st, err := pgstore.New(ctx, pool, &pgstore.Config{LeaseTTL: serveLeaseTTL})
+	st, err := pgstore.New(ctx, pool, &pgstore.Config{LeaseTTL: ttl})
 	if err != nil {
 		pool.Close()
 		return nil, "", nil, exitError{code: exitFailed, msg: fmt.Sprintf("--store: %v", err)}
 	}
-	// The sessions this server holds stay its own while it renews; if it
-	// dies, another server can open them serveLeaseTTL later.
+	if ttl <= 0 {
+		return st, redactURL(spec), pool.Close, nil
+	}
 	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	kept := make(chan struct{})
-	go func() { st.KeepLeases(kctx, serveLeaseTTL/3); close(kept) }()
+	go func() { st.KeepLeases(kctx, ttl/3); close(kept) }()
 	return st, redactURL(spec), func() { stop(); <-kept; pool.Close() }, nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -75,6 +76,20 @@ func TestServeStorePostgres(t *testing.T) {
 	}
 	if len(users) != 2 || users[0] != "first question" || users[1] != "second question" || assistants < 2 {
 		t.Errorf("transcript: users %q, %d assistant messages", users, assistants)
+	}
+	// The sessions commands read the database too; its JSONL export is
+	// what the store exports.
+	code, out, errs := execCLIIn(t, "", ws, home, nil, "sessions", "list", "--all", "--store", dsn)
+	if code != 0 || !strings.Contains(out, sess.ID) || !strings.Contains(out, ws) {
+		t.Errorf("sessions list --store: exit %d: %s%s", code, out, errs)
+	}
+	var want bytes.Buffer
+	if err := st.Export(ctx, sess.ID, &want); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = execCLIIn(t, "", ws, home, nil, "sessions", "export", sess.ID[:13], "--format", "jsonl", "--store", dsn)
+	if code != 0 || out != want.String() {
+		t.Errorf("sessions export --format jsonl --store: exit %d: %s\nwant:\n%s", code, out+errs, want.String())
 	}
 	files, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*.jsonl"))
 	if len(files) != 0 {
