@@ -18,24 +18,27 @@ func MirrorID(harness, thread, turn, item string, part ...string) string {
 }
 
 // SessionMirror returns an Attempt.Mirror that appends items to sess as
-// message entries carrying their MirrorID; an id already in the session
-// is not written again (session.Session.Append) and reports false.
+// message entries whose idempotency key (session.Entry.IdemKey) is their
+// MirrorID; an id already in the session is not written again
+// (session.Session.Append) and reports false.
 func SessionMirror(sess session.Session) func(ctx context.Context, it Item) (bool, error) {
 	return func(ctx context.Context, it Item) (bool, error) {
 		if it.MirrorID == "" {
 			return false, fmt.Errorf("mirror a %s message: it has no mirror id", it.Message.Role)
 		}
-		if _, ok := sess.Transcript().Mirrored(it.MirrorID); ok {
-			return false, nil
-		}
+		// The mirror id is the entry's idempotency key: the store writes it
+		// once, and a skipped append leaves the leaf where it was.
 		e := session.MessageEntry(it.Message)
-		e.MirrorID = it.MirrorID
+		e.IdemKey = it.MirrorID
+		before := sess.Leaf()
 		// What happened is written even when the run was aborted: the
 		// result of an aborted call keeps its call paired.
-		if _, err := sess.Append(context.WithoutCancel(ctx), e); err != nil {
+		id, err := sess.Append(context.WithoutCancel(ctx), e)
+		if err != nil {
 			return false, fmt.Errorf("mirror %s: %w", it.MirrorID, err)
 		}
-		return true, nil
+		// Written, the entry is the new leaf; skipped, the leaf did not move.
+		return id != before && sess.Leaf() == id, nil
 	}
 }
 

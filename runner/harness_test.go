@@ -101,7 +101,7 @@ func TestHarnessTwoTurnsResumeAndMirrorOnce(t *testing.T) {
 		t.Errorf("runs %d; the second turn sent %d messages", e.fake.Runs(), len(m.Requests()[1].Messages))
 	}
 	for _, en := range es {
-		if en.Type == session.EntryMessage && en.MirrorID == "" {
+		if en.Type == session.EntryMessage && en.IdemKey == "" {
 			t.Errorf("a mirrored message without a mirror id: %s", en.Message.Text())
 		}
 	}

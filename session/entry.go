@@ -92,9 +92,9 @@ type Subagent struct {
 //     of an external engine that the next turn resumes; an empty NativeID
 //     clears the binding (reset, unbind).
 //
-// MirrorID, on any entry, names an item mirrored from an external engine's
-// native transcript; Append writes an entry with a MirrorID already in the
-// session only once (package harness).
+// IdemKey, on any entry, makes its append idempotent (below); package
+// harness sets it to the mirror id of an item mirrored from an external
+// engine's native transcript.
 //
 // ID, ParentID and Timestamp are filled in by Session.Append.
 type Entry struct {
@@ -130,11 +130,16 @@ type Entry struct {
 	Display bool   `json:"display,omitempty"`
 	Name    string `json:"name,omitempty"`
 
-	MirrorID string `json:"mirrorId,omitempty"`
 	Harness  string `json:"harness,omitempty"`
 	NativeID string `json:"nativeId,omitempty"`
 	Version  string `json:"version,omitempty"`
 	Cwd      string `json:"cwd,omitempty"`
+	// IdemKey, when set, makes the append idempotent: a session that
+	// already holds an entry with this key writes nothing and returns that
+	// entry's id. It names what the entry records, so that a retry, a
+	// second delivery or a mirror replayed after a crash is written once:
+	// a harness mirror id, a subagent delivery key, "<run>/<turn>/<call>".
+	IdemKey string `json:"idemKey,omitempty"`
 }
 
 // entryJSON mirrors Entry with a nullable parent and a raw content field,
@@ -170,11 +175,11 @@ type entryJSON struct {
 	Display bool   `json:"display,omitempty"`
 	Name    string `json:"name,omitempty"`
 
-	MirrorID string `json:"mirrorId,omitempty"`
 	Harness  string `json:"harness,omitempty"`
 	NativeID string `json:"nativeId,omitempty"`
 	Version  string `json:"version,omitempty"`
 	Cwd      string `json:"cwd,omitempty"`
+	IdemKey  string `json:"idemKey,omitempty"`
 }
 
 // MarshalJSON writes the entry as one JSON object, parentId null for a root.
@@ -185,8 +190,8 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		Details: e.Details, FromHook: e.FromHook, Provider: e.Provider, ModelID: e.ModelID,
 		ThinkingLevel: e.ThinkingLevel, TargetID: e.TargetID, Label: e.Label,
 		CustomType: e.CustomType, Data: e.Data, ToolCallID: e.ToolCallID,
-		FromID: e.FromID, Display: e.Display, Name: e.Name,
-		MirrorID: e.MirrorID, Harness: e.Harness, NativeID: e.NativeID, Version: e.Version, Cwd: e.Cwd,
+		FromID: e.FromID, Display: e.Display, Name: e.Name, IdemKey: e.IdemKey,
+		Harness: e.Harness, NativeID: e.NativeID, Version: e.Version, Cwd: e.Cwd,
 	}
 	if e.ParentID != "" {
 		p := e.ParentID
@@ -228,8 +233,8 @@ func (e *Entry) fromJSON(v *entryJSON) {
 		Details: v.Details, FromHook: v.FromHook, Provider: v.Provider, ModelID: v.ModelID,
 		ThinkingLevel: v.ThinkingLevel, TargetID: v.TargetID, Label: v.Label,
 		CustomType: v.CustomType, Data: v.Data, ToolCallID: v.ToolCallID,
-		FromID: v.FromID, Display: v.Display, Name: v.Name,
-		MirrorID: v.MirrorID, Harness: v.Harness, NativeID: v.NativeID, Version: v.Version, Cwd: v.Cwd,
+		FromID: v.FromID, Display: v.Display, Name: v.Name, IdemKey: v.IdemKey,
+		Harness: v.Harness, NativeID: v.NativeID, Version: v.Version, Cwd: v.Cwd,
 	}
 	if v.ParentID != nil {
 		e.ParentID = *v.ParentID

@@ -41,11 +41,11 @@ type Session interface {
 	Header() Header
 	// Append writes e as a child of the current leaf and makes it the new
 	// leaf. It fills in e's ID (unless set), ParentID and Timestamp (unless
-	// set) and returns the id. An entry whose MirrorID is already in the
-	// session is not written again: Append returns the id of the entry
-	// that carries it (Transcript.Mirrored tells the two cases apart). An error with a non-empty id means the entry
+	// set) and returns the id. An error with a non-empty id means the entry
 	// was written and is part of the session, but flushing it to stable
-	// storage failed.
+	// storage failed. An entry whose IdemKey the session already holds is
+	// not written again: Append returns the id of the one it holds, and the
+	// leaf stays where it is.
 	Append(ctx context.Context, e Entry) (string, error)
 	// Branch moves the leaf to an earlier entry ("" for a new root); the
 	// next append continues from there. It writes nothing.
@@ -365,14 +365,15 @@ func (s *FileSession) Append(ctx context.Context, e Entry) (string, error) {
 	case e.Type == "":
 		return "", fmt.Errorf("append to session %s: the entry has no type", s.t.Header.ID)
 	}
-	if e.MirrorID != "" {
-		// A mirrored item is written once: the engine may re-emit it (a
-		// reconnect, a retry, a resumed thread replaying its history).
-		if err := s.full(); err != nil {
-			return "", fmt.Errorf("append to session %s: %w", s.t.Header.ID, err)
+	if e.IdemKey != "" {
+		if _, seen := s.t.ByIdemKey(e.IdemKey); !seen && s.t.partial {
+			// An older entry may carry the key: only the whole file can tell.
+			if err := s.full(); err != nil {
+				return "", fmt.Errorf("append to session %s: %w", s.t.Header.ID, err)
+			}
 		}
-		if id, ok := s.t.Mirrored(e.MirrorID); ok {
-			return id, nil
+		if old, seen := s.t.ByIdemKey(e.IdemKey); seen {
+			return old.ID, nil
 		}
 	}
 	if _, known := s.t.indexOf(e.ID); e.ID != "" && !known && s.t.partial {
@@ -514,6 +515,18 @@ func (s *FileSession) Close() error {
 		errs = append(errs, s.lock.Release())
 	}
 	return errors.Join(errs...)
+}
+
+// WriteJSONL writes t as the lines of a transcript file, the header then
+// every entry in order: what a JSONLStore holds for it, byte for byte.
+// It is the JSONL export of every Store.
+func WriteJSONL(w io.Writer, t *Transcript) error {
+	data, err := encodeTranscript(&t.Header, t.Entries)
+	if err != nil {
+		return fmt.Errorf("export session %s: %w", t.Header.ID, err)
+	}
+	_, err = w.Write(data)
+	return err
 }
 
 // encodeTranscript writes a header and entries as file bytes.

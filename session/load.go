@@ -46,8 +46,8 @@ type Transcript struct {
 	Warnings []string
 
 	index map[string]int
-	// mirrors indexes the entries by MirrorID, built on first use.
-	mirrors map[string]string
+	// keys indexes the entries by IdemKey, built on first use.
+	keys map[string]int
 	// partial marks a transcript read from its tail (readTail): it holds
 	// the entries from where the current path's context starts to the end
 	// of the file, enough for Context at the leaf it was read at and at
@@ -77,23 +77,27 @@ func (t *Transcript) indexOf(id string) (int, bool) {
 	return i, ok
 }
 
-// Mirrored returns the id of the entry that carries mirrorID, if any.
-func (t *Transcript) Mirrored(mirrorID string) (string, bool) {
-	if mirrorID == "" {
-		return "", false
+// ByIdemKey returns the first entry carrying the idempotency key key
+// (Entry.IdemKey).
+func (t *Transcript) ByIdemKey(key string) (*Entry, bool) {
+	if key == "" {
+		return nil, false
 	}
-	if t.mirrors == nil {
-		t.mirrors = make(map[string]string)
+	if t.keys == nil {
+		t.keys = map[string]int{}
 		for i := range t.Entries {
-			if m := t.Entries[i].MirrorID; m != "" {
-				if _, dup := t.mirrors[m]; !dup {
-					t.mirrors[m] = t.Entries[i].ID
+			if k := t.Entries[i].IdemKey; k != "" {
+				if _, dup := t.keys[k]; !dup {
+					t.keys[k] = i
 				}
 			}
 		}
 	}
-	id, ok := t.mirrors[mirrorID]
-	return id, ok
+	i, ok := t.keys[key]
+	if !ok {
+		return nil, false
+	}
+	return &t.Entries[i], true
 }
 
 // Binding returns the harness binding in force at leafID: the last
@@ -118,9 +122,9 @@ func (t *Transcript) add(e Entry) {
 	if t.index != nil {
 		t.index[e.ID] = len(t.Entries) - 1
 	}
-	if t.mirrors != nil && e.MirrorID != "" {
-		if _, dup := t.mirrors[e.MirrorID]; !dup {
-			t.mirrors[e.MirrorID] = e.ID
+	if t.keys != nil && e.IdemKey != "" {
+		if _, dup := t.keys[e.IdemKey]; !dup {
+			t.keys[e.IdemKey] = len(t.Entries) - 1
 		}
 	}
 	t.Leaf = e.ID

@@ -145,26 +145,37 @@ func (s *JSONLStore) Create(ctx context.Context, opts CreateOptions) (Session, e
 }
 
 func (s *JSONLStore) newHeader(opts CreateOptions) (Header, string, error) {
+	h, err := NewHeader(opts)
+	if err != nil {
+		return Header{}, "", err
+	}
+	name := strings.NewReplacer(":", "-", ".", "-").Replace(h.Timestamp) + "_" + h.ID + ".jsonl"
+	return h, filepath.Join(s.Dir, CwdSlug(h.Cwd), name), nil
+}
+
+// NewHeader returns the header of a new session as opts describe it, for
+// every Store: a fresh id unless one is chosen (which may not contain '/',
+// '\\', '_' or '%', nor start with '.', as it names a file), the process's
+// working directory unless one is given, and the creation time now.
+func NewHeader(opts CreateOptions) (Header, error) {
 	id, cwd := opts.ID, opts.Cwd
 	if id == "" {
 		id = NewSessionID()
-	} else if strings.ContainsAny(id, `/\_`) || strings.HasPrefix(id, ".") {
-		return Header{}, "", fmt.Errorf("create session: id %q may not contain '/', '\\' or '_', nor start with '.'", id)
+	} else if strings.ContainsAny(id, `/\_%`) || strings.HasPrefix(id, ".") {
+		return Header{}, fmt.Errorf("create session: id %q may not contain '/', '\\', '_' or '%%', nor start with '.'", id)
 	}
 	if cwd == "" {
 		wd, err := os.Getwd()
 		if err != nil {
-			return Header{}, "", fmt.Errorf("create session: %w", err)
+			return Header{}, fmt.Errorf("create session: %w", err)
 		}
 		cwd = wd
 	}
-	now := time.Now()
-	h := Header{Type: "session", Version: CurrentVersion, ID: id, Timestamp: formatTime(now), Cwd: cwd}
+	h := Header{Type: "session", Version: CurrentVersion, ID: id, Timestamp: formatTime(time.Now()), Cwd: cwd}
 	if sa := opts.Subagent; sa != nil {
 		h.ParentSessionID, h.ParentToolCallID, h.TaskID, h.Depth, h.Agent = sa.ParentSessionID, sa.ParentToolCallID, sa.TaskID, sa.Depth, sa.Agent
 	}
-	name := strings.NewReplacer(":", "-", ".", "-").Replace(h.Timestamp) + "_" + id + ".jsonl"
-	return h, filepath.Join(s.Dir, CwdSlug(cwd), name), nil
+	return h, nil
 }
 
 // Open locks and opens an existing session, given its id, a unique prefix
@@ -325,14 +336,9 @@ func (s *JSONLStore) Fork(ctx context.Context, id, leafID string, opts CreateOpt
 	if err != nil {
 		return "", err
 	}
-	if leafID == "" {
-		leafID = t.Leaf
-	}
-	if _, ok := t.Entry(leafID); !ok {
-		return "", fmt.Errorf("fork session %s: no entry %q", t.Header.ID, leafID)
-	}
-	if opts.Cwd == "" {
-		opts.Cwd = t.Header.Cwd
+	entries, err := ForkEntries(t, leafID, &opts)
+	if err != nil {
+		return "", err
 	}
 	h, path, err := s.newHeader(opts)
 	if err != nil {
@@ -342,11 +348,6 @@ func (s *JSONLStore) Fork(ctx context.Context, id, leafID string, opts CreateOpt
 		src = abs
 	}
 	h.ParentSession = src
-	path2 := t.Path(leafID)
-	entries := make([]Entry, len(path2))
-	for i, e := range path2 {
-		entries[i] = *e
-	}
 	data, err := encodeTranscript(&h, entries)
 	if err != nil {
 		return "", fmt.Errorf("fork session %s: %w", t.Header.ID, err)
@@ -358,6 +359,27 @@ func (s *JSONLStore) Fork(ctx context.Context, id, leafID string, opts CreateOpt
 		return "", fmt.Errorf("fork session %s: %w", t.Header.ID, err)
 	}
 	return h.ID, nil
+}
+
+// ForkEntries returns copies of the entries on the path from the root to
+// leafID ("" for the leaf) of t, what a fork of t at leafID holds, and
+// gives opts the source's working directory unless it names one.
+func ForkEntries(t *Transcript, leafID string, opts *CreateOptions) ([]Entry, error) {
+	if leafID == "" {
+		leafID = t.Leaf
+	}
+	if _, ok := t.Entry(leafID); !ok {
+		return nil, fmt.Errorf("fork session %s: no entry %q", t.Header.ID, leafID)
+	}
+	if opts.Cwd == "" {
+		opts.Cwd = t.Header.Cwd
+	}
+	path := t.Path(leafID)
+	entries := make([]Entry, len(path))
+	for i, e := range path {
+		entries[i] = *e
+	}
+	return entries, nil
 }
 
 // Repair drops the corrupt lines of a session's file under its lock, after

@@ -445,3 +445,58 @@ func FuzzTail(f *testing.F) {
 // SmallTailChunks lets the external tests run the conformance suite with
 // every reopened session read from its tail.
 var SmallTailChunks = smallTailChunks
+
+// A session opened from its tail still finds a keyed entry written long
+// before the entries it read: a repeated delivery is not written again.
+func TestTailIdempotentAppend(t *testing.T) {
+	smallTailChunks(t)
+	ctx := context.Background()
+	st := NewJSONLStore(t.TempDir())
+	s, err := st.Create(ctx, CreateOptions{Cwd: "/tail-idem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := MessageEntry(llm.Message{Role: llm.RoleUser, Content: []llm.Content{llm.Text("go")}, Timestamp: 1})
+	if _, err := s.Append(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	keyed := CustomEntry("mirror", json.RawMessage(`{"n":0}`))
+	keyed.IdemKey = "mirror-0"
+	first, err := s.Append(ctx, keyed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for i := range 200 {
+		if last, err = s.Append(ctx, CustomEntry("filler", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A compaction makes the context, and so the tail read, start late.
+	if _, err := s.Append(ctx, CompactionEntry("summary", last, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, ModelChangeEntry("faux", "faux-1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s2, err := st.Open(ctx, s.ID(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if !s2.(*FileSession).t.partial {
+		t.Fatal("the session was not opened from its tail; the test would not test that path")
+	}
+	again, err := s2.Append(ctx, keyed)
+	if err != nil || again != first {
+		t.Fatalf("repeated delivery: id %s (%v), want %s", again, err, first)
+	}
+	tr, _ := st.Load(ctx, s.ID())
+	if len(tr.Entries) != 205 {
+		t.Errorf("%d entries, want 205", len(tr.Entries))
+	}
+}

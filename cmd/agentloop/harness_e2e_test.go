@@ -150,10 +150,10 @@ func mirrored(t *testing.T, home, id string) (msgs []string, bindings []string) 
 		case session.EntryHarnessBinding:
 			bindings = append(bindings, e.NativeID)
 		case session.EntryMessage:
-			if e.MirrorID == "" || seen[e.MirrorID] {
-				t.Errorf("entry %s: mirror id %q missing or repeated", e.ID, e.MirrorID)
+			if e.IdemKey == "" || seen[e.IdemKey] {
+				t.Errorf("entry %s: mirror id %q missing or repeated", e.ID, e.IdemKey)
 			}
-			seen[e.MirrorID] = true
+			seen[e.IdemKey] = true
 			m := e.Message
 			line := string(m.Role) + ":" + m.Text()
 			if cs := m.ToolCalls(); len(cs) > 0 {

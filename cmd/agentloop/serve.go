@@ -20,7 +20,6 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/loopguard"
 	"github.com/agentloop/agentloop/runner"
-	"github.com/agentloop/agentloop/session"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -31,6 +30,7 @@ type serveFlags struct {
 	listen       string
 	tokenFile    string
 	allowOrigins []string
+	store        string
 }
 
 // defaultListen is the address agentloop serve listens on by default.
@@ -73,6 +73,7 @@ commands change its later runs. Ctrl-C lets the runs in progress finish for 10s,
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", defaultListen, "address to listen on: host:port, or unix:///path for a Unix socket")
 	fl.StringVar(&f.tokenFile, "token-file", "", `bearer tokens, one a line: "read,write,approve <token>" (required off loopback)`)
+	fl.StringVar(&f.store, "store", "", "where sessions are kept: postgres://user@host/db for PostgreSQL (schema migrated at start); default the session files")
 	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "an Origin a browser may call from besides the server's own address (repeatable; * for any)")
 	addRunFlags(fl, &f.run)
 	for _, name := range []string{"json", "continue", "session", "fork", "no-session"} {
@@ -138,7 +139,11 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	}
 	defer spill.close()
 
-	store := session.NewJSONLStore(sessionsDir(rf, home))
+	store, storeAt, closeStore, err := openServeStore(ctx, f.store, sessionsDir(rf, home))
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	cfg := runner.Config{
 		Store:      store,
 		Hooks:      &hook.LoadOptions{Home: home, Workspace: cwd, ClaudeHome: claudeHome(env), Trust: rf.trust, NoHooks: rf.noHooks},
@@ -232,7 +237,7 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 		open = ", no token needed (loopback)"
 	}
 	fmt.Fprintf(env.stderr, "agentloop serve: listening on %s%s; model %s/%s; sessions in %s\n",
-		where, open, resolved.Info.Provider, resolved.Info.ID, store.Dir)
+		where, open, resolved.Info.Provider, resolved.Info.ID, storeAt)
 
 	var serveErr error
 	select {

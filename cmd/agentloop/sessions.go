@@ -19,10 +19,27 @@ import (
 // sessionFlags locate the session store.
 type sessionFlags struct {
 	dir string
+	pg  string // --store postgres://…
 }
 
 func (f *sessionFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.dir, "session-dir", "", "session store (default $AGENTLOOP_HOME/sessions)")
+}
+
+// addStore adds --store, for the commands that read sessions from any
+// store.
+func (f *sessionFlags) addStore(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.pg, "store", "", "read the sessions kept in PostgreSQL at this postgres:// URL (agentloop serve --store)")
+}
+
+// anyStore is the store the flags name, and what closes it.
+func (f *sessionFlags) anyStore(ctx context.Context, env *cliEnv) (session.Store, func(), error) {
+	if f.pg != "" {
+		st, _, closeStore, err := openPostgresStore(ctx, f.pg, 0)
+		return st, closeStore, err
+	}
+	st, err := f.store(env)
+	return st, func() {}, err
 }
 
 func (f *sessionFlags) store(env *cliEnv) (*session.JSONLStore, error) {
@@ -39,6 +56,18 @@ func (f *sessionFlags) store(env *cliEnv) (*session.JSONLStore, error) {
 
 // loadTranscript reads a session given by id (or id prefix) or by path.
 func (f *sessionFlags) loadTranscript(ctx context.Context, env *cliEnv, ref string) (*session.Transcript, string, error) {
+	if f.pg != "" {
+		st, closeStore, err := f.anyStore(ctx, env)
+		if err != nil {
+			return nil, "", err
+		}
+		defer closeStore()
+		t, err := st.Load(ctx, ref)
+		if err != nil {
+			return nil, "", sessionLookupError(ref, err)
+		}
+		return t, "postgres:" + t.Header.ID, nil
+	}
 	if strings.HasSuffix(ref, ".jsonl") || strings.ContainsRune(ref, os.PathSeparator) {
 		t, err := session.LoadFile(ref)
 		return t, ref, err
@@ -83,10 +112,11 @@ func newSessionsListCmd(env *cliEnv) *cobra.Command {
 		Short: "List the sessions of this directory (or --all), the most recent first",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			st, err := sf.store(env)
+			st, closeStore, err := sf.anyStore(c.Context(), env)
 			if err != nil {
 				return err
 			}
+			defer closeStore()
 			dir := ""
 			if !all {
 				if dir, err = workspaceDir(cwd); err != nil {
@@ -119,6 +149,7 @@ func newSessionsListCmd(env *cliEnv) *cobra.Command {
 		},
 	}
 	sf.add(cmd)
+	sf.addStore(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "sessions of every directory")
 	cmd.Flags().StringVar(&cwd, "cwd", "", "directory whose sessions to list (default: the current one)")
 	return cmd
@@ -178,14 +209,20 @@ func newSessionsExportCmd(env *cliEnv) *cobra.Command {
 				err = session.ExportMarkdown(w, t, leaf)
 			case "json":
 				err = session.ExportJSON(w, t, leaf)
+			case "jsonl":
+				if leaf != "" {
+					return usageError{errors.New("--format jsonl writes the whole session, every branch: drop --leaf")}
+				}
+				err = session.WriteJSONL(w, t)
 			default:
-				return usageError{fmt.Errorf("--format %q: use md or json", format)}
+				return usageError{fmt.Errorf("--format %q: use md, json or jsonl", format)}
 			}
 			return err
 		},
 	}
 	sf.add(cmd)
-	cmd.Flags().StringVar(&format, "format", "md", "md or json")
+	sf.addStore(cmd)
+	cmd.Flags().StringVar(&format, "format", "md", "md, json, or jsonl (the transcript's lines, as the session file holds them)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
 	cmd.Flags().StringVar(&leaf, "leaf", "", "export the branch ending at this entry id")
 	return cmd

@@ -82,6 +82,9 @@ func TestSessionsCommands(t *testing.T) {
 	if got := run("sessions", "export", id, "--format", "json"); !json.Valid([]byte(got)) || !strings.Contains(got, "ZEBRA") {
 		t.Errorf("export json:\n%s", got)
 	}
+	if got, file := run("sessions", "export", id, "--format", "jsonl"), mustRead(t, path); got != file {
+		t.Errorf("export jsonl is not the session file:\n%s\nfile:\n%s", got, file)
+	}
 	if got := run("sessions", "repair", id); !strings.Contains(got, "nothing to repair") {
 		t.Errorf("repair of a sound file:\n%s", got)
 	}
@@ -110,4 +113,13 @@ func TestSessionsCommands(t *testing.T) {
 	if code := execute(t.Context(), env, []string{"sessions", "show", "nope"}); code != 2 || !strings.Contains(errb.String(), "no session") {
 		t.Errorf("unknown session: exit %d, %q", code, errb.String())
 	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -29,7 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 		{"ContextThroughCompaction", testCompaction},
 		{"UnknownSession", testUnknown},
 		{"ConcurrentAppends", testConcurrentAppends},
-		{"MirroredEntriesWrittenOnce", testMirrorOnce},
+		{"IdempotentAppends", testIdempotent},
 		{"HarnessBinding", testHarnessBinding},
 	}
 	for _, tt := range tests {
@@ -383,48 +383,58 @@ func testConcurrentAppends(t *testing.T, st session.Store) {
 	}
 }
 
-// testMirrorOnce: an entry whose MirrorID is already in the session, in this
-// process or an earlier one, is not written again and its first id returns.
-func testMirrorOnce(t *testing.T, st session.Store) {
+// An entry carrying an idempotency key is written once: delivered twice,
+// before and after the session is reopened, and before the first user
+// message made the session persistent.
+func testIdempotent(t *testing.T, st session.Store) {
 	ctx := context.Background()
-	s := create(t, st, "/conformance/mirror")
-	u := userMsg("hello")
-	u.MirrorID = "fake/thr1/1/user"
-	a := assistantMsg("hi", 1, 0)
-	a.MirrorID = "fake/thr1/1/msg1"
-	ids := appendAll(t, s, u, a)
-	again, err := s.Append(ctx, a)
-	if err != nil || again != ids[1] {
-		t.Fatalf("re-append of a mirrored item: id %q err %v, want %q and no error", again, err, ids[1])
+	s := create(t, st, "/conformance/idem")
+	keyed := func(key, text string) session.Entry {
+		e := session.CustomEntry("mirror", json.RawMessage(fmt.Sprintf(`{"text":%q}`, text)))
+		e.IdemKey = key
+		return e
 	}
-	if s.Leaf() != ids[1] {
-		t.Errorf("a skipped mirror append moved the leaf to %s", s.Leaf())
+	early := appendAll(t, s, keyed("early", "before the prompt"))[0]
+	if again := appendAll(t, s, keyed("early", "before the prompt"))[0]; again != early {
+		t.Errorf("a keyed entry appended twice before the first prompt: ids %s and %s", early, again)
 	}
-	if id, ok := s.Transcript().Mirrored(a.MirrorID); !ok || id != ids[1] {
-		t.Errorf("Mirrored(%s) = %q %v", a.MirrorID, id, ok)
+	ids := appendAll(t, s, userMsg("go"), keyed("run1/1/call1", "first delivery"))
+	leaf := s.Leaf()
+	if again := appendAll(t, s, keyed("run1/1/call1", "second delivery"))[0]; again != ids[1] {
+		t.Errorf("second delivery got id %s, want the first one's %s", again, ids[1])
+	}
+	if s.Leaf() != leaf {
+		t.Errorf("a repeated delivery moved the leaf to %s", s.Leaf())
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s2, err := st.Open(ctx, s.ID(), nil)
 	if err != nil {
-		t.Fatalf("reopen: %v", err)
-	}
-	defer s2.Close()
-	if id, err := s2.Append(ctx, u); err != nil || id != ids[0] {
-		t.Fatalf("re-append after reopen: id %q err %v, want %q", id, err, ids[0])
-	}
-	b := assistantMsg("more", 1, 0)
-	b.MirrorID = "fake/thr1/2/msg1"
-	if _, err := s2.Append(ctx, b); err != nil {
 		t.Fatal(err)
 	}
+	defer s2.Close()
+	if again := appendAll(t, s2, keyed("run1/1/call1", "after reopening"))[0]; again != ids[1] {
+		t.Errorf("delivery after reopening got id %s, want %s", again, ids[1])
+	}
+	if again := appendAll(t, s2, keyed("early", "after reopening"))[0]; again != early {
+		t.Errorf("early key after reopening got id %s, want %s", again, early)
+	}
+	other := appendAll(t, s2, keyed("run1/1/call2", "another call"))[0]
 	tr, err := st.Load(ctx, s.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"user:hello", "assistant:hi", "assistant:more"}; !equal(texts(tr.Context("").Messages), want) {
-		t.Errorf("context %v, want %v", texts(tr.Context("").Messages), want)
+	var got []string
+	for _, e := range tr.Entries {
+		got = append(got, e.ID+":"+e.IdemKey)
+	}
+	want := []string{early + ":early", ids[0] + ":", ids[1] + ":run1/1/call1", other + ":run1/1/call2"}
+	if !equal(got, want) {
+		t.Errorf("entries %v, want %v", got, want)
+	}
+	if e, _ := tr.Entry(ids[1]); e == nil || !contains(string(e.Data), "first delivery") {
+		t.Errorf("the kept entry should be the first delivery: %+v", e)
 	}
 }
 

@@ -1,0 +1,49 @@
+package cluster
+
+// steps is the schema of the cluster layer, applied after the session
+// store's (its tables reference sessions), one entry per version.
+var steps = []string{
+	`CREATE TABLE runs (
+		id text PRIMARY KEY,
+		session_id text NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+		status text NOT NULL,       -- queued, running, requires_action, or how it ended
+		input json,
+		idem_key text UNIQUE,
+		attempt int NOT NULL DEFAULT 0,
+		owner text,
+		created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+		started_at timestamptz,
+		ended_at timestamptz,
+		cancel_requested_at timestamptz,
+		result json
+	);
+	CREATE UNIQUE INDEX one_active_run ON runs (session_id) WHERE status IN ('running', 'requires_action');
+	CREATE INDEX runs_claimable ON runs (created_at) WHERE status IN ('queued', 'running', 'requires_action');
+	CREATE TABLE session_events (
+		session_id text NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+		seq bigint NOT NULL,
+		run_id text,
+		type text NOT NULL,
+		data json,
+		created_at timestamptz NOT NULL DEFAULT now(),
+		PRIMARY KEY (session_id, seq)
+	);
+	CREATE TABLE run_commands (
+		id bigserial PRIMARY KEY,
+		run_id text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+		kind text NOT NULL,
+		payload json,
+		created_at timestamptz NOT NULL DEFAULT now(),
+		consumed_at timestamptz
+	);
+	CREATE INDEX run_commands_open ON run_commands (run_id) WHERE consumed_at IS NULL;
+	CREATE TABLE pending_actions (
+		id text PRIMARY KEY,
+		run_id text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+		session_id text NOT NULL,
+		request json,
+		decision json,
+		created_at timestamptz NOT NULL DEFAULT now(),
+		resolved_at timestamptz
+	);`,
+}
