@@ -328,6 +328,9 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		toolSpecs = s.offeredSpecs
 		specs = s.offeredSpecs()
 	}
+	if err := s.checkToolsFit(specs); err != nil {
+		return s.finish(Result{Err: err, Reason: string(llm.ReasonContextOverflow), Message: err.Error()}), err
+	}
 
 	s.model = &attemptModel{model: p.Model}
 	var model llm.Model = s.model
@@ -366,6 +369,11 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 			return nil, err
 		}
 		s.refreshTools(ctx)
+		if rs, ok := comp.(requestSetter); ok && toolSpecs != nil {
+			// Found and added tools grow the request: the budget
+			// counts the tools this call offers, not the first call's.
+			rs.SetRequest(p.SystemPrompt, toolSpecs())
+		}
 		if comp != nil {
 			out, err := comp.TransformContext(ctx, msgs)
 			if err != nil {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -392,5 +393,128 @@ func TestToolSearchLoopGuard(t *testing.T) {
 	}
 	if !strings.Contains(string(srv.body(len(srv.bodies)-1)), "blocked") {
 		t.Errorf("the model was not told a call was blocked")
+	}
+}
+
+// With tool search off, 300 MCP tools on a 32K model are about 50,000
+// tokens of definitions in every request: more than the whole window, so
+// no compaction can make room. The run is refused before any request,
+// saying what to do, instead of sending it. In auto mode the same tools
+// go behind tool_search and the run works.
+func TestToolSearchOffToolsOverflowWindow(t *testing.T) {
+	srv := &chatServer{script: func(int) chatStep { return chatStep{text: "ok"} }}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	info := llm.ModelInfo{Provider: "openai", ID: "small", API: llm.APIOpenAICompletions, ContextWindow: 32_768, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	run := func(mode ToolSearchMode, n int) (Result, error) {
+		srv.mu.Lock()
+		srv.bodies = nil
+		srv.mu.Unlock()
+		rn := testRunner(&Config{ToolSources: []tool.Source{genServer(n)}})
+		defer rn.Close()
+		return rn.Run(context.Background(), Request{Prompt: "hi", Model: model, Info: info, Tools: builtinTools(t),
+			ToolSearch: &ToolSearch{Mode: mode}})
+	}
+
+	res, err := run(ToolSearchOff, 300)
+	var te *ToolsOverflowError
+	if !errors.As(err, &te) || res.OK() || res.Reason != string(llm.ReasonContextOverflow) {
+		t.Fatalf("off: want a ToolsOverflowError and reason context_overflow, got %v %+v", err, res)
+	}
+	if te.Tools != 304 || te.Window != 32_768 || te.Tokens < 32_768 || te.Catalog {
+		t.Errorf("off: error %+v", te)
+	}
+	if !strings.Contains(res.Message, "--tool-search on") || !strings.Contains(res.Message, "fewer tools") {
+		t.Errorf("off: message does not say what to do: %s", res.Message)
+	}
+	srv.mu.Lock()
+	sent := len(srv.bodies)
+	srv.mu.Unlock()
+	if sent != 0 {
+		t.Fatalf("off: %d requests were sent to the model; want none", sent)
+	}
+
+	res, err = run(ToolSearchAuto, 300)
+	if err != nil || !res.OK() {
+		t.Fatalf("auto: %v %+v", err, res)
+	}
+	if got := wireTools(t, srv.body(0)); len(got) != 3 {
+		t.Errorf("auto: %d tools offered, want 3 (read, bash, tool_search)", len(got))
+	}
+
+	// 100 tools (about 17,800 tokens) fit the window but not what the
+	// prompt may use of it (the rest is the reply's): the run goes, and
+	// the person is told why every call is over budget and what to do.
+	res, err = run(ToolSearchOff, 100)
+	if err != nil || !res.OK() {
+		t.Fatalf("off, 100 tools: %v %+v", err, res)
+	}
+	warned := false
+	for _, w := range res.Warnings {
+		warned = warned || strings.Contains(w, "definitions of 104 tools") && strings.Contains(w, "--tool-search on")
+	}
+	if !warned {
+		t.Errorf("off, 100 tools: no warning about the tool definitions: %q", res.Warnings)
+	}
+}
+
+// requestCompactor records the tools each model call's budget was told.
+type requestCompactor struct {
+	mu    sync.Mutex
+	tools [][]string
+}
+
+func (c *requestCompactor) SetRequest(_ string, tools []llm.ToolSpec) {
+	var names []string
+	for _, sp := range tools {
+		names = append(names, sp.Name)
+	}
+	c.mu.Lock()
+	c.tools = append(c.tools, names)
+	c.mu.Unlock()
+}
+
+func (c *requestCompactor) TransformContext(_ context.Context, msgs []llm.Message) ([]llm.Message, error) {
+	return msgs, nil
+}
+
+func (c *requestCompactor) PersistToolResult(_ context.Context, _ tool.Call, res tool.Result) tool.Result {
+	return res
+}
+
+func (c *requestCompactor) Recover(_ context.Context, msgs []llm.Message) ([]llm.Message, error) {
+	return msgs, nil
+}
+
+// The context budget counts the tools each request offers: after a search
+// found bash, the next call's budget includes bash's definition, not only
+// the first request's tools.
+func TestToolSearchBudgetCountsFoundTools(t *testing.T) {
+	srv := &chatServer{script: func(n int) chatStep {
+		if n == 1 {
+			return chatStep{id: "call_1", name: tool.SearchToolName, args: `{"query":"shell command"}`}
+		}
+		return chatStep{text: "done"}
+	}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	info := llm.ModelInfo{Provider: "openai", ID: "m", API: llm.APIOpenAICompletions, ContextWindow: 200_000, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	rc := &requestCompactor{}
+	rn := testRunner(&Config{Compaction: &CompactionSpec{Compactor: rc}})
+	defer rn.Close()
+	res, err := rn.Run(context.Background(), Request{Prompt: "go", Model: model, Info: info, Tools: builtinTools(t),
+		ToolSearch: &ToolSearch{Mode: ToolSearchOn, Direct: func(n string) bool { return n == "read" }}})
+	if err != nil || !res.OK() {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if got := wireTools(t, srv.body(1)); !slices.ContainsFunc(got, func(sp llm.ToolSpec) bool { return sp.Name == "bash" }) {
+		t.Fatalf("the request after the search does not offer bash: %v", got)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.tools) != 2 || slices.Contains(rc.tools[0], "bash") || !slices.Contains(rc.tools[1], "bash") {
+		t.Errorf("the budget was told the tools %q; want two calls, bash counted in the second", rc.tools)
 	}
 }
