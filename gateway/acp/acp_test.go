@@ -2,6 +2,7 @@ package acp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -707,5 +708,43 @@ func TestNewerPromptReplacesRunning(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the replaced prompt never answered")
+	}
+}
+
+// An ACP session id is one the agent gave: session/load (and session/new's
+// _meta) take exactly such an id of the connection's store. A path names
+// no session, even one of a transcript elsewhere on the machine, and a
+// prefix of an id is not the id (it would pick some other session).
+func TestLoadTakesOnlyExactIDs(t *testing.T) {
+	elsewhere := session.NewJSONLStore(t.TempDir())
+	other := serve(t, faux.New(faux.Say("secret reply")), elsewhere, nil)
+	other.initialize()
+	otherID := other.newSession()
+	other.prompt(otherID, "secret prompt")
+	path, err := elsewhere.Resolve(string(otherID))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	e := serve(t, faux.New(faux.Say("mine")), nil, nil)
+	e.initialize()
+	mine := e.newSession()
+	e.prompt(mine, "hello")
+	for _, id := range []string{path, string(mine[:len(mine)-3]), "../" + filepath.Base(path)} {
+		if _, err := e.conn.LoadSession(t.Context(), sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: e.cwd, McpServers: []sdk.McpServer{}}); err == nil {
+			t.Errorf("session/load %q: loaded", id)
+		}
+		if _, err := e.conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: e.cwd, McpServers: []sdk.McpServer{},
+			Meta: map[string]any{"agentloop": map[string]any{"session": id}}}); err == nil {
+			t.Errorf("session/new with _meta session %q: opened", id)
+		}
+	}
+	for _, m := range e.wire.messages() {
+		if b, _ := json.Marshal(m); strings.Contains(string(b), "secret") {
+			t.Fatalf("the other store's transcript reached the editor: %s", b)
+		}
+	}
+	if _, err := e.conn.LoadSession(t.Context(), sdk.LoadSessionRequest{SessionId: mine, Cwd: e.cwd, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatalf("session/load of the exact id: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -243,8 +244,14 @@ func (a *agent) ResumeSession(ctx context.Context, req sdk.ResumeSessionRequest)
 // reopen opens an existing session of the store on this connection, in
 // cwd ("" for the one it was created in).
 func (a *agent) reopen(ctx context.Context, id sdk.SessionId, cwd string, servers []sdk.McpServer) (*sess, *session.Transcript, error) {
+	// The editor names a session by the id the agent gave it, never by a
+	// path (the store would read any file) or a prefix (some other
+	// session); the CLI's --session keeps those for people.
+	if strings.ContainsAny(string(id), `/\`) || strings.HasPrefix(string(id), ".") || strings.HasSuffix(string(id), ".jsonl") {
+		return nil, nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %s: a session id, not a path", id)})
+	}
 	tr, err := a.cfg.Store.Load(ctx, string(id))
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, session.ErrNotFound) || err == nil && tr.Header.ID != string(id) {
 		return nil, nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %s", id)})
 	}
 	if err != nil {
