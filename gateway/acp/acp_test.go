@@ -245,7 +245,8 @@ func TestCancelDuringPermission(t *testing.T) {
 func TestCancelDuringTool(t *testing.T) {
 	for _, how := range []string{"session/cancel", "$/cancel_request"} {
 		t.Run(how, func(t *testing.T) {
-			m := faux.New(faux.Call("", "bash", map[string]any{"command": "sleep 30"}), faux.Say("unreachable"))
+			// The sleep is a child of the shell: cancel kills the tree.
+			m := faux.New(faux.Call("", "bash", map[string]any{"command": "sleep 30 & echo $! > sleep.pid; wait"}), faux.Say("unreachable"))
 			e := serve(t, m, nil, nil)
 			e.initialize()
 			sid := e.newSession()
@@ -255,7 +256,8 @@ func TestCancelDuringTool(t *testing.T) {
 				_, err := e.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("wait")}})
 				got <- err
 			}()
-			for index(e.wire.steps(), "tool_call_update call_1_0 in_progress") < 0 {
+			pidFile := filepath.Join(e.cwd, "sleep.pid")
+			for index(e.wire.steps(), "tool_call_update call_1_0 in_progress") < 0 || !nonEmpty(pidFile) {
 				time.Sleep(5 * time.Millisecond) // waiting for the subprocess to start
 			}
 			start := time.Now()
@@ -287,8 +289,34 @@ func TestCancelDuringTool(t *testing.T) {
 			if index(e.wire.steps(), "tool_call_update call_1_0 failed") < 0 {
 				t.Fatalf("steps:\n%s", strings.Join(e.wire.steps(), "\n"))
 			}
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := strings.TrimSpace(string(b))
+			for alive(pid) {
+				if time.Since(start) > 2*time.Second {
+					t.Fatalf("bash's child sleep (pid %s) still runs %v after %s", pid, time.Since(start), how)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 		})
 	}
+}
+
+func nonEmpty(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Size() > 0
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
 }
 
 // promptResult is the stop reason the agent answered a prompt with, ""
