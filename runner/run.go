@@ -64,6 +64,8 @@ type run struct {
 	catalog    *tool.Catalog
 	refreshers []tool.Refresher
 	sourced    []tool.Tool
+	// names maps the run's tool names to wire-safe ones (names.go).
+	names *wireNames
 }
 
 // emit stamps ev with the run's envelope and hands it out: to
@@ -334,10 +336,10 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 
 	s.model = &attemptModel{model: p.Model}
 	var model llm.Model = s.model
-	var nameMap *tool.NameMap
-	if nm := tool.NewNameMap(names); !nm.Identity() {
-		nameMap = nm
-		model = &namedModel{Model: model, names: nm}
+	s.names = &wireNames{}
+	s.names.set(names)
+	if s.names.get() != nil || len(s.refreshers) > 0 {
+		model = &namedModel{Model: model, names: s.names}
 	}
 
 	// Compaction, recorded into the session.
@@ -381,8 +383,8 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 			}
 			msgs = out
 		}
-		if nameMap != nil {
-			msgs = wireMessages(nameMap, msgs)
+		if nm := s.names.get(); nm != nil {
+			msgs = wireMessages(nm, msgs)
 		}
 		out, err := repair(ctx, msgs)
 		if err == nil {

@@ -160,6 +160,9 @@ func (s *run) refreshTools(ctx context.Context) {
 				s.warn(fmt.Sprintf("new tool %s is left out: %v", t.Name(), err))
 			}
 		}
+		if s.names != nil {
+			s.names.set(s.reg.Names())
+		}
 	}
 }
 

@@ -518,3 +518,49 @@ func TestToolSearchBudgetCountsFoundTools(t *testing.T) {
 		t.Errorf("the budget was told the tools %q; want two calls, bash counted in the second", rc.tools)
 	}
 }
+
+// A tool an MCP server adds mid-run whose name a provider refuses
+// (mcp__gen__brand.new: OpenAI and Anthropic take ^[a-zA-Z0-9_-]{1,64}$)
+// is offered under a wire-safe name, and the model's call of that name
+// runs it, as for the tools the run started with. The run's other names
+// were all safe, so it started without a name map.
+func TestToolSearchAddedToolWireName(t *testing.T) {
+	srv := &chatServer{script: func(n int) chatStep {
+		switch n {
+		case 1:
+			return chatStep{id: "call_1", name: "mcp__gen__add_tool", args: `{"name":"brand.new"}`}
+		case 2:
+			return chatStep{id: "call_2", name: "mcp__gen__brand_new", args: `{"project":"p"}`}
+		}
+		return chatStep{text: "done"}
+	}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	info := llm.ModelInfo{Provider: "openai", ID: "m", API: llm.APIOpenAICompletions, ContextWindow: 1_000_000, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	rn := testRunner(&Config{ToolSources: []tool.Source{genServer(10)}})
+	defer rn.Close()
+	res, err := rn.Run(context.Background(), Request{Prompt: "go", Model: model, Info: info, Tools: builtinTools(t),
+		ToolSearch: &ToolSearch{Mode: ToolSearchOff}})
+	if err != nil || !res.OK() {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	srv.mu.Lock()
+	n := len(srv.bodies)
+	srv.mu.Unlock()
+	if n != 3 {
+		t.Fatalf("%d requests, want 3", n)
+	}
+	offered := names(wireTools(t, srv.body(1)))
+	for _, name := range offered {
+		if !tool.IsWireSafe(name) {
+			t.Errorf("the request after add_tool offers %q, which providers refuse", name)
+		}
+	}
+	if !slices.Contains(offered, "mcp__gen__brand_new") {
+		t.Errorf("the added tool is not offered: %v", offered)
+	}
+	if !strings.Contains(string(srv.body(2)), "brand.new ran with") {
+		t.Errorf("the call of the added tool's wire name did not run it:\n%s", srv.body(2))
+	}
+}
