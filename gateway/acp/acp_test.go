@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -774,5 +775,71 @@ func TestLoadTakesOnlyExactIDs(t *testing.T) {
 	}
 	if _, err := e.conn.LoadSession(t.Context(), sdk.LoadSessionRequest{SessionId: mine, Cwd: e.cwd, McpServers: []sdk.McpServer{}}); err != nil {
 		t.Fatalf("session/load of the exact id: %v", err)
+	}
+}
+
+// The editor going away mid-prompt (its end of the pipe closed while bash
+// runs) ends the run: bash's process tree is killed, and Serve returns
+// (the cleanup waits for it; goleak checks nothing is left running).
+func TestEditorGoneMidPrompt(t *testing.T) {
+	m := faux.New(faux.Call("", "bash", map[string]any{"command": "sleep 30 & echo $! > sleep.pid; wait"}), faux.Say("unreachable"))
+	e := serve(t, m, nil, nil)
+	e.initialize()
+	sid := e.newSession()
+	e.setMode(sid, "auto")
+	go func() {
+		_, _ = e.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("wait")}})
+	}()
+	pidFile := filepath.Join(e.cwd, "sleep.pid")
+	for !nonEmpty(pidFile) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(b))
+	start := time.Now()
+	if err := e.sent.w.(io.Closer).Close(); err != nil {
+		t.Fatal(err)
+	}
+	for alive(pid) {
+		if time.Since(start) > 2*time.Second {
+			t.Fatalf("bash's child sleep (pid %s) still runs %v after the editor went away", pid, time.Since(start))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("killed %v after the editor went away", time.Since(start))
+}
+
+// A session another process is writing (it holds the session's lock) can
+// be loaded, but a prompt on it is refused at once, with a message that
+// says so, not left waiting; once the lock is free the prompt runs.
+func TestPromptOnSessionLockedElsewhere(t *testing.T) {
+	store := session.NewJSONLStore(t.TempDir())
+	e := serve(t, faux.New(faux.Say("one"), faux.Say("two")), store, nil)
+	e.initialize()
+	sid := e.newSession()
+	e.prompt(sid, "hello")
+	lock, err := store.Lock(t.Context(), string(sid), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.conn.LoadSession(t.Context(), sdk.LoadSessionRequest{SessionId: sid, Cwd: e.cwd, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, err = e.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("again")}})
+	var re *sdk.RequestError
+	if !errors.As(err, &re) {
+		t.Fatalf("prompt on a locked session: %v, want a JSON-RPC error", err)
+	}
+	if !strings.Contains(re.Message, "lock") && !strings.Contains(re.Message, "in use") {
+		t.Errorf("the editor reads %q (data %v): it does not say the session is in use", re.Message, re.Data)
+	}
+	lock.Release()
+	if r := e.prompt(sid, "again"); r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("after the lock is free: %s", r.StopReason)
 	}
 }

@@ -85,7 +85,7 @@ func (s *sess) prompt(ctx context.Context, send func(sdk.SessionUpdate), text st
 	set := s.settings()
 	built, err := s.a.cfg.Request(ctx, s.info, set)
 	if err != nil {
-		return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+		return sdk.PromptResponse{}, runError(err)
 	}
 	if built.Done != nil {
 		defer built.Done()
@@ -137,7 +137,7 @@ func (s *sess) prompt(ctx context.Context, send func(sdk.SessionUpdate), text st
 		if errors.Is(context.Cause(runCtx), runner.ErrAborted) {
 			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 		}
-		return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": runErr.Error()})
+		return sdk.PromptResponse{}, runError(runErr)
 	}
 	reason, err := stopReason(res)
 	if err != nil {
@@ -173,6 +173,13 @@ func stopReason(res runner.Result) (sdk.StopReason, error) {
 		msg = "the run failed (" + res.Reason + ")"
 	}
 	return "", &sdk.RequestError{Code: -32603, Message: msg, Data: map[string]any{"reason": res.Reason}}
+}
+
+// runError is a prompt that could not run (its setup failed, the session
+// is in use elsewhere) as a JSON-RPC error whose message is the one people
+// read: editors show the message, not "Internal error" and data.
+func runError(err error) error {
+	return &sdk.RequestError{Code: -32603, Message: err.Error(), Data: map[string]any{"error": err.Error()}}
 }
 
 func usageOf(u llm.Usage) *sdk.Usage {
