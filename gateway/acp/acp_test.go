@@ -843,3 +843,49 @@ func TestPromptOnSessionLockedElsewhere(t *testing.T) {
 		t.Fatalf("after the lock is free: %s", r.StopReason)
 	}
 }
+
+// What an editor (or anything on the agent's stdin) sends that cannot
+// work is refused at once as invalid params, before a session or a run
+// is made of it: an empty prompt, an image that is not base64 image data,
+// a cwd that is not a directory, an MCP server with nothing to start. The
+// model is never called, and the session still works after.
+func TestHostileInputRefused(t *testing.T) {
+	m := faux.New(faux.Say("fine"))
+	e := serve(t, m, nil, nil)
+	e.initialize()
+	sid := e.newSession()
+	for name, blocks := range map[string][]sdk.ContentBlock{
+		"empty":          {},
+		"blank text":     {sdk.TextBlock("  \n")},
+		"image not b64":  {sdk.TextBlock("look"), sdk.ImageBlock("!!!not base64", "image/png")},
+		"image no data":  {sdk.ImageBlock("", "image/png")},
+		"image not type": {sdk.ImageBlock("aGVsbG8=", "text/html")},
+	} {
+		_, err := e.conn.Prompt(t.Context(), sdk.PromptRequest{SessionId: sid, Prompt: blocks})
+		var re *sdk.RequestError
+		if !errors.As(err, &re) || re.Code != -32602 {
+			t.Errorf("prompt %s: %v, want invalid params", name, err)
+		}
+	}
+	missing := filepath.Join(e.cwd, "missing")
+	file := filepath.Join(e.cwd, "file")
+	e.write("file", "x")
+	for name, req := range map[string]sdk.NewSessionRequest{
+		"cwd missing": {Cwd: missing, McpServers: []sdk.McpServer{}},
+		"cwd a file":  {Cwd: file, McpServers: []sdk.McpServer{}},
+		"no command":  {Cwd: e.cwd, McpServers: []sdk.McpServer{{Stdio: &sdk.McpServerStdio{Name: "x", Args: []string{}, Env: []sdk.EnvVariable{}}}}},
+		"no url":      {Cwd: e.cwd, McpServers: []sdk.McpServer{{Http: &sdk.McpServerHttpInline{Name: "web", Type: "http", Headers: []sdk.HttpHeader{}}}}},
+	} {
+		_, err := e.conn.NewSession(t.Context(), req)
+		var re *sdk.RequestError
+		if !errors.As(err, &re) || re.Code != -32602 {
+			t.Errorf("session/new %s: %v, want invalid params", name, err)
+		}
+	}
+	if m.Calls() != 0 {
+		t.Fatalf("the model was called %d times", m.Calls())
+	}
+	if r := e.prompt(sid, "hello"); r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatal(r.StopReason)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -357,6 +358,9 @@ func (a *agent) open(ctx context.Context, id, cwd string, servers []sdk.McpServe
 	if !filepath.IsAbs(cwd) {
 		return nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd %q is not an absolute path", cwd)})
 	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd %q is not a directory", cwd)})
+	}
 	cfg, err := mcpConfig(servers)
 	if err != nil {
 		return nil, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
@@ -421,6 +425,9 @@ func mcpConfig(servers []sdk.McpServer) (mcp.Config, error) {
 		}
 		if name == "" {
 			return mcp.Config{}, errors.New("an MCP server without a name")
+		}
+		if sc.Command == "" && sc.URL == "" {
+			return mcp.Config{}, fmt.Errorf("MCP server %q has no command (stdio) or url (HTTP)", name)
 		}
 		if _, dup := cfg.Servers[name]; dup {
 			return mcp.Config{}, fmt.Errorf("two MCP servers are called %q", name)
