@@ -114,7 +114,10 @@ func (s *run) newCatalog(reg *tool.Registry, history []llm.Message) (*tool.Catal
 	if ts.Mode == ToolSearchAuto && tokens <= limit && len(specs) <= ts.MaxTools {
 		return nil, nil
 	}
-	cat, err := tool.NewCatalog(reg, tool.CatalogOptions{Direct: direct, MaxOffered: ts.MaxTools})
+	// The found tools get the share of the window the definitions may
+	// take before auto turns the catalog on.
+	cat, err := tool.NewCatalog(reg, tool.CatalogOptions{Direct: direct, MaxOffered: ts.MaxTools,
+		MaxFoundTokens: max(limit, 1), Tokens: compact.ToolsTokens})
 	if err != nil {
 		return nil, fmt.Errorf("tool search: %w", err)
 	}
