@@ -252,6 +252,12 @@ type SearchDetails struct {
 // in * matches only names that start with it. A query of only server:NAME
 // returns that server's tools in their order.
 func (c *Catalog) Search(query string, limit int) []Match {
+	out, _ := c.search(query, limit)
+	return out
+}
+
+// search is Search, with how many tools matched in all.
+func (c *Catalog) search(query string, limit int) ([]Match, int) {
 	if limit <= 0 {
 		limit = DefaultSearchResults
 	}
@@ -308,6 +314,7 @@ func (c *Catalog) Search(query string, limit int) []Match {
 		out = append(out, Match{Name: name, Description: oneLine(t.Description()), Schema: t.Schema(), score: score})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].score > out[j].score })
+	total := len(out)
 	if len(out) > limit {
 		out = out[:limit]
 	}
@@ -323,7 +330,7 @@ func (c *Catalog) Search(query string, limit int) []Match {
 			}
 		}
 	}
-	return out
+	return out, total
 }
 
 // scoreTerms scores a tool against the words of a query: 0 when none
@@ -507,7 +514,7 @@ func (s *searchTool) Execute(_ context.Context, call Call, _ func(Partial)) (Res
 	if strings.TrimSpace(in.Query) == "" {
 		return ErrorResult("The query is empty: say in a few words what the tool should do, or give server:NAME."), nil
 	}
-	matches := s.c.Search(in.Query, in.Limit)
+	matches, total := s.c.search(in.Query, in.Limit)
 	d := SearchDetails{Query: in.Query, Found: []string{}}
 	var b strings.Builder
 	if len(matches) == 0 {
@@ -522,6 +529,11 @@ func (s *searchTool) Execute(_ context.Context, call Call, _ func(Partial)) (Res
 		for _, m := range matches {
 			d.Found = append(d.Found, m.Name)
 			fmt.Fprintf(&b, "\n%s: %s\nparameters: %s\n", m.Name, m.Description, compactJSON(m.Schema))
+		}
+		if more := total - len(matches); more > 0 {
+			// Without this a model that asked for server:NAME takes the
+			// first few tools for all the server has.
+			fmt.Fprintf(&b, "\n%d more tools match; add words to the query to find the one you need.\n", more)
 		}
 	}
 	s.c.Offer(d.Found...)

@@ -225,3 +225,17 @@ func TestCatalogFoundTokenCap(t *testing.T) {
 		t.Errorf("after finding the huge tool, found %v: want it alone", f)
 	}
 }
+
+// A search that matches more tools than it returns says how many more, so
+// the model does not take server:NAME's first few for all the server has.
+func TestCatalogSearchSaysMore(t *testing.T) {
+	reg, _, _ := catalogFixture(t, 0)
+	res := reg.Execute(context.Background(), llm.ToolCall("c1", SearchToolName, json.RawMessage(`{"query":"server:gh","limit":1}`)), nil)
+	if res.IsError || !strings.Contains(res.Text(), "2 more tools match") {
+		t.Fatalf("search of 3 tools, limit 1: %q", res.Text())
+	}
+	all := reg.Execute(context.Background(), llm.ToolCall("c2", SearchToolName, json.RawMessage(`{"query":"server:gh"}`)), nil)
+	if strings.Contains(all.Text(), "more tools match") {
+		t.Fatalf("a search that returned every match says there are more: %q", all.Text())
+	}
+}
