@@ -564,3 +564,35 @@ func TestToolSearchAddedToolWireName(t *testing.T) {
 		t.Errorf("the call of the added tool's wire name did not run it:\n%s", srv.body(2))
 	}
 }
+
+// A catalogued tool the model calls by its exact name, without a search,
+// runs (through the registry, as any call) and is offered from the next
+// request on, as docs/tool-search.md says.
+func TestToolSearchExactNameCallOffers(t *testing.T) {
+	srv := &chatServer{script: func(n int) chatStep {
+		if n == 1 {
+			return chatStep{id: "call_1", name: "bash", args: `{}`}
+		}
+		return chatStep{text: "done"}
+	}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	info := llm.ModelInfo{Provider: "openai", ID: "m", API: llm.APIOpenAICompletions, ContextWindow: 200_000, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	rn := testRunner(nil)
+	defer rn.Close()
+	res, err := rn.Run(context.Background(), Request{Prompt: "go", Model: model, Info: info, Tools: builtinTools(t),
+		ToolSearch: &ToolSearch{Mode: ToolSearchOn, Direct: func(n string) bool { return n == "read" }}})
+	if err != nil || !res.OK() {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if first := names(wireTools(t, srv.body(0))); slices.Contains(first, "bash") {
+		t.Fatalf("the first request offers bash, which is catalogued: %v", first)
+	}
+	if second := names(wireTools(t, srv.body(1))); !slices.Contains(second, "bash") {
+		t.Errorf("after the model called bash by name the request offers %v, want bash", second)
+	}
+	if body := string(srv.body(1)); strings.Contains(body, "not found") {
+		t.Errorf("the call by exact name did not run:\n%s", body)
+	}
+}
