@@ -596,3 +596,51 @@ func TestToolSearchExactNameCallOffers(t *testing.T) {
 		t.Errorf("the call by exact name did not run:\n%s", body)
 	}
 }
+
+// A resumed session offers again the tools its history found, but only
+// those the policy of this run allows: a tool denied since is neither
+// re-offered nor found.
+func TestToolSearchResumeHonoursPolicy(t *testing.T) {
+	srv := &chatServer{script: func(n int) chatStep {
+		if n == 1 {
+			return chatStep{id: "call_1", name: tool.SearchToolName, args: `{"query":"shell command"}`}
+		}
+		if n == 3 {
+			return chatStep{id: "call_2", name: tool.SearchToolName, args: `{"query":"shell command"}`}
+		}
+		return chatStep{text: "done"}
+	}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	info := llm.ModelInfo{Provider: "openai", ID: "m", API: llm.APIOpenAICompletions, ContextWindow: 200_000, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	store := session.NewJSONLStore(t.TempDir())
+	rn, err := New(Config{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rn.Close()
+	search := &ToolSearch{Mode: ToolSearchOn, Direct: func(n string) bool { return n == "read" }}
+	ws := t.TempDir()
+	res, err := rn.Run(context.Background(), Request{Prompt: "go", Model: model, Info: info, Tools: builtinTools(t),
+		ToolSearch: search, Session: SessionSpec{Cwd: ws}})
+	if err != nil || !res.OK() {
+		t.Fatalf("first run: %v %+v", err, res)
+	}
+	if got := names(wireTools(t, srv.body(1))); !slices.Contains(got, "bash") {
+		t.Fatalf("the search did not offer bash: %v", got)
+	}
+	res, err = rn.Run(context.Background(), Request{Prompt: "again", Model: model, Info: info, Tools: builtinTools(t),
+		ToolSearch: search, ToolPolicy: &tool.Policy{Deny: []string{"bash"}}, Session: SessionSpec{Cwd: ws, ID: res.SessionID}})
+	if err != nil || !res.OK() {
+		t.Fatalf("resumed run: %v %+v", err, res)
+	}
+	if got := names(wireTools(t, srv.body(2))); slices.Contains(got, "bash") {
+		t.Errorf("the resumed run offers the denied bash again: %v", got)
+	}
+	// Nothing is left behind the search (bash was the only catalogued
+	// tool), so the run has no tool_search and the model is told so.
+	if body := string(srv.body(3)); !strings.Contains(body, `Tool \"tool_search\" not found`) {
+		t.Errorf("the search after resume finds the denied bash:\n%s", body)
+	}
+}
