@@ -70,6 +70,8 @@ type run struct {
 	catalog    *tool.Catalog
 	refreshers []tool.Refresher
 	sourced    []tool.Tool
+	// names maps the run's tool names to wire-safe ones (names.go).
+	names *wireNames
 }
 
 // emit stamps ev with the run's envelope and hands it out: to
@@ -352,13 +354,16 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		toolSpecs = s.offeredSpecs
 		specs = s.offeredSpecs()
 	}
+	if err := s.checkToolsFit(specs); err != nil {
+		return s.finish(Result{Err: err, Reason: string(llm.ReasonContextOverflow), Message: err.Error()}), err
+	}
 
 	s.model = &attemptModel{model: p.Model}
 	var model llm.Model = s.model
-	var nameMap *tool.NameMap
-	if nm := tool.NewNameMap(names); !nm.Identity() {
-		nameMap = nm
-		model = &namedModel{Model: model, names: nm}
+	s.names = &wireNames{}
+	s.names.set(names)
+	if s.names.get() != nil || len(s.refreshers) > 0 {
+		model = &namedModel{Model: model, names: s.names}
 	}
 
 	if s.external() {
@@ -408,6 +413,11 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 			return nil, err
 		}
 		s.refreshTools(ctx)
+		if rs, ok := comp.(requestSetter); ok && toolSpecs != nil {
+			// Found and added tools grow the request: the budget
+			// counts the tools this call offers, not the first call's.
+			rs.SetRequest(p.SystemPrompt, toolSpecs())
+		}
 		if comp != nil {
 			out, err := comp.TransformContext(ctx, msgs)
 			if err != nil {
@@ -415,8 +425,8 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 			}
 			msgs = out
 		}
-		if nameMap != nil {
-			msgs = wireMessages(nameMap, msgs)
+		if nm := s.names.get(); nm != nil {
+			msgs = wireMessages(nm, msgs)
 		}
 		out, err := repair(ctx, msgs)
 		if err == nil {

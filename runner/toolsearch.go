@@ -114,7 +114,10 @@ func (s *run) newCatalog(reg *tool.Registry, history []llm.Message) (*tool.Catal
 	if ts.Mode == ToolSearchAuto && tokens <= limit && len(specs) <= ts.MaxTools {
 		return nil, nil
 	}
-	cat, err := tool.NewCatalog(reg, tool.CatalogOptions{Direct: direct, MaxOffered: ts.MaxTools})
+	// The found tools get the share of the window the definitions may
+	// take before auto turns the catalog on.
+	cat, err := tool.NewCatalog(reg, tool.CatalogOptions{Direct: direct, MaxOffered: ts.MaxTools,
+		MaxFoundTokens: max(limit, 1), Tokens: compact.ToolsTokens})
 	if err != nil {
 		return nil, fmt.Errorf("tool search: %w", err)
 	}
@@ -160,6 +163,9 @@ func (s *run) refreshTools(ctx context.Context) {
 				s.warn(fmt.Sprintf("new tool %s is left out: %v", t.Name(), err))
 			}
 		}
+		if s.names != nil {
+			s.names.set(s.reg.Names())
+		}
 	}
 }
 
@@ -177,4 +183,63 @@ func (s *run) offeredSpecs() []llm.ToolSpec {
 		out = append(out, llm.ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
 	}
 	return out
+}
+
+// requestSetter is a Compactor told the request's tools as they change
+// (compact.Compactor's SetRequest).
+type requestSetter interface {
+	SetRequest(system string, tools []llm.ToolSpec)
+}
+
+// ToolsOverflowError says the tool definitions a run would send with
+// every request, with its system prompt, do not fit the model's context
+// window: no compaction of the history can make room, so the run is
+// refused before the first model call instead of sending a request the
+// provider refuses (or silently cuts).
+type ToolsOverflowError struct {
+	// Tools is how many tools the first request offers; Tokens estimates
+	// their definitions and the system prompt (compact.ToolsTokens,
+	// compact.SystemTokens); Window is the run's context window.
+	Tools, Tokens, Window int
+	// Catalog is set when tool search was already on: the tools offered
+	// directly are the ones too large.
+	Catalog bool
+}
+
+func (e *ToolsOverflowError) Error() string {
+	return fmt.Sprintf("the definitions of %d tools and the system prompt take about %d tokens, more than the context window of %d tokens: %s",
+		e.Tools, e.Tokens, e.Window, e.advice())
+}
+
+// advice says what to do about it.
+func (e *ToolsOverflowError) advice() string {
+	if e.Catalog {
+		return "offer fewer tools directly (--tools, fewer built-in tools), since tool search is already on"
+	}
+	return "turn tool search on (--tool-search on) so tools are found when needed instead of described in every request, or offer fewer tools (--tools, fewer MCP servers)"
+}
+
+// checkToolsFit refuses a run whose fixed part of every request (system
+// prompt and tool definitions) does not fit the window, and warns when it
+// leaves less than the reply reserve: then every call is over its budget
+// whatever compaction does.
+func (s *run) checkToolsFit(specs []llm.ToolSpec) error {
+	window := s.window
+	if window <= 0 {
+		return nil
+	}
+	fixed := compact.SystemTokens(s.p.SystemPrompt) + compact.ToolsTokens(specs)
+	if fixed >= window {
+		return &ToolsOverflowError{Tools: len(specs), Tokens: fixed, Window: window, Catalog: s.catalog != nil}
+	}
+	reserve := 0
+	if c := s.p.Compaction; c != nil {
+		reserve = c.ReserveTokens
+	}
+	if b := compact.NewBudget(window, reserve); fixed > b.PromptBudget() {
+		e := &ToolsOverflowError{Tools: len(specs), Tokens: fixed, Window: window, Catalog: s.catalog != nil}
+		s.warn(fmt.Sprintf("the definitions of %d tools and the system prompt take about %d tokens of the %d the prompt may use (the rest of the %d-token window is kept for the reply); %s",
+			e.Tools, fixed, b.PromptBudget(), window, e.advice()))
+	}
+	return nil
 }

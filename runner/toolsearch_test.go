@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -392,5 +393,254 @@ func TestToolSearchLoopGuard(t *testing.T) {
 	}
 	if !strings.Contains(string(srv.body(len(srv.bodies)-1)), "blocked") {
 		t.Errorf("the model was not told a call was blocked")
+	}
+}
+
+// With tool search off, 300 MCP tools on a 32K model are about 50,000
+// tokens of definitions in every request: more than the whole window, so
+// no compaction can make room. The run is refused before any request,
+// saying what to do, instead of sending it. In auto mode the same tools
+// go behind tool_search and the run works.
+func TestToolSearchOffToolsOverflowWindow(t *testing.T) {
+	srv := &chatServer{script: func(int) chatStep { return chatStep{text: "ok"} }}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	info := llm.ModelInfo{Provider: "openai", ID: "small", API: llm.APIOpenAICompletions, ContextWindow: 32_768, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	run := func(mode ToolSearchMode, n int) (Result, error) {
+		srv.mu.Lock()
+		srv.bodies = nil
+		srv.mu.Unlock()
+		rn := testRunner(&Config{ToolSources: []tool.Source{genServer(n)}})
+		defer rn.Close()
+		return rn.Run(context.Background(), Request{Prompt: "hi", Model: model, Info: info, Tools: builtinTools(t),
+			ToolSearch: &ToolSearch{Mode: mode}})
+	}
+
+	res, err := run(ToolSearchOff, 300)
+	var te *ToolsOverflowError
+	if !errors.As(err, &te) || res.OK() || res.Reason != string(llm.ReasonContextOverflow) {
+		t.Fatalf("off: want a ToolsOverflowError and reason context_overflow, got %v %+v", err, res)
+	}
+	if te.Tools != 304 || te.Window != 32_768 || te.Tokens < 32_768 || te.Catalog {
+		t.Errorf("off: error %+v", te)
+	}
+	if !strings.Contains(res.Message, "--tool-search on") || !strings.Contains(res.Message, "fewer tools") {
+		t.Errorf("off: message does not say what to do: %s", res.Message)
+	}
+	srv.mu.Lock()
+	sent := len(srv.bodies)
+	srv.mu.Unlock()
+	if sent != 0 {
+		t.Fatalf("off: %d requests were sent to the model; want none", sent)
+	}
+
+	res, err = run(ToolSearchAuto, 300)
+	if err != nil || !res.OK() {
+		t.Fatalf("auto: %v %+v", err, res)
+	}
+	if got := wireTools(t, srv.body(0)); len(got) != 3 {
+		t.Errorf("auto: %d tools offered, want 3 (read, bash, tool_search)", len(got))
+	}
+
+	// 100 tools (about 17,800 tokens) fit the window but not what the
+	// prompt may use of it (the rest is the reply's): the run goes, and
+	// the person is told why every call is over budget and what to do.
+	res, err = run(ToolSearchOff, 100)
+	if err != nil || !res.OK() {
+		t.Fatalf("off, 100 tools: %v %+v", err, res)
+	}
+	warned := false
+	for _, w := range res.Warnings {
+		warned = warned || strings.Contains(w, "definitions of 104 tools") && strings.Contains(w, "--tool-search on")
+	}
+	if !warned {
+		t.Errorf("off, 100 tools: no warning about the tool definitions: %q", res.Warnings)
+	}
+}
+
+// requestCompactor records the tools each model call's budget was told.
+type requestCompactor struct {
+	mu    sync.Mutex
+	tools [][]string
+}
+
+func (c *requestCompactor) SetRequest(_ string, tools []llm.ToolSpec) {
+	var names []string
+	for _, sp := range tools {
+		names = append(names, sp.Name)
+	}
+	c.mu.Lock()
+	c.tools = append(c.tools, names)
+	c.mu.Unlock()
+}
+
+func (c *requestCompactor) TransformContext(_ context.Context, msgs []llm.Message) ([]llm.Message, error) {
+	return msgs, nil
+}
+
+func (c *requestCompactor) PersistToolResult(_ context.Context, _ tool.Call, res tool.Result) tool.Result {
+	return res
+}
+
+func (c *requestCompactor) Recover(_ context.Context, msgs []llm.Message) ([]llm.Message, error) {
+	return msgs, nil
+}
+
+// The context budget counts the tools each request offers: after a search
+// found bash, the next call's budget includes bash's definition, not only
+// the first request's tools.
+func TestToolSearchBudgetCountsFoundTools(t *testing.T) {
+	srv := &chatServer{script: func(n int) chatStep {
+		if n == 1 {
+			return chatStep{id: "call_1", name: tool.SearchToolName, args: `{"query":"shell command"}`}
+		}
+		return chatStep{text: "done"}
+	}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	info := llm.ModelInfo{Provider: "openai", ID: "m", API: llm.APIOpenAICompletions, ContextWindow: 200_000, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	rc := &requestCompactor{}
+	rn := testRunner(&Config{Compaction: &CompactionSpec{Compactor: rc}})
+	defer rn.Close()
+	res, err := rn.Run(context.Background(), Request{Prompt: "go", Model: model, Info: info, Tools: builtinTools(t),
+		ToolSearch: &ToolSearch{Mode: ToolSearchOn, Direct: func(n string) bool { return n == "read" }}})
+	if err != nil || !res.OK() {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if got := wireTools(t, srv.body(1)); !slices.ContainsFunc(got, func(sp llm.ToolSpec) bool { return sp.Name == "bash" }) {
+		t.Fatalf("the request after the search does not offer bash: %v", got)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.tools) != 2 || slices.Contains(rc.tools[0], "bash") || !slices.Contains(rc.tools[1], "bash") {
+		t.Errorf("the budget was told the tools %q; want two calls, bash counted in the second", rc.tools)
+	}
+}
+
+// A tool an MCP server adds mid-run whose name a provider refuses
+// (mcp__gen__brand.new: OpenAI and Anthropic take ^[a-zA-Z0-9_-]{1,64}$)
+// is offered under a wire-safe name, and the model's call of that name
+// runs it, as for the tools the run started with. The run's other names
+// were all safe, so it started without a name map.
+func TestToolSearchAddedToolWireName(t *testing.T) {
+	srv := &chatServer{script: func(n int) chatStep {
+		switch n {
+		case 1:
+			return chatStep{id: "call_1", name: "mcp__gen__add_tool", args: `{"name":"brand.new"}`}
+		case 2:
+			return chatStep{id: "call_2", name: "mcp__gen__brand_new", args: `{"project":"p"}`}
+		}
+		return chatStep{text: "done"}
+	}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	info := llm.ModelInfo{Provider: "openai", ID: "m", API: llm.APIOpenAICompletions, ContextWindow: 1_000_000, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	rn := testRunner(&Config{ToolSources: []tool.Source{genServer(10)}})
+	defer rn.Close()
+	res, err := rn.Run(context.Background(), Request{Prompt: "go", Model: model, Info: info, Tools: builtinTools(t),
+		ToolSearch: &ToolSearch{Mode: ToolSearchOff}})
+	if err != nil || !res.OK() {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	srv.mu.Lock()
+	n := len(srv.bodies)
+	srv.mu.Unlock()
+	if n != 3 {
+		t.Fatalf("%d requests, want 3", n)
+	}
+	offered := names(wireTools(t, srv.body(1)))
+	for _, name := range offered {
+		if !tool.IsWireSafe(name) {
+			t.Errorf("the request after add_tool offers %q, which providers refuse", name)
+		}
+	}
+	if !slices.Contains(offered, "mcp__gen__brand_new") {
+		t.Errorf("the added tool is not offered: %v", offered)
+	}
+	if !strings.Contains(string(srv.body(2)), "brand.new ran with") {
+		t.Errorf("the call of the added tool's wire name did not run it:\n%s", srv.body(2))
+	}
+}
+
+// A catalogued tool the model calls by its exact name, without a search,
+// runs (through the registry, as any call) and is offered from the next
+// request on, as docs/tool-search.md says.
+func TestToolSearchExactNameCallOffers(t *testing.T) {
+	srv := &chatServer{script: func(n int) chatStep {
+		if n == 1 {
+			return chatStep{id: "call_1", name: "bash", args: `{}`}
+		}
+		return chatStep{text: "done"}
+	}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	info := llm.ModelInfo{Provider: "openai", ID: "m", API: llm.APIOpenAICompletions, ContextWindow: 200_000, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	rn := testRunner(nil)
+	defer rn.Close()
+	res, err := rn.Run(context.Background(), Request{Prompt: "go", Model: model, Info: info, Tools: builtinTools(t),
+		ToolSearch: &ToolSearch{Mode: ToolSearchOn, Direct: func(n string) bool { return n == "read" }}})
+	if err != nil || !res.OK() {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if first := names(wireTools(t, srv.body(0))); slices.Contains(first, "bash") {
+		t.Fatalf("the first request offers bash, which is catalogued: %v", first)
+	}
+	if second := names(wireTools(t, srv.body(1))); !slices.Contains(second, "bash") {
+		t.Errorf("after the model called bash by name the request offers %v, want bash", second)
+	}
+	if body := string(srv.body(1)); strings.Contains(body, "not found") {
+		t.Errorf("the call by exact name did not run:\n%s", body)
+	}
+}
+
+// A resumed session offers again the tools its history found, but only
+// those the policy of this run allows: a tool denied since is neither
+// re-offered nor found.
+func TestToolSearchResumeHonoursPolicy(t *testing.T) {
+	srv := &chatServer{script: func(n int) chatStep {
+		if n == 1 {
+			return chatStep{id: "call_1", name: tool.SearchToolName, args: `{"query":"shell command"}`}
+		}
+		if n == 3 {
+			return chatStep{id: "call_2", name: tool.SearchToolName, args: `{"query":"shell command"}`}
+		}
+		return chatStep{text: "done"}
+	}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	info := llm.ModelInfo{Provider: "openai", ID: "m", API: llm.APIOpenAICompletions, ContextWindow: 200_000, MaxTokens: 4096}
+	model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+	store := session.NewJSONLStore(t.TempDir())
+	rn, err := New(Config{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rn.Close()
+	search := &ToolSearch{Mode: ToolSearchOn, Direct: func(n string) bool { return n == "read" }}
+	ws := t.TempDir()
+	res, err := rn.Run(context.Background(), Request{Prompt: "go", Model: model, Info: info, Tools: builtinTools(t),
+		ToolSearch: search, Session: SessionSpec{Cwd: ws}})
+	if err != nil || !res.OK() {
+		t.Fatalf("first run: %v %+v", err, res)
+	}
+	if got := names(wireTools(t, srv.body(1))); !slices.Contains(got, "bash") {
+		t.Fatalf("the search did not offer bash: %v", got)
+	}
+	res, err = rn.Run(context.Background(), Request{Prompt: "again", Model: model, Info: info, Tools: builtinTools(t),
+		ToolSearch: search, ToolPolicy: &tool.Policy{Deny: []string{"bash"}}, Session: SessionSpec{Cwd: ws, ID: res.SessionID}})
+	if err != nil || !res.OK() {
+		t.Fatalf("resumed run: %v %+v", err, res)
+	}
+	if got := names(wireTools(t, srv.body(2))); slices.Contains(got, "bash") {
+		t.Errorf("the resumed run offers the denied bash again: %v", got)
+	}
+	// Nothing is left behind the search (bash was the only catalogued
+	// tool), so the run has no tool_search and the model is told so.
+	if body := string(srv.body(3)); !strings.Contains(body, `Tool \"tool_search\" not found`) {
+		t.Errorf("the search after resume finds the denied bash:\n%s", body)
 	}
 }

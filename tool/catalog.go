@@ -45,6 +45,16 @@ type CatalogOptions struct {
 	// earliest found leave the offered set (a search finds them again).
 	// 0 means no cap.
 	MaxOffered int
+	// MaxFoundTokens caps the definitions of the found tools, as Tokens
+	// counts them: a search returns the best matches whose schemas fit
+	// it (the best one always), and when found tools pass it the
+	// earliest leave the offered set. So a search of tools with huge
+	// schemas cannot fill every later request. 0 (or a nil Tokens)
+	// means no cap.
+	MaxFoundTokens int
+	// Tokens estimates the tokens of tool definitions
+	// (compact.ToolsTokens).
+	Tokens func([]llm.ToolSpec) int
 }
 
 // Catalog is a run's tools when there are too many to describe in every
@@ -55,8 +65,10 @@ type CatalogOptions struct {
 // prepared, approved, hooked and paired like any other. It is safe for
 // concurrent use.
 type Catalog struct {
-	reg *Registry
-	max int
+	reg       *Registry
+	max       int
+	maxTokens int
+	tokens    func([]llm.ToolSpec) int
 
 	mu      sync.Mutex
 	direct  map[string]bool
@@ -71,6 +83,9 @@ func NewCatalog(reg *Registry, opts CatalogOptions) (*Catalog, error) {
 		return nil, errors.New("tool: a catalog needs a registry")
 	}
 	c := &Catalog{reg: reg, max: opts.MaxOffered, direct: map[string]bool{}}
+	if opts.Tokens != nil && opts.MaxFoundTokens > 0 {
+		c.maxTokens, c.tokens = opts.MaxFoundTokens, opts.Tokens
+	}
 	for _, n := range reg.Names() {
 		if opts.Direct != nil && opts.Direct(n) {
 			c.direct[n] = true
@@ -137,16 +152,37 @@ func (c *Catalog) Offer(names ...string) {
 }
 
 // trim drops the earliest found tools while the offered set is over the
-// cap.
+// cap, or the found tools' definitions over their token cap (the newest
+// found stays).
 func (c *Catalog) trim() {
-	if c.max <= 0 {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if room := max(0, c.max-len(c.offered)); len(c.found) > room {
+	if room := max(0, c.max-len(c.offered)); c.max > 0 && len(c.found) > room {
 		c.found = append([]string(nil), c.found[len(c.found)-room:]...)
 	}
+	if c.tokens == nil {
+		return
+	}
+	keep, total := len(c.found), 0
+	for i := len(c.found) - 1; i >= 0; i-- {
+		total += c.specTokens(c.found[i])
+		if total > c.maxTokens && i < len(c.found)-1 {
+			break
+		}
+		keep = len(c.found) - i
+	}
+	if keep < len(c.found) {
+		c.found = append([]string(nil), c.found[len(c.found)-keep:]...)
+	}
+}
+
+// specTokens estimates the definition of the registry's tool name.
+func (c *Catalog) specTokens(name string) int {
+	t, ok := c.reg.Get(name)
+	if !ok {
+		return 0
+	}
+	return c.tokens([]llm.ToolSpec{{Name: name, Description: t.Description(), Parameters: t.Schema()}})
 }
 
 // Restore offers again the tools a history found: the matches its
@@ -216,6 +252,12 @@ type SearchDetails struct {
 // in * matches only names that start with it. A query of only server:NAME
 // returns that server's tools in their order.
 func (c *Catalog) Search(query string, limit int) []Match {
+	out, _ := c.search(query, limit)
+	return out
+}
+
+// search is Search, with how many tools matched in all.
+func (c *Catalog) search(query string, limit int) ([]Match, int) {
 	if limit <= 0 {
 		limit = DefaultSearchResults
 	}
@@ -272,10 +314,23 @@ func (c *Catalog) Search(query string, limit int) []Match {
 		out = append(out, Match{Name: name, Description: oneLine(t.Description()), Schema: t.Schema(), score: score})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].score > out[j].score })
+	total := len(out)
 	if len(out) > limit {
 		out = out[:limit]
 	}
-	return out
+	if c.tokens != nil {
+		// Found tools are offered in every later request: the matches
+		// stop where their definitions would pass the cap.
+		total := 0
+		for i := range out {
+			total += c.specTokens(out[i].Name)
+			if total > c.maxTokens && i > 0 {
+				out = out[:i]
+				break
+			}
+		}
+	}
+	return out, total
 }
 
 // scoreTerms scores a tool against the words of a query: 0 when none
@@ -459,7 +514,7 @@ func (s *searchTool) Execute(_ context.Context, call Call, _ func(Partial)) (Res
 	if strings.TrimSpace(in.Query) == "" {
 		return ErrorResult("The query is empty: say in a few words what the tool should do, or give server:NAME."), nil
 	}
-	matches := s.c.Search(in.Query, in.Limit)
+	matches, total := s.c.search(in.Query, in.Limit)
 	d := SearchDetails{Query: in.Query, Found: []string{}}
 	var b strings.Builder
 	if len(matches) == 0 {
@@ -474,6 +529,11 @@ func (s *searchTool) Execute(_ context.Context, call Call, _ func(Partial)) (Res
 		for _, m := range matches {
 			d.Found = append(d.Found, m.Name)
 			fmt.Fprintf(&b, "\n%s: %s\nparameters: %s\n", m.Name, m.Description, compactJSON(m.Schema))
+		}
+		if more := total - len(matches); more > 0 {
+			// Without this a model that asked for server:NAME takes the
+			// first few tools for all the server has.
+			fmt.Fprintf(&b, "\n%d more tools match; add words to the query to find the one you need.\n", more)
 		}
 	}
 	s.c.Offer(d.Found...)

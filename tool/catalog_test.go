@@ -155,3 +155,87 @@ func TestCatalogCapAndRestore(t *testing.T) {
 		t.Errorf("restored %v", got)
 	}
 }
+
+// Found tools are offered in every later request, so their definitions
+// have a token cap: a search of tools with huge schemas returns the best
+// matches that fit it (the best one always, however big), and finding
+// more drops the earliest found. The offered set stays within the cap.
+func TestCatalogFoundTokenCap(t *testing.T) {
+	big := func(name string, props int) Tool {
+		p := map[string]any{}
+		for i := range props {
+			p[strings.Repeat("f", 20)+string(rune('a'+i%26))+strings.Repeat("x", i)] = map[string]any{"type": "string", "description": strings.Repeat("a long field description ", 8)}
+		}
+		raw, _ := json.Marshal(map[string]any{"type": "object", "properties": p})
+		return &serverTool{Func: Func{ToolName: "mcp__erp__" + name, ToolDescription: "Create a " + name + " record.", Parameters: raw, Run: okRun}, server: "erp"}
+	}
+	tokens := func(specs []llm.ToolSpec) int {
+		n := 0
+		for _, s := range specs {
+			n += len(s.Name) + len(s.Description) + len(s.Parameters)
+		}
+		return n / 4
+	}
+	tools := []Tool{&Func{ToolName: "read", ToolDescription: "Read a file.", Run: okRun}}
+	for _, n := range []string{"order", "invoice", "shipment", "customer", "supplier", "payment"} {
+		tools = append(tools, big(n, 40)) // about 2,800 tokens each
+	}
+	tools = append(tools, big("ledger", 200)) // over the cap alone
+	reg, err := NewRegistry(tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const capTokens = 6000
+	c, err := NewCatalog(reg, CatalogOptions{Direct: func(n string) bool { return n == "read" }, MaxFoundTokens: capTokens, Tokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := func() int {
+		var specs []llm.ToolSpec
+		for _, sp := range c.Specs() {
+			if sp.Name != "read" && sp.Name != SearchToolName {
+				specs = append(specs, sp)
+			}
+		}
+		return tokens(specs)
+	}
+	if one := tokens([]llm.ToolSpec{{Name: "mcp__erp__order", Description: "Create a order record.", Parameters: tools[1].Schema()}}); one < 2000 || one > 3500 {
+		t.Fatalf("a tool of the fixture is %d tokens, want about 2,800", one)
+	}
+	ms := c.Search("create record", MaxSearchResults)
+	if len(ms) == 0 || len(ms) > 2 {
+		t.Fatalf("search returned %d matches: want the best ones within %d tokens (2)", len(ms), capTokens)
+	}
+	c.Offer(matchNames(ms)...)
+	c.Offer("mcp__erp__shipment", "mcp__erp__customer", "mcp__erp__supplier")
+	if n := found(); n > capTokens {
+		t.Errorf("found tools take %d tokens of every request, over the cap of %d: %v", n, capTokens, c.Found())
+	}
+	if f := c.Found(); len(f) == 0 || f[len(f)-1] != "mcp__erp__supplier" {
+		t.Errorf("found %v: the newest found must stay", f)
+	}
+	if n := tokens([]llm.ToolSpec{{Name: "mcp__erp__ledger", Description: "Create a ledger record.", Parameters: tools[7].Schema()}}); n <= capTokens {
+		t.Fatalf("the ledger is %d tokens, want it over the cap alone", n)
+	}
+	if ms := c.Search("ledger", 5); len(ms) != 1 || ms[0].Name != "mcp__erp__ledger" {
+		t.Fatalf("a tool over the cap alone is still found: %v", matchNames(ms))
+	}
+	c.Offer("mcp__erp__ledger")
+	if f := c.Found(); !slices.Equal(f, []string{"mcp__erp__ledger"}) {
+		t.Errorf("after finding the huge tool, found %v: want it alone", f)
+	}
+}
+
+// A search that matches more tools than it returns says how many more, so
+// the model does not take server:NAME's first few for all the server has.
+func TestCatalogSearchSaysMore(t *testing.T) {
+	reg, _, _ := catalogFixture(t, 0)
+	res := reg.Execute(context.Background(), llm.ToolCall("c1", SearchToolName, json.RawMessage(`{"query":"server:gh","limit":1}`)), nil)
+	if res.IsError || !strings.Contains(res.Text(), "2 more tools match") {
+		t.Fatalf("search of 3 tools, limit 1: %q", res.Text())
+	}
+	all := reg.Execute(context.Background(), llm.ToolCall("c2", SearchToolName, json.RawMessage(`{"query":"server:gh"}`)), nil)
+	if strings.Contains(all.Text(), "more tools match") {
+		t.Fatalf("a search that returned every match says there are more: %q", all.Text())
+	}
+}

@@ -2,9 +2,11 @@ package acp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -244,7 +246,8 @@ func TestCancelDuringPermission(t *testing.T) {
 func TestCancelDuringTool(t *testing.T) {
 	for _, how := range []string{"session/cancel", "$/cancel_request"} {
 		t.Run(how, func(t *testing.T) {
-			m := faux.New(faux.Call("", "bash", map[string]any{"command": "sleep 30"}), faux.Say("unreachable"))
+			// The sleep is a child of the shell: cancel kills the tree.
+			m := faux.New(faux.Call("", "bash", map[string]any{"command": "sleep 30 & echo $! > sleep.pid; wait"}), faux.Say("unreachable"))
 			e := serve(t, m, nil, nil)
 			e.initialize()
 			sid := e.newSession()
@@ -254,7 +257,8 @@ func TestCancelDuringTool(t *testing.T) {
 				_, err := e.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("wait")}})
 				got <- err
 			}()
-			for index(e.wire.steps(), "tool_call_update call_1_0 in_progress") < 0 {
+			pidFile := filepath.Join(e.cwd, "sleep.pid")
+			for index(e.wire.steps(), "tool_call_update call_1_0 in_progress") < 0 || !nonEmpty(pidFile) {
 				time.Sleep(5 * time.Millisecond) // waiting for the subprocess to start
 			}
 			start := time.Now()
@@ -286,8 +290,34 @@ func TestCancelDuringTool(t *testing.T) {
 			if index(e.wire.steps(), "tool_call_update call_1_0 failed") < 0 {
 				t.Fatalf("steps:\n%s", strings.Join(e.wire.steps(), "\n"))
 			}
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := strings.TrimSpace(string(b))
+			for alive(pid) {
+				if time.Since(start) > 2*time.Second {
+					t.Fatalf("bash's child sleep (pid %s) still runs %v after %s", pid, time.Since(start), how)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 		})
 	}
+}
+
+func nonEmpty(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Size() > 0
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
 }
 
 // promptResult is the stop reason the agent answered a prompt with, ""
@@ -707,5 +737,155 @@ func TestNewerPromptReplacesRunning(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the replaced prompt never answered")
+	}
+}
+
+// An ACP session id is one the agent gave: session/load (and session/new's
+// _meta) take exactly such an id of the connection's store. A path names
+// no session, even one of a transcript elsewhere on the machine, and a
+// prefix of an id is not the id (it would pick some other session).
+func TestLoadTakesOnlyExactIDs(t *testing.T) {
+	elsewhere := session.NewJSONLStore(t.TempDir())
+	other := serve(t, faux.New(faux.Say("secret reply")), elsewhere, nil)
+	other.initialize()
+	otherID := other.newSession()
+	other.prompt(otherID, "secret prompt")
+	path, err := elsewhere.Resolve(string(otherID))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	e := serve(t, faux.New(faux.Say("mine")), nil, nil)
+	e.initialize()
+	mine := e.newSession()
+	e.prompt(mine, "hello")
+	for _, id := range []string{path, string(mine[:len(mine)-3]), "../" + filepath.Base(path)} {
+		if _, err := e.conn.LoadSession(t.Context(), sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: e.cwd, McpServers: []sdk.McpServer{}}); err == nil {
+			t.Errorf("session/load %q: loaded", id)
+		}
+		if _, err := e.conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: e.cwd, McpServers: []sdk.McpServer{},
+			Meta: map[string]any{"agentloop": map[string]any{"session": id}}}); err == nil {
+			t.Errorf("session/new with _meta session %q: opened", id)
+		}
+	}
+	for _, m := range e.wire.messages() {
+		if b, _ := json.Marshal(m); strings.Contains(string(b), "secret") {
+			t.Fatalf("the other store's transcript reached the editor: %s", b)
+		}
+	}
+	if _, err := e.conn.LoadSession(t.Context(), sdk.LoadSessionRequest{SessionId: mine, Cwd: e.cwd, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatalf("session/load of the exact id: %v", err)
+	}
+}
+
+// The editor going away mid-prompt (its end of the pipe closed while bash
+// runs) ends the run: bash's process tree is killed, and Serve returns
+// (the cleanup waits for it; goleak checks nothing is left running).
+func TestEditorGoneMidPrompt(t *testing.T) {
+	m := faux.New(faux.Call("", "bash", map[string]any{"command": "sleep 30 & echo $! > sleep.pid; wait"}), faux.Say("unreachable"))
+	e := serve(t, m, nil, nil)
+	e.initialize()
+	sid := e.newSession()
+	e.setMode(sid, "auto")
+	go func() {
+		_, _ = e.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("wait")}})
+	}()
+	pidFile := filepath.Join(e.cwd, "sleep.pid")
+	for !nonEmpty(pidFile) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(b))
+	start := time.Now()
+	if err := e.sent.w.(io.Closer).Close(); err != nil {
+		t.Fatal(err)
+	}
+	for alive(pid) {
+		if time.Since(start) > 2*time.Second {
+			t.Fatalf("bash's child sleep (pid %s) still runs %v after the editor went away", pid, time.Since(start))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("killed %v after the editor went away", time.Since(start))
+}
+
+// A session another process is writing (it holds the session's lock) can
+// be loaded, but a prompt on it is refused at once, with a message that
+// says so, not left waiting; once the lock is free the prompt runs.
+func TestPromptOnSessionLockedElsewhere(t *testing.T) {
+	store := session.NewJSONLStore(t.TempDir())
+	e := serve(t, faux.New(faux.Say("one"), faux.Say("two")), store, nil)
+	e.initialize()
+	sid := e.newSession()
+	e.prompt(sid, "hello")
+	lock, err := store.Lock(t.Context(), string(sid), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.conn.LoadSession(t.Context(), sdk.LoadSessionRequest{SessionId: sid, Cwd: e.cwd, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, err = e.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("again")}})
+	var re *sdk.RequestError
+	if !errors.As(err, &re) {
+		t.Fatalf("prompt on a locked session: %v, want a JSON-RPC error", err)
+	}
+	if !strings.Contains(re.Message, "lock") && !strings.Contains(re.Message, "in use") {
+		t.Errorf("the editor reads %q (data %v): it does not say the session is in use", re.Message, re.Data)
+	}
+	lock.Release()
+	if r := e.prompt(sid, "again"); r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("after the lock is free: %s", r.StopReason)
+	}
+}
+
+// What an editor (or anything on the agent's stdin) sends that cannot
+// work is refused at once as invalid params, before a session or a run
+// is made of it: an empty prompt, an image that is not base64 image data,
+// a cwd that is not a directory, an MCP server with nothing to start. The
+// model is never called, and the session still works after.
+func TestHostileInputRefused(t *testing.T) {
+	m := faux.New(faux.Say("fine"))
+	e := serve(t, m, nil, nil)
+	e.initialize()
+	sid := e.newSession()
+	for name, blocks := range map[string][]sdk.ContentBlock{
+		"empty":          {},
+		"blank text":     {sdk.TextBlock("  \n")},
+		"image not b64":  {sdk.TextBlock("look"), sdk.ImageBlock("!!!not base64", "image/png")},
+		"image no data":  {sdk.ImageBlock("", "image/png")},
+		"image not type": {sdk.ImageBlock("aGVsbG8=", "text/html")},
+	} {
+		_, err := e.conn.Prompt(t.Context(), sdk.PromptRequest{SessionId: sid, Prompt: blocks})
+		var re *sdk.RequestError
+		if !errors.As(err, &re) || re.Code != -32602 {
+			t.Errorf("prompt %s: %v, want invalid params", name, err)
+		}
+	}
+	missing := filepath.Join(e.cwd, "missing")
+	file := filepath.Join(e.cwd, "file")
+	e.write("file", "x")
+	for name, req := range map[string]sdk.NewSessionRequest{
+		"cwd missing": {Cwd: missing, McpServers: []sdk.McpServer{}},
+		"cwd a file":  {Cwd: file, McpServers: []sdk.McpServer{}},
+		"no command":  {Cwd: e.cwd, McpServers: []sdk.McpServer{{Stdio: &sdk.McpServerStdio{Name: "x", Args: []string{}, Env: []sdk.EnvVariable{}}}}},
+		"no url":      {Cwd: e.cwd, McpServers: []sdk.McpServer{{Http: &sdk.McpServerHttpInline{Name: "web", Type: "http", Headers: []sdk.HttpHeader{}}}}},
+	} {
+		_, err := e.conn.NewSession(t.Context(), req)
+		var re *sdk.RequestError
+		if !errors.As(err, &re) || re.Code != -32602 {
+			t.Errorf("session/new %s: %v, want invalid params", name, err)
+		}
+	}
+	if m.Calls() != 0 {
+		t.Fatalf("the model was called %d times", m.Calls())
+	}
+	if r := e.prompt(sid, "hello"); r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatal(r.StopReason)
 	}
 }

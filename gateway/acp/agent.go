@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -243,8 +245,14 @@ func (a *agent) ResumeSession(ctx context.Context, req sdk.ResumeSessionRequest)
 // reopen opens an existing session of the store on this connection, in
 // cwd ("" for the one it was created in).
 func (a *agent) reopen(ctx context.Context, id sdk.SessionId, cwd string, servers []sdk.McpServer) (*sess, *session.Transcript, error) {
+	// The editor names a session by the id the agent gave it, never by a
+	// path (the store would read any file) or a prefix (some other
+	// session); the CLI's --session keeps those for people.
+	if strings.ContainsAny(string(id), `/\`) || strings.HasPrefix(string(id), ".") || strings.HasSuffix(string(id), ".jsonl") {
+		return nil, nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %s: a session id, not a path", id)})
+	}
 	tr, err := a.cfg.Store.Load(ctx, string(id))
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, session.ErrNotFound) || err == nil && tr.Header.ID != string(id) {
 		return nil, nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %s", id)})
 	}
 	if err != nil {
@@ -350,6 +358,9 @@ func (a *agent) open(ctx context.Context, id, cwd string, servers []sdk.McpServe
 	if !filepath.IsAbs(cwd) {
 		return nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd %q is not an absolute path", cwd)})
 	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd %q is not a directory", cwd)})
+	}
 	cfg, err := mcpConfig(servers)
 	if err != nil {
 		return nil, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
@@ -414,6 +425,9 @@ func mcpConfig(servers []sdk.McpServer) (mcp.Config, error) {
 		}
 		if name == "" {
 			return mcp.Config{}, errors.New("an MCP server without a name")
+		}
+		if sc.Command == "" && sc.URL == "" {
+			return mcp.Config{}, fmt.Errorf("MCP server %q has no command (stdio) or url (HTTP)", name)
 		}
 		if _, dup := cfg.Servers[name]; dup {
 			return mcp.Config{}, fmt.Errorf("two MCP servers are called %q", name)

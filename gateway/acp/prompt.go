@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,13 +37,36 @@ func (a *agent) Prompt(ctx context.Context, req sdk.PromptRequest) (sdk.PromptRe
 	s.prompts.Add(1)
 	defer s.prompts.Done()
 
+	text, images := promptContent(req.Prompt)
+	if err := checkPrompt(req.Prompt, text, images); err != nil {
+		return sdk.PromptResponse{}, err
+	}
 	send := s.sender(context.WithoutCancel(ctx))
 	s.sendCommands(send)
-	text, images := promptContent(req.Prompt)
 	if name, args, ok, err := command.Parse(text); ok && len(images) == 0 {
 		return s.command(ctx, send, name, args, err)
 	}
 	return s.prompt(ctx, send, text, images)
+}
+
+// checkPrompt refuses a prompt no provider would take: nothing to say (a
+// request with an empty user turn is refused by some providers, after the
+// session recorded it), or an image that is not base64 image data.
+func checkPrompt(blocks []sdk.ContentBlock, text string, images []llm.Content) error {
+	for _, b := range blocks {
+		if im := b.Image; im != nil {
+			if !strings.HasPrefix(im.MimeType, "image/") {
+				return sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("an image of type %q: give an image/* type", im.MimeType)})
+			}
+			if _, err := base64.StdEncoding.DecodeString(im.Data); err != nil || im.Data == "" {
+				return sdk.NewInvalidParams(map[string]any{"error": "an image whose data is not base64"})
+			}
+		}
+	}
+	if strings.TrimSpace(text) == "" && len(images) == 0 {
+		return sdk.NewInvalidParams(map[string]any{"error": "the prompt is empty"})
+	}
+	return nil
 }
 
 // promptContent is the prompt's text and images. Embedded resources (the
@@ -85,7 +109,7 @@ func (s *sess) prompt(ctx context.Context, send func(sdk.SessionUpdate), text st
 	set := s.settings()
 	built, err := s.a.cfg.Request(ctx, s.info, set)
 	if err != nil {
-		return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+		return sdk.PromptResponse{}, runError(err)
 	}
 	if built.Done != nil {
 		defer built.Done()
@@ -137,7 +161,7 @@ func (s *sess) prompt(ctx context.Context, send func(sdk.SessionUpdate), text st
 		if errors.Is(context.Cause(runCtx), runner.ErrAborted) {
 			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 		}
-		return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": runErr.Error()})
+		return sdk.PromptResponse{}, runError(runErr)
 	}
 	reason, err := stopReason(res)
 	if err != nil {
@@ -173,6 +197,13 @@ func stopReason(res runner.Result) (sdk.StopReason, error) {
 		msg = "the run failed (" + res.Reason + ")"
 	}
 	return "", &sdk.RequestError{Code: -32603, Message: msg, Data: map[string]any{"reason": res.Reason}}
+}
+
+// runError is a prompt that could not run (its setup failed, the session
+// is in use elsewhere) as a JSON-RPC error whose message is the one people
+// read: editors show the message, not "Internal error" and data.
+func runError(err error) error {
+	return &sdk.RequestError{Code: -32603, Message: err.Error(), Data: map[string]any{"error": err.Error()}}
 }
 
 func usageOf(u llm.Usage) *sdk.Usage {
