@@ -2,10 +2,14 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/agentloop/agentloop/command"
+	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/runner"
 )
 
 // CommandRequest is the body of POST /v1/sessions/{id}/command: a slash
@@ -67,14 +71,11 @@ func (s *Server) Command(ctx context.Context, id string, req CommandRequest) (Co
 		s.mu.Unlock()
 		res.Text = "the next runs of the session think at level " + args
 	case command.Compact:
-		if s.cfg.Compact == nil {
-			return CommandResult{}, errorf(CodeInvalidRequest, "this server cannot compact sessions")
-		}
 		s.mu.Lock()
 		busy := ss.active != nil || len(ss.queue) > 0
 		rs := RunSettings{SessionID: ss.id, Cwd: ss.cwd, Model: ss.model, Thinking: ss.thinking}
-		persisted := ss.persisted
 		s.mu.Unlock()
+		persisted := s.isPersisted(ctx, ss)
 		if busy {
 			return CommandResult{}, errorf(CodeSessionBusy, "session %s has a run in progress; compact it when the run has ended", ss.id)
 		}
@@ -82,7 +83,11 @@ func (s *Server) Command(ctx context.Context, id string, req CommandRequest) (Co
 			res.Text = "nothing to compact: the session has no messages yet"
 			break
 		}
-		text, err := s.cfg.Compact(ctx, rs, args)
+		compactFn := s.cfg.Compact
+		if compactFn == nil {
+			compactFn = s.compact
+		}
+		text, err := compactFn(ctx, rs, args)
 		if err != nil {
 			return CommandResult{}, errorf(CodeInternal, "compact: %v", err)
 		}
@@ -112,4 +117,33 @@ func (s *Server) Children(ctx context.Context, id string) (SessionList, *Error) 
 		}
 	}
 	return out, nil
+}
+
+// compact is the compact command when Config.Compact is nil: the model of
+// the session's next run (Prepare's) summarises the session, under its
+// lock, with runner.CompactSession.
+func (s *Server) compact(ctx context.Context, rs RunSettings, instructions string) (string, error) {
+	q, err := s.cfg.Prepare(ctx, rs)
+	if err != nil {
+		return "", err
+	}
+	sess, err := s.cfg.Store.Open(ctx, rs.SessionID, nil)
+	if err != nil {
+		return "", err
+	}
+	defer sess.Close()
+	rec, err := runner.CompactSession(ctx, runner.CompactRequest{Session: sess, Model: q.Model, Window: q.Info.ContextWindow,
+		Instructions: instructions})
+	if errors.Is(err, compact.ErrNothingToCompact) {
+		return "nothing to compact: the session's messages are all recent", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	how := "summarised"
+	if rec.Fallback {
+		how = "dropped without a summary"
+	}
+	return fmt.Sprintf("compacted: %d messages %s; about %d tokens before, %d after", rec.DroppedMessages, how,
+		rec.TokensBefore, rec.TokensAfter), nil
 }

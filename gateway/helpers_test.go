@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -32,6 +33,8 @@ type testServer struct {
 	cwd    string
 	token  string
 	policy tool.ApprovalPolicy
+	// connContext, when set, is the http.Server's ConnContext.
+	connContext func(context.Context, net.Conn) context.Context
 }
 
 type serverOpt func(*Config, *testServer)
@@ -41,8 +44,9 @@ type serverOpt func(*Config, *testServer)
 func newTestServer(t *testing.T, steps []faux.Step, opts ...serverOpt) *testServer {
 	t.Helper()
 	tsv := &testServer{t: t, model: faux.New(steps...), cwd: t.TempDir()}
+	tsv.model.Now = fixedNow
 	tsv.store = session.NewJSONLStore(t.TempDir())
-	rn, err := runner.New(runner.Config{Store: tsv.store, Now: func() int64 { return 1_700_000_000_000 }})
+	rn, err := runner.New(runner.Config{Store: tsv.store, Now: fixedNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +69,11 @@ func newTestServer(t *testing.T, steps []faux.Step, opts ...serverOpt) *testServ
 		t.Fatal(err)
 	}
 	tsv.s = s
-	tsv.ts = httptest.NewServer(s.Handler())
+	tsv.ts = httptest.NewUnstartedServer(s.Handler())
+	if tsv.connContext != nil {
+		tsv.ts.Config.ConnContext = tsv.connContext
+	}
+	tsv.ts.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -275,4 +283,32 @@ func types(ms []sseMsg) []string {
 	return out
 }
 
+func fixedNow() int64 { return 1_700_000_000_000 }
+
 func userText(s string) llm.Message { return llm.UserText(s) }
+
+// runToIdle runs text on a session and waits until the session is idle
+// again (its last event, session_status idle, sent).
+func (tsv *testServer) runToIdle(sessionID, text, key string) (RunInfo, []sseMsg) {
+	tsv.t.Helper()
+	var v Session
+	tsv.do("GET", "/v1/sessions/"+sessionID, nil, &v)
+	st := tsv.events("/v1/sessions/"+sessionID+"/events?after="+strconv.FormatInt(v.HeadSeq, 10), nil)
+	defer st.close()
+	info, code := tsv.startRun(sessionID, text, key, "")
+	if code != http.StatusAccepted {
+		tsv.t.Fatalf("start run: %d", code)
+	}
+	var got []sseMsg
+	for {
+		ms := st.until(tsv.t, EventSessionStatus)
+		got = append(got, ms...)
+		if m := ms[len(ms)-1]; m.fields(tsv.t)["status"] == StatusIdle {
+			return info, got
+		}
+	}
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

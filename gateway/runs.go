@@ -223,15 +223,18 @@ func (s *Server) checkSettings(ctx context.Context, model, thinking string) *Err
 // launched.
 func (s *Server) launch(rs *runState) {
 	ss := rs.sess
+	ss.cancelExpiry()
 	s.mu.Lock()
 	settings := RunSettings{SessionID: ss.id, Cwd: ss.cwd, Model: ss.model, Thinking: ss.thinking}
-	isNew := !ss.persisted
 	s.mu.Unlock()
 	ctx := context.Background()
+	isNew := !s.isPersisted(ctx, ss)
 	q, err := s.cfg.Prepare(ctx, settings)
 	if err == nil {
 		q.Prompt, q.Images = rs.input.text, rs.input.images
-		q.Session = runner.SessionSpec{ID: ss.id, New: isNew, Cwd: ss.cwd}
+		// Prepare's Opened (and Lock) are kept: the rest names the session.
+		q.Session.ID, q.Session.New, q.Session.Cwd = ss.id, isNew, ss.cwd
+		q.Session.Continue, q.Session.Fork = false, ""
 		q.SessionKey = ss.id
 		if q.Approval == nil {
 			q.Approval = &tool.Approval{}
@@ -341,16 +344,21 @@ func (s *Server) finish(rs *runState, persisted bool) {
 		ss.active = next
 	}
 	s.mu.Unlock()
+	if next != nil {
+		s.launch(next)
+	} else {
+		s.emitStatus(ss)
+		s.scheduleExpiry(ss)
+	}
+	s.persistSeq(ss)
+}
+
+// persistSeq keeps the session's last seq in Config.StateDir.
+func (s *Server) persistSeq(ss *sessionState) {
 	ss.emu.Lock()
-	ss.lastEnd = s.clk.Now()
 	seq := ss.seq
 	ss.emu.Unlock()
 	s.saveSeq(ss.id, seq)
-	if next != nil {
-		s.launch(next)
-		return
-	}
-	s.emitStatus(ss)
 }
 
 // finishUnstarted ends a run that never reached the runner: it failed to

@@ -68,9 +68,14 @@ type Config struct {
 	// returned Approval must be the run's own (it remembers "always"
 	// answers), and its Ask is replaced by the Server's.
 	Prepare func(ctx context.Context, rs RunSettings) (runner.Request, error)
-	// Compact compacts a session now (the compact command); nil refuses
-	// the command. It returns a sentence saying what was done.
+	// Compact compacts a session now (the compact command), returning a
+	// sentence saying what was done; nil summarises with the model
+	// Prepare gives the session's runs (runner.CompactSession), without
+	// hooks.
 	Compact func(ctx context.Context, rs RunSettings, instructions string) (string, error)
+	// Cwd is the working directory of a session created without one; ""
+	// makes cwd required.
+	Cwd string
 	// CheckModel, when set, vets a model name of the model command or of a
 	// session's creation.
 	CheckModel func(ctx context.Context, model string) error
@@ -203,6 +208,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.streams.Wait()
 	s.wg.Wait()
+	s.mu.Lock()
+	all := make([]*sessionState, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range all {
+		ss.cancelExpiry()
+		s.persistSeq(ss)
+	}
 	return err
 }
 

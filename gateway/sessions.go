@@ -97,6 +97,25 @@ func sessionIDOfPath(p string) string {
 	return b
 }
 
+// isPersisted reports whether the store has the session, looking when it
+// did not before (the first run of a new session may have just written
+// it).
+func (s *Server) isPersisted(ctx context.Context, ss *sessionState) bool {
+	s.mu.Lock()
+	p := ss.persisted
+	s.mu.Unlock()
+	if p {
+		return true
+	}
+	if _, err := s.cfg.Store.Load(ctx, ss.id); err != nil {
+		return false
+	}
+	s.mu.Lock()
+	ss.persisted = true
+	s.mu.Unlock()
+	return true
+}
+
 // statusLocked is a session's status. s.mu is held.
 func (ss *sessionState) statusLocked() string {
 	if ss.active == nil {
@@ -128,6 +147,9 @@ func (s *Server) CreateSession(ctx context.Context, req CreateSessionRequest) (S
 		return Session{}, errorf(CodeUnavailable, "the server is shutting down")
 	}
 	if req.Cwd == "" {
+		req.Cwd = s.cfg.Cwd
+	}
+	if req.Cwd == "" {
 		return Session{}, errorf(CodeInvalidRequest, "cwd is required: the directory the session works in")
 	}
 	if !filepath.IsAbs(req.Cwd) {
@@ -153,9 +175,9 @@ func (s *Server) GetSession(ctx context.Context, id string) (Session, *Error) {
 	if e != nil {
 		return Session{}, e
 	}
+	persisted := s.isPersisted(ctx, ss)
 	s.mu.Lock()
 	v := s.viewLocked(ss)
-	persisted := ss.persisted
 	s.mu.Unlock()
 	if persisted {
 		if tr, err := s.cfg.Store.Load(ctx, id); err == nil {
@@ -233,8 +255,9 @@ func (s *Server) ForkSession(ctx context.Context, id, leafID string) (Session, *
 	if e != nil {
 		return Session{}, e
 	}
+	persisted := s.isPersisted(ctx, ss)
 	s.mu.Lock()
-	persisted, cwd, model, thinking := ss.persisted, ss.cwd, ss.model, ss.thinking
+	cwd, model, thinking := ss.cwd, ss.model, ss.thinking
 	s.mu.Unlock()
 	if !persisted {
 		return Session{}, errorf(CodeInvalidRequest, "session %s has no messages yet: there is nothing to fork", id)
@@ -268,7 +291,6 @@ func (s *Server) DeleteSession(ctx context.Context, id string) *Error {
 	queued := ss.queue
 	ss.queue = nil
 	active := ss.active
-	persisted := ss.persisted
 	s.mu.Unlock()
 	for _, rs := range queued {
 		s.finishUnstarted(rs, "aborted", "the session was deleted")
@@ -279,7 +301,7 @@ func (s *Server) DeleteSession(ctx context.Context, id string) *Error {
 			return errorf(CodeUnavailable, "the session's run did not stop in time; try again")
 		}
 	}
-	if persisted {
+	if s.isPersisted(ctx, ss) {
 		d, ok := s.cfg.Store.(Deleter)
 		if !ok {
 			return errorf(CodeInvalidRequest, "this server's session store cannot delete sessions")
@@ -291,6 +313,7 @@ func (s *Server) DeleteSession(ctx context.Context, id string) *Error {
 	s.mu.Lock()
 	delete(s.sessions, id)
 	s.mu.Unlock()
+	ss.cancelExpiry()
 	ss.emu.Lock()
 	subs := ss.subs
 	ss.subs = nil
@@ -313,9 +336,7 @@ func (s *Server) Messages(ctx context.Context, id, after string, limit int) (Mes
 	if e != nil {
 		return MessagePage{}, e
 	}
-	s.mu.Lock()
-	persisted := ss.persisted
-	s.mu.Unlock()
+	persisted := s.isPersisted(ctx, ss)
 	page := MessagePage{Entries: []session.Entry{}}
 	if !persisted {
 		return page, nil

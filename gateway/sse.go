@@ -38,6 +38,9 @@ func (s *Server) serveRunEvents(w http.ResponseWriter, r *http.Request) {
 	s.serveEvents(w, r, rs.sess.id, rs.id, after)
 }
 
+// stopGrace is how long Shutdown lets a stream send what is queued.
+const stopGrace = time.Second
+
 // afterParam reads Last-Event-ID, or else ?after=.
 func afterParam(r *http.Request, def int64) (int64, *Error) {
 	v := r.Header.Get("Last-Event-ID")
@@ -73,11 +76,13 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sessionID, 
 	go func() {
 		select {
 		case <-sub.closed:
+			_ = rc.SetWriteDeadline(time.Now())
 		case <-s.stop:
+			// What is queued (a run's last events) is sent first; a client
+			// that does not read has a moment, not forever.
+			_ = rc.SetWriteDeadline(time.Now().Add(stopGrace))
 		case <-done:
-			return
 		}
-		_ = rc.SetWriteDeadline(time.Now())
 	}()
 
 	h := w.Header()

@@ -72,8 +72,9 @@ type sessionState struct {
 	ringHead  int // index of the oldest frame kept
 	ringBytes int64
 	subs      map[*subscription]struct{}
-	// lastEnd is when the session's last run ended (ring expiry).
-	lastEnd time.Time
+	// expiry, when set, stops the timer that drops the ring Ring.Keep
+	// after the session's last run ended.
+	expiry func() bool
 }
 
 // runState is a run the Server started or queued.
@@ -183,10 +184,36 @@ func (ss *sessionState) oldestLocked() int64 {
 	return ss.seq + 1
 }
 
-// expireRingLocked drops the ring of a session idle for longer than keep.
-func (ss *sessionState) expireRingLocked(now time.Time, keep time.Duration, idle bool) {
-	if idle && !ss.lastEnd.IsZero() && now.Sub(ss.lastEnd) > keep && len(ss.ring) > 0 {
+// scheduleExpiry drops the session's ring Ring.Keep after its last run
+// ended, unless a run starts before: an idle session keeps no events in
+// memory for long. A client resuming after that gets a resync.
+func (s *Server) scheduleExpiry(ss *sessionState) {
+	ss.emu.Lock()
+	defer ss.emu.Unlock()
+	if ss.expiry != nil {
+		ss.expiry()
+	}
+	ss.expiry = s.clk.AfterFunc(s.cfg.Ring.Keep, func() {
+		s.mu.Lock()
+		idle := ss.active == nil && len(ss.queue) == 0
+		s.mu.Unlock()
+		if !idle {
+			return
+		}
+		ss.emu.Lock()
+		clear(ss.ring)
 		ss.ring, ss.ringHead, ss.ringBytes = nil, 0, 0
+		ss.emu.Unlock()
+	})
+}
+
+// cancelExpiry keeps the ring of a session whose run starts.
+func (ss *sessionState) cancelExpiry() {
+	ss.emu.Lock()
+	defer ss.emu.Unlock()
+	if ss.expiry != nil {
+		ss.expiry()
+		ss.expiry = nil
 	}
 }
 

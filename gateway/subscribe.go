@@ -147,6 +147,7 @@ func (sub *subscription) Close() {
 // error says why the subscription ended (ErrSlowConsumer, errClosed) or
 // ctx's.
 func (sub *subscription) next(ctx context.Context, idle <-chan time.Time) ([]frame, error) {
+	stop := sub.s.stop
 	for {
 		sub.mu.Lock()
 		if sub.err != nil {
@@ -163,6 +164,9 @@ func (sub *subscription) next(ctx context.Context, idle <-chan time.Time) ([]fra
 			return q, nil
 		}
 		sub.mu.Unlock()
+		if stop == nil { // the server stopped and everything queued was sent
+			return nil, errClosed
+		}
 		select {
 		case <-sub.wake:
 		case <-sub.closed:
@@ -170,8 +174,8 @@ func (sub *subscription) next(ctx context.Context, idle <-chan time.Time) ([]fra
 			return nil, ctx.Err()
 		case <-idle:
 			return nil, nil // time for a heartbeat
-		case <-sub.s.stop:
-			return nil, errClosed
+		case <-stop:
+			stop = nil // send what is queued (a run's last events), then end
 		}
 	}
 }

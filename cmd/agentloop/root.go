@@ -31,6 +31,7 @@ Try it offline on the scripted model:
 		newAuthCmd(env),
 		newCompactCmd(env),
 		newPermissionsCmd(env),
+		newServeCmd(env),
 	)
 	return root
 }
