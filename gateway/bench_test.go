@@ -380,4 +380,3 @@ func BenchmarkGatewayStreams(b *testing.B) {
 		})
 	}
 }
-
