@@ -183,7 +183,7 @@ func (m sseMsg) fields(t *testing.T) map[string]any {
 type sseStream struct {
 	resp     *http.Response
 	rd       *bufio.Reader
-	comments []string
+	comments chan string
 	msgs     chan sseMsg
 	errc     chan error
 }
@@ -197,7 +197,8 @@ func (tsv *testServer) events(path string, hdr http.Header) *sseStream {
 		resp.Body.Close()
 		tsv.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
 	}
-	st := &sseStream{resp: resp, rd: bufio.NewReader(resp.Body), msgs: make(chan sseMsg, 100000), errc: make(chan error, 1)}
+	st := &sseStream{resp: resp, rd: bufio.NewReader(resp.Body), msgs: make(chan sseMsg, 100000), errc: make(chan error, 1),
+		comments: make(chan string, 1000)}
 	go st.read()
 	tsv.t.Cleanup(st.close)
 	return st
@@ -222,7 +223,10 @@ func (st *sseStream) read() {
 			}
 			m, data = sseMsg{}, nil
 		case strings.HasPrefix(line, ":"):
-			st.comments = append(st.comments, line)
+			select {
+			case st.comments <- line:
+			default:
+			}
 		case strings.HasPrefix(line, "id: "):
 			m.id = line[4:]
 		case strings.HasPrefix(line, "event: "):

@@ -244,3 +244,30 @@ func TestSeqContinuesAfterRestart(t *testing.T) {
 		t.Fatalf("first seq after restart %d, want %d", msgs[0].seq(), v.HeadSeq+1)
 	}
 }
+
+// A server that ends without Shutdown (a crash) while a session emits: the
+// next one numbers above every seq the first may have sent.
+func TestSeqAfterCrash(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	tsv := newTestServer(t, []faux.Step{held(release, "held")})
+	sess := tsv.newSession()
+	st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	tsv.startRun(sess.ID, "go", "k", "")
+	seen := st.until(t, "message_update")
+	k := seen[len(seen)-1].seq()
+
+	// A second server on the same state, as after a crash of the first.
+	s2, err := New(tsv.s.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Shutdown(context.Background())
+	v, e := s2.GetSession(context.Background(), sess.ID)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if v.HeadSeq < k {
+		t.Fatalf("after a crash the head is %d, but seq %d was sent", v.HeadSeq, k)
+	}
+}

@@ -121,11 +121,12 @@ func (s *Server) StartRun(ctx context.Context, sessionID string, req StartRunReq
 		s.mu.Unlock()
 		return RunInfo{}, errorf(CodeUnavailable, "the server is shutting down")
 	}
-	if rs := ss.idem[req.IdempotencyKey]; rs != nil {
-		info := RunInfo{RunID: rs.id, SessionID: ss.id, Status: rs.status}
-		if rs.sess != ss || rs.onBusy == OnBusySteer && rs.h == nil && rs.status != RunQueued {
-			info.Delivered = OnBusySteer
-		}
+	if ss.deleted {
+		s.mu.Unlock()
+		return RunInfo{}, errorf(CodeNotFound, "session %s was deleted", ss.id)
+	}
+	if prev, ok := ss.idem[req.IdempotencyKey]; ok {
+		info := RunInfo{RunID: prev.run.id, SessionID: ss.id, Status: prev.run.status, Delivered: prev.delivered}
 		s.mu.Unlock()
 		return info, nil
 	}
@@ -145,12 +146,14 @@ func (s *Server) StartRun(ctx context.Context, sessionID string, req StartRunReq
 		}
 		return RunInfo{}, e
 	}
-	if busy && req.OnBusy == OnBusySteer && ss.active != nil && ss.active.h != nil && len(ss.queue) == 0 {
+	// Steering carries text only, and only into a run nothing waits behind.
+	if busy && req.OnBusy == OnBusySteer && ss.active != nil && ss.active.h != nil && len(ss.queue) == 0 && len(in.images) == 0 {
 		active := ss.active
-		if active.h.Steer(in.text) && len(in.images) == 0 {
-			ss.idem[req.IdempotencyKey] = active
+		if active.h.Steer(in.text) {
+			s.remember(ss, req.IdempotencyKey, active, OnBusySteer)
+			st := active.status
 			s.mu.Unlock()
-			return RunInfo{RunID: active.id, SessionID: ss.id, Status: RunRunning, Delivered: OnBusySteer}, nil
+			return RunInfo{RunID: active.id, SessionID: ss.id, Status: st, Delivered: OnBusySteer}, nil
 		}
 		// Not steerable now (compacting, between attempts, ending): the
 		// input waits for its own run instead.
@@ -161,13 +164,20 @@ func (s *Server) StartRun(ctx context.Context, sessionID string, req StartRunReq
 		e.RetryAfter = time.Second
 		return RunInfo{}, e
 	}
-	rs := &runState{id: "run_" + session.NewSessionID(), sess: ss, input: in, onBusy: req.OnBusy, key: req.IdempotencyKey,
+	rs := &runState{id: "run_" + session.NewSessionID(), sess: ss, input: in,
 		createdAt: s.clk.Now().UTC(), status: RunQueued, finished: make(chan struct{})}
-	ss.idem[req.IdempotencyKey] = rs
+	delivered := ""
+	if busy && req.OnBusy == OnBusySteer {
+		delivered = "queued"
+	}
+	s.remember(ss, req.IdempotencyKey, rs, delivered)
 	s.runs[rs.id] = rs
 	var interrupt *runState
 	position := 0
-	if busy {
+	if !busy {
+		ss.active = rs // in this critical section, so no other start sees the session free
+		s.wg.Add(1)    // and Shutdown waits for it (launch)
+	} else {
 		if req.OnBusy == OnBusyInterrupt {
 			ss.queue = append([]*runState{rs}, ss.queue...)
 			interrupt = ss.active
@@ -187,15 +197,8 @@ func (s *Server) StartRun(ctx context.Context, sessionID string, req StartRunReq
 		if interrupt != nil {
 			s.abortRun(interrupt)
 		}
-		info := RunInfo{RunID: rs.id, SessionID: ss.id, Status: RunQueued, Position: position}
-		if req.OnBusy == OnBusySteer {
-			info.Delivered = "queued"
-		}
-		return info, nil
+		return RunInfo{RunID: rs.id, SessionID: ss.id, Status: RunQueued, Position: position, Delivered: delivered}, nil
 	}
-	s.mu.Lock()
-	ss.active = rs
-	s.mu.Unlock()
 	s.launch(rs)
 	s.mu.Lock()
 	st := rs.status
@@ -218,9 +221,10 @@ func (s *Server) checkSettings(ctx context.Context, model, thinking string) *Err
 	return nil
 }
 
-// launch starts rs on the runner; rs is its session's active run. A run
-// that cannot start is finished as failed, and the next queued one
-// launched.
+// launch starts rs on the runner; rs is its session's active run, and
+// s.wg was incremented for it where that was decided (under s.mu, with
+// closing unset), so Shutdown cannot miss it. A run that cannot start is
+// finished as failed, and the next queued one launched.
 func (s *Server) launch(rs *runState) {
 	ss := rs.sess
 	ss.cancelExpiry()
@@ -232,6 +236,7 @@ func (s *Server) launch(rs *runState) {
 	q, err := s.cfg.Prepare(ctx, settings)
 	if err == nil {
 		q.Prompt, q.Images = rs.input.text, rs.input.images
+		rs.input = runInput{} // the runner has it now
 		// Prepare's Opened (and Lock) are kept: the rest names the session.
 		q.Session.ID, q.Session.New, q.Session.Cwd = ss.id, isNew, ss.cwd
 		q.Session.Continue, q.Session.Fork = false, ""
@@ -241,21 +246,29 @@ func (s *Server) launch(rs *runState) {
 		}
 		q.Approval.Ask = s.asker(rs)
 		q.OnEvent = func(ev runner.Event) { s.onRunEvent(rs, ev) }
+		// Running from here: the run's own events (an approval, its end)
+		// may change the status before Start returns.
+		s.mu.Lock()
+		rs.status = RunRunning
+		rs.startedAt = s.clk.Now().UTC()
+		s.mu.Unlock()
+		s.emitStatus(ss)
 		var h *runner.Run
 		h, err = s.cfg.Runner.Start(ctx, q)
 		if err == nil {
 			s.mu.Lock()
 			rs.h = h
-			rs.status = RunRunning
-			rs.startedAt = s.clk.Now().UTC()
+			abort := s.aborting
 			s.mu.Unlock()
-			s.emitStatus(ss)
-			s.wg.Add(1)
-			go s.watch(rs, h)
+			if abort { // Shutdown's deadline passed while it started
+				h.Abort()
+			}
+			go s.watch(rs, h) // it owns the wg count of the launch
 			return
 		}
 	}
 	s.finishUnstarted(rs, RunFailed, err.Error())
+	s.wg.Done()
 }
 
 // onRunEvent numbers a runner event in its session's order and sends it
@@ -293,7 +306,7 @@ func runStatusOf(reason string) string {
 		return RunSucceeded
 	case runner.ReasonAborted:
 		return RunAborted
-	case "timeout":
+	case runner.ReasonTimeout:
 		return RunTimeout
 	}
 	return RunFailed
@@ -331,6 +344,7 @@ func (s *Server) finish(rs *runState, persisted bool) {
 	rs.ended = true
 	rs.endedAt = s.clk.Now().UTC()
 	rs.closeFinished()
+	s.retireLocked(rs)
 	if persisted {
 		ss.persisted = true
 	}
@@ -338,27 +352,36 @@ func (s *Server) finish(rs *runState, persisted bool) {
 		ss.active = nil
 	}
 	var next *runState
-	if !s.closing && len(ss.queue) > 0 {
+	if !s.closing && !ss.deleted && len(ss.queue) > 0 {
 		next = ss.queue[0]
 		ss.queue = ss.queue[1:]
 		ss.active = next
+		s.wg.Add(1) // launch
 	}
 	s.mu.Unlock()
 	if next != nil {
 		s.launch(next)
 	} else {
+		s.scheduleExpiry(ss) // before the idle status, which clients wait for
 		s.emitStatus(ss)
-		s.scheduleExpiry(ss)
 	}
 	s.persistSeq(ss)
 }
 
-// persistSeq keeps the session's last seq in Config.StateDir.
+// persistSeq writes the session's last seq in Config.StateDir, replacing
+// its reservation, when no run of it is going on (one could emit beyond a
+// seq written now).
 func (s *Server) persistSeq(ss *sessionState) {
+	s.mu.Lock()
+	idle := ss.active == nil
+	s.mu.Unlock()
+	if !idle || s.cfg.StateDir == "" {
+		return
+	}
 	ss.emu.Lock()
-	seq := ss.seq
-	ss.emu.Unlock()
-	s.saveSeq(ss.id, seq)
+	defer ss.emu.Unlock()
+	s.writeSeq(ss.id, ss.seq, false)
+	ss.reserved = ss.seq
 }
 
 // finishUnstarted ends a run that never reached the runner: it failed to
@@ -372,6 +395,7 @@ func (s *Server) finishUnstarted(rs *runState, status, msg string) {
 	}
 	rs.status, rs.errMsg, rs.ended, rs.endedAt = status, msg, true, s.clk.Now().UTC()
 	rs.closeFinished()
+	s.retireLocked(rs)
 	rs.reason = runner.ReasonAborted
 	if status == RunFailed {
 		rs.reason = "start_failed"
@@ -515,5 +539,34 @@ func (rs *runState) wait(ctx context.Context) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// keptRuns is how many ended runs a session keeps (GET /v1/runs/{id}, the
+// idempotency keys that name them); older ones are forgotten. A variable
+// for tests.
+var keptRuns = 100
+
+// remember maps an idempotency key to the run it reached. s.mu is held.
+func (s *Server) remember(ss *sessionState, key string, rs *runState, delivered string) {
+	ss.idem[key] = idemEntry{run: rs, delivered: delivered}
+	rs.keys = append(rs.keys, key)
+}
+
+// retireLocked keeps an ended run among the session's last keptRuns,
+// forgetting the oldest beyond them. s.mu is held.
+func (s *Server) retireLocked(rs *runState) {
+	ss := rs.sess
+	ss.ended = append(ss.ended, rs)
+	for len(ss.ended) > keptRuns {
+		old := ss.ended[0]
+		ss.ended[0] = nil
+		ss.ended = ss.ended[1:]
+		delete(s.runs, old.id)
+		for _, k := range old.keys {
+			if e, ok := ss.idem[k]; ok && e.run == old {
+				delete(ss.idem, k)
+			}
+		}
 	}
 }

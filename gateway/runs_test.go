@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -117,6 +118,23 @@ func TestOnBusy(t *testing.T) {
 			t.Fatalf("same key after a steer: %+v", again)
 		}
 	})
+	t.Run("steer behind a queue", func(t *testing.T) {
+		release := make(chan struct{})
+		defer close(release)
+		tsv := newTestServer(t, []faux.Step{held(release, "first"), faux.Say("2"), faux.Say("3")})
+		sess := tsv.newSession()
+		st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+		tsv.startRun(sess.ID, "one", "a", "")
+		st.until(t, "message_update")
+		tsv.startRun(sess.ID, "two", "b", OnBusyQueue)
+		c, _ := tsv.startRun(sess.ID, "three", "c", OnBusySteer)
+		if c.Delivered != "queued" || c.Status != RunQueued || c.Position != 2 {
+			t.Fatalf("a steer while a run waits must wait too (order): %+v", c)
+		}
+		if again, _ := tsv.startRun(sess.ID, "three", "c", OnBusySteer); again.RunID != c.RunID || again.Delivered != "queued" {
+			t.Fatalf("same key: %+v", again)
+		}
+	})
 	t.Run("queue_full", func(t *testing.T) {
 		release := make(chan struct{})
 		defer close(release)
@@ -195,5 +213,55 @@ func TestDeleteRunningSession(t *testing.T) {
 	}
 	if _, err := tsv.store.Load(context.Background(), sess.ID); err == nil {
 		t.Fatal("the transcript is still there")
+	}
+}
+
+// A run stream opened after the run ended replays it and ends; one
+// opened after its last event ends at once.
+func TestRunStreamOfEndedRun(t *testing.T) {
+	tsv := newTestServer(t, []faux.Step{faux.Say("hi")})
+	sess := tsv.newSession()
+	info, all := tsv.runToIdle(sess.ID, "go", "a")
+	got := tsv.events("/v1/runs/"+info.RunID+"/events", nil).rest(t)
+	if len(got) == 0 || got[len(got)-1].event != "run_end" {
+		t.Fatalf("replay: %v", types(got))
+	}
+	last := got[len(got)-1].id
+	if rest := tsv.events("/v1/runs/"+info.RunID+"/events?after="+last, nil).rest(t); len(rest) != 0 {
+		t.Fatalf("after the end: %v", types(rest))
+	}
+	_ = all
+}
+
+// A session keeps its last keptRuns ended runs; older ones are
+// forgotten (404), with their idempotency keys.
+func TestEndedRunsAreForgotten(t *testing.T) {
+	defer func(n int) { keptRuns = n }(keptRuns)
+	keptRuns = 3
+	tsv := newTestServer(t, []faux.Step{faux.Say("hi")})
+	tsv.model.Repeat = true
+	sess := tsv.newSession()
+	var first RunInfo
+	for i := 0; i <= keptRuns; i++ {
+		info, e := tsv.s.StartRun(context.Background(), sess.ID, StartRunRequest{Input: []byte(`"go"`), IdempotencyKey: "k" + strconv.Itoa(i)})
+		if e != nil {
+			t.Fatal(e)
+		}
+		tsv.s.mu.Lock()
+		rs := tsv.s.runs[info.RunID]
+		tsv.s.mu.Unlock()
+		<-rs.finished
+		if i == 0 {
+			first = info
+		}
+	}
+	if code := tsv.do("GET", "/v1/runs/"+first.RunID, nil, nil); code != http.StatusNotFound {
+		t.Fatalf("the oldest run: %d", code)
+	}
+	tsv.s.mu.Lock()
+	n, idem := len(tsv.s.runs), len(tsv.s.sessions[sess.ID].idem)
+	tsv.s.mu.Unlock()
+	if n != keptRuns || idem != keptRuns {
+		t.Fatalf("%d runs, %d keys kept", n, idem)
 	}
 }

@@ -116,6 +116,7 @@ type Server struct {
 	// already_resolved rather than 404.
 	resolved map[string]struct{}
 	closing  bool
+	aborting bool // Shutdown's deadline passed: runs that start are aborted
 
 	inflight chan struct{}
 	// stop is closed when Shutdown begins: streams end, new requests are
@@ -197,6 +198,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 		s.mu.Lock()
+		s.aborting = true
 		for _, rs := range s.runs {
 			if rs.h != nil {
 				rs.h.Abort()

@@ -73,7 +73,7 @@ func (s *Server) session(id string) (*sessionState, *Error) {
 		return nil, errorf(CodeNotFound, "no session %q", id)
 	}
 	created, _ := time.Parse(time.RFC3339Nano, tr.Header.Timestamp)
-	ss = &sessionState{id: id, cwd: tr.Header.Cwd, created: created, persisted: true, idem: map[string]*runState{}}
+	ss = &sessionState{id: id, cwd: tr.Header.Cwd, created: created, persisted: true, idem: map[string]idemEntry{}}
 	if p := tr.Header.ParentSession; p != "" {
 		ss.parentID = sessionIDOfPath(p)
 	}
@@ -162,7 +162,7 @@ func (s *Server) CreateSession(ctx context.Context, req CreateSessionRequest) (S
 		return Session{}, e
 	}
 	ss := &sessionState{id: session.NewSessionID(), cwd: filepath.Clean(req.Cwd), label: req.Label, model: req.Model,
-		thinking: req.Thinking, created: s.clk.Now().UTC(), idem: map[string]*runState{}}
+		thinking: req.Thinking, created: s.clk.Now().UTC(), idem: map[string]idemEntry{}}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sessions[ss.id] = ss
@@ -288,6 +288,7 @@ func (s *Server) DeleteSession(ctx context.Context, id string) *Error {
 		return e
 	}
 	s.mu.Lock()
+	ss.deleted = true // no run starts on it from here
 	queued := ss.queue
 	ss.queue = nil
 	active := ss.active

@@ -19,7 +19,7 @@ func (s *Server) serveSessionEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	s.serveEvents(w, r, r.PathValue("id"), "", after)
+	s.serveEvents(w, r, r.PathValue("id"), "", after, false)
 }
 
 // serveRunEvents is GET /v1/runs/{id}/events: one run's events, from its
@@ -35,7 +35,10 @@ func (s *Server) serveRunEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	s.serveEvents(w, r, rs.sess.id, rs.id, after)
+	s.mu.Lock()
+	ended := rs.ended
+	s.mu.Unlock()
+	s.serveEvents(w, r, rs.sess.id, rs.id, after, ended)
 }
 
 // stopGrace is how long Shutdown lets a stream send what is queued.
@@ -57,9 +60,12 @@ func afterParam(r *http.Request, def int64) (int64, *Error) {
 	return n, nil
 }
 
-func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sessionID, runID string, after int64) {
+// serveEvents streams a subscription as SSE. ended says the run of a run
+// stream had ended before it began: the stream then ends once what the
+// ring replays is sent (at once when nothing is left after after).
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sessionID, runID string, after int64, ended bool) {
 	rc := http.NewResponseController(w)
-	sub, _, e := s.subscribe(sessionID, runID, after)
+	sub, res, e := s.subscribe(sessionID, runID, after)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -95,6 +101,9 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sessionID, 
 	if bw.Flush() != nil || rc.Flush() != nil {
 		return
 	}
+	if ended && res.Replayed == 0 && !res.Resync {
+		return // nothing of the run after after: its run_end was sent before
+	}
 	beat := time.NewTicker(s.cfg.Heartbeat)
 	defer beat.Stop()
 	for {
@@ -112,7 +121,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sessionID, 
 		if frames == nil { // heartbeat
 			fmt.Fprintf(bw, ": keepalive %d\n\n", time.Now().UnixMilli())
 		}
-		end := false
+		end := ended && runID != "" // a replay of an ended run is all there is
 		for _, f := range frames {
 			writeFrame(bw, f)
 			if runID != "" && f.typ == "run_end" && f.runID == runID && !f.noID {

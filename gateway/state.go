@@ -60,14 +60,18 @@ type sessionState struct {
 	persisted bool
 	model     string
 	thinking  string
+	deleted   bool // DeleteSession has begun
 
 	active *runState
 	queue  []*runState
-	// idem maps idempotency keys to the run they started.
-	idem map[string]*runState
+	// idem maps idempotency keys to the run they reached; ended are the
+	// session's last ended runs, oldest first (retireLocked).
+	idem  map[string]idemEntry
+	ended []*runState
 
 	emu       sync.Mutex
 	seq       int64
+	reserved  int64 // the seq file's reservation: seqs up to it may be used
 	ring      []frame
 	ringHead  int // index of the oldest frame kept
 	ringBytes int64
@@ -77,13 +81,19 @@ type sessionState struct {
 	expiry func() bool
 }
 
+// idemEntry is what a start with an idempotency key did: the run it
+// started or steered ("steer") or queued on a steer ("queued").
+type idemEntry struct {
+	run       *runState
+	delivered string
+}
+
 // runState is a run the Server started or queued.
 type runState struct {
 	id        string
 	sess      *sessionState
 	input     runInput
-	onBusy    string
-	key       string
+	keys      []string // the idempotency keys that name it
 	createdAt time.Time
 	// afterSeq is the session's seq before the run's first event: a run
 	// stream without ?after= starts there.
@@ -116,6 +126,7 @@ type runInput struct {
 // hands it to the subscribers. ss.emu must be held. mk builds the event's
 // JSON for its seq.
 func (s *Server) emitLocked(ss *sessionState, typ, runID string, mk func(seq int64) []byte) frame {
+	s.reserveLocked(ss)
 	ss.seq++
 	f := frame{seq: ss.seq, typ: typ, runID: runID, data: mk(ss.seq)}
 	s.ringAppend(ss, f)
@@ -225,7 +236,14 @@ func (s *Server) seqPath(id string) string {
 	return filepath.Join(s.cfg.StateDir, id+".seq")
 }
 
-// loadSeq reads a session's last seq (0 when none is kept).
+// seqReserve is how many seqs a session reserves in its seq file at a
+// time while it emits: after a crash, numbering resumes above every seq
+// that may have been sent, so no seq is ever used twice.
+const seqReserve = 1000
+
+// loadSeq reads the seq a session's numbering continues from: its last
+// seq after a clean end ("N"), or the top of its reservation ("R N") when
+// the process ended while it emitted. 0 when none is kept.
 func (s *Server) loadSeq(id string) int64 {
 	p := s.seqPath(id)
 	if p == "" {
@@ -235,12 +253,14 @@ func (s *Server) loadSeq(id string) int64 {
 	if err != nil {
 		return 0
 	}
-	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	v := strings.TrimPrefix(strings.TrimSpace(string(b)), "R ")
+	n, _ := strconv.ParseInt(v, 10, 64)
 	return n
 }
 
-// saveSeq writes a session's last seq, atomically.
-func (s *Server) saveSeq(id string, seq int64) {
+// writeSeq writes a session's seq file atomically: "N", or "R N" for a
+// reservation.
+func (s *Server) writeSeq(id string, seq int64, reserved bool) {
 	p := s.seqPath(id)
 	if p == "" {
 		return
@@ -248,11 +268,25 @@ func (s *Server) saveSeq(id string, seq int64) {
 	if err := os.MkdirAll(s.cfg.StateDir, 0o700); err != nil {
 		return
 	}
+	line := strconv.FormatInt(seq, 10) + "\n"
+	if reserved {
+		line = "R " + line
+	}
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.FormatInt(seq, 10)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tmp, []byte(line), 0o600); err != nil {
 		return
 	}
 	_ = os.Rename(tmp, p)
+}
+
+// reserveLocked makes sure the seq file covers the next seq. ss.emu is
+// held.
+func (s *Server) reserveLocked(ss *sessionState) {
+	if s.cfg.StateDir == "" || ss.seq < ss.reserved {
+		return
+	}
+	ss.reserved = ss.seq + seqReserve
+	s.writeSeq(ss.id, ss.reserved, true)
 }
 
 // eventJSON is the protocol v2 JSON of a runner event with the session's

@@ -28,6 +28,7 @@ type subscription struct {
 
 	mu     sync.Mutex
 	q      []frame
+	spare  []frame       // the buffer next handed out last, reused for q
 	live   int           // frames of q that are live (not replayed): the queue's count
 	bytes  int64         // bytes of the live frames
 	err    error         // why it ended; nil while live
@@ -129,7 +130,7 @@ func (sub *subscription) endLocked(err error) {
 	}
 	sub.err = err
 	sub.s.queuedBytes.Add(-sub.bytes)
-	sub.q, sub.live, sub.bytes = nil, 0, 0
+	sub.q, sub.spare, sub.live, sub.bytes = nil, nil, 0, 0
 	close(sub.closed)
 }
 
@@ -156,8 +157,11 @@ func (sub *subscription) next(ctx context.Context, idle <-chan time.Time) ([]fra
 			return nil, err
 		}
 		if len(sub.q) > 0 {
+			// Two buffers take turns: the one handed out last time is done
+			// with (the consumer called again), so it takes the next frames.
 			q := sub.q
-			sub.q, sub.live = nil, 0
+			clear(sub.spare)
+			sub.q, sub.spare, sub.live = sub.spare[:0], q, 0
 			sub.s.queuedBytes.Add(-sub.bytes)
 			sub.bytes = 0
 			sub.mu.Unlock()

@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -250,5 +252,52 @@ func TestServeAuth(t *testing.T) {
 	var sess struct{ ID string }
 	if st := sc.call(t, "POST", "/v1/sessions", "admin-token", map[string]any{}, &sess); st != 201 {
 		t.Fatalf("admin token: %d", st)
+	}
+}
+
+// serve on a Unix socket: the socket is private to its user, and the API
+// answers on it.
+func TestServeUnixSocket(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	sock := filepath.Join(t.TempDir(), "agentloop.sock")
+	cmd := exec.Command(builtCLI(t), "serve", "--model", "faux/demo", "--listen", "unix://"+sock)
+	cmd.Dir = ws
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AGENTLOOP_HOME=" + home}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if _, err := os.Stat(sock); !os.IsNotExist(err) {
+			t.Errorf("the socket is left behind: %v", err)
+		}
+	}()
+	var fi os.FileInfo
+	for i := 0; ; i++ {
+		var err error
+		if fi, err = os.Stat(sock); err == nil {
+			break
+		}
+		if i > 2000 {
+			t.Fatalf("no socket: %s", errb.String())
+		}
+		time.Sleep(5 * time.Millisecond) // polling a child process's socket
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode %v", fi.Mode().Perm())
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	resp, err := client.Post("http://agentloop/v1/sessions", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create over the socket: %d", resp.StatusCode)
 	}
 }
