@@ -706,3 +706,29 @@ func (tsv *testServer) waitRunEnd(runID string) Run {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Shutdown closes open WebSockets with 1001 and ends ServeStdio, and waits
+// for both.
+func TestRPCShutdown(t *testing.T) {
+	tsv := newTestServer(t, nil)
+	c, _ := tsv.dialWS("", nil)
+	var sess Session
+	c.result("session/create", CreateSessionRequest{Cwd: tsv.cwd}, &sess)
+	c.result("events/subscribe", map[string]any{"sessionId": sess.ID}, nil)
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	served := make(chan error, 1)
+	go func() { served <- tsv.s.ServeStdio(context.Background(), inR, io.Discard) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tsv.s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-c.done
+	if st := websocket.CloseStatus(c.err); st != websocket.StatusGoingAway {
+		t.Fatalf("WebSocket closed with %v (%v), want 1001", st, c.err)
+	}
+	if err := <-served; !errors.Is(err, errShutdown) {
+		t.Fatalf("ServeStdio after Shutdown: %v", err)
+	}
+}
