@@ -179,7 +179,11 @@ type benchServer struct {
 }
 
 func startBenchServer(b *testing.B, base string) *benchServer {
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestBenchServerChild$", "-test.v")
+	args := []string{"-test.run", "^TestBenchServerChild$", "-test.v"}
+	if p := os.Getenv("GATEWAY_BENCH_CPUPROFILE"); p != "" { // the server's profile, for go tool pprof
+		args = append(args, "-test.cpuprofile", p)
+	}
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), benchChildEnv+"="+base)
 	stdin, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
@@ -225,6 +229,19 @@ func procKiB(pid int, field string) int64 {
 		}
 	}
 	return 0
+}
+
+// procCPU is the CPU time (user + system) process pid has used.
+func procCPU(pid int) time.Duration {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
 // benchStream is one client's SSE stream of a session.
@@ -322,6 +339,7 @@ func BenchmarkGatewayStreams(b *testing.B) {
 			rssIdle := procKiB(pid, "VmRSS")
 
 			b.ResetTimer()
+			cpu0 := procCPU(pid)
 			start := time.Now()
 			var before int64
 			for _, st := range sts {
@@ -351,6 +369,7 @@ func BenchmarkGatewayStreams(b *testing.B) {
 				wg.Wait()
 			}
 			elapsed := time.Since(start)
+			cpu := procCPU(pid) - cpu0
 			b.StopTimer()
 			var events int64
 			var delays []time.Duration
@@ -372,6 +391,10 @@ func BenchmarkGatewayStreams(b *testing.B) {
 				b.Errorf("%d stamped deltas reached the clients, want %d", len(delays), want)
 			}
 			b.ReportMetric(float64(events)/elapsed.Seconds(), "events/s")
+			// The server's own CPU, whatever else the machine runs: what
+			// the load costs it, per event and as a share of one core.
+			b.ReportMetric(float64(cpu.Microseconds())/float64(max(events, 1)), "server-µs/event")
+			b.ReportMetric(100*cpu.Seconds()/elapsed.Seconds(), "server-cpu-%")
 			b.ReportMetric(pct(0.50), "p50-ms")
 			b.ReportMetric(pct(0.99), "p99-ms")
 			b.ReportMetric(float64(procKiB(pid, "VmHWM"))/1024, "peak-MiB")
