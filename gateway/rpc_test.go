@@ -732,3 +732,27 @@ func TestRPCShutdown(t *testing.T) {
 		t.Fatalf("ServeStdio after Shutdown: %v", err)
 	}
 }
+
+// Event types a client opts out of in initialize are not sent to it; the
+// rest come as ever.
+func TestRPCOptOut(t *testing.T) {
+	tsv := newTestServer(t, []faux.Step{faux.Say("a reply in several deltas, long enough to split")})
+	c := tsv.stdioClient()
+	c.result("initialize", map[string]any{"capabilities": map[string]any{"optOut": []string{"message_update"}}}, nil)
+	var sess Session
+	c.result("session/create", CreateSessionRequest{Cwd: tsv.cwd}, &sess)
+	c.result("events/subscribe", map[string]any{"sessionId": sess.ID}, nil)
+	c.result("run/start", map[string]any{"sessionId": sess.ID, "input": "hi", "idempotencyKey": "k"}, nil)
+	evs, _ := c.eventsUntil("run_end")
+	var sawEnd bool
+	for _, raw := range evs {
+		typ, _ := eventType(t, raw)
+		if typ == "message_update" {
+			t.Fatalf("an opted-out type was sent: %s", raw)
+		}
+		sawEnd = sawEnd || typ == "message_end"
+	}
+	if !sawEnd {
+		t.Fatal("no message_end")
+	}
+}
