@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/openai"
 	"github.com/agentloop/agentloop/runner"
@@ -252,49 +254,73 @@ type benchStream struct {
 	delays []time.Duration
 }
 
-func (st *benchStream) read(body io.ReadCloser) {
+// readSSE reads an SSE stream's data lines.
+func (st *benchStream) readSSE(body io.ReadCloser) {
 	defer body.Close()
 	rd := bufio.NewReaderSize(body, 16<<10)
+	for {
+		line, err := rd.ReadSlice('\n')
+		if err != nil {
+			return
+		}
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			st.handle(data, time.Now())
+		}
+	}
+}
+
+// readWS reads a WebSocket's event notifications.
+func (st *benchStream) readWS(ctx context.Context, c *websocket.Conn) {
+	defer c.CloseNow()
+	var m struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			return
+		}
+		now := time.Now()
+		m.Method, m.Params = "", nil
+		if json.Unmarshal(b, &m) == nil && m.Method == "event" {
+			st.handle(m.Params, now)
+		}
+	}
+}
+
+// handle counts one event received at now, and its delay when it is a
+// stamped text delta.
+func (st *benchStream) handle(data []byte, now time.Time) {
 	var ev struct {
 		Type  string `json:"type"`
 		RunID string `json:"runId"`
 		Event string `json:"event"`
 		Delta string `json:"delta"`
 	}
-	for {
-		line, err := rd.ReadSlice('\n')
-		if err != nil {
-			return
+	st.events.Add(1)
+	if json.Unmarshal(data, &ev) != nil {
+		return
+	}
+	if ev.Type == "message_update" && ev.Event == "text_delta" && strings.HasPrefix(ev.Delta, "@") {
+		if ns, err := strconv.ParseInt(strings.TrimSpace(ev.Delta[1:]), 10, 64); err == nil {
+			st.mu.Lock()
+			st.delays = append(st.delays, now.Sub(time.Unix(0, ns)))
+			st.mu.Unlock()
 		}
-		data, ok := bytes.CutPrefix(line, []byte("data: "))
-		if !ok {
-			continue
-		}
-		now := time.Now()
-		st.events.Add(1)
-		ev.Type, ev.Delta, ev.Event = "", "", ""
-		if json.Unmarshal(data, &ev) != nil {
-			continue
-		}
-		if ev.Type == "message_update" && ev.Event == "text_delta" && strings.HasPrefix(ev.Delta, "@") {
-			if ns, err := strconv.ParseInt(strings.TrimSpace(ev.Delta[1:]), 10, 64); err == nil {
-				st.mu.Lock()
-				st.delays = append(st.delays, now.Sub(time.Unix(0, ns)))
-				st.mu.Unlock()
-			}
-		}
-		if ev.Type == "run_end" {
-			st.ends <- ev.RunID
-		}
+	}
+	if ev.Type == "run_end" {
+		st.ends <- ev.RunID
 	}
 }
 
 func BenchmarkGatewayStreams(b *testing.B) {
 	runs, _ := strconv.Atoi(cmp.Or(os.Getenv("GATEWAY_BENCH_RUNS"), "100"))
+	face := cmp.Or(os.Getenv("GATEWAY_BENCH_FACE"), "sse") // or ws: events/subscribe over GET /v1/ws
 	const deltas = 50
 	tick := 20 * time.Millisecond // 50 deltas a second per run
 	for _, streams := range []int{250, 500, 1000} {
-		b.Run(fmt.Sprintf("streams=%d/runs=%d", streams, runs), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/streams=%d/runs=%d", face, streams, runs), func(b *testing.B) {
 			mock := benchMockLLM(b, "-rounds", "0", "-text", strconv.Itoa(deltas))
 			bs := startBenchServer(b, stampProxy(b, mock, tick))
 			pid := bs.cmd.Process.Pid
@@ -326,14 +352,27 @@ func BenchmarkGatewayStreams(b *testing.B) {
 				var s Session
 				post("/v1/sessions", CreateSessionRequest{Cwd: cwd}, &s)
 				ids[i] = s.ID
+				sts[i] = &benchStream{ends: make(chan string, 64)}
+				if face == "ws" {
+					c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(bs.url, "http")+"/v1/ws", &websocket.DialOptions{HTTPClient: client})
+					if err != nil {
+						b.Fatalf("dial %d: %v", i, err)
+					}
+					c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"method":"events/subscribe","params":{"sessionId":"`+s.ID+`"}}`))
+					if _, ans, err := c.Read(ctx); err != nil || !bytes.Contains(ans, []byte(`"subscription"`)) {
+						b.Fatalf("subscribe %d: %s %v", i, ans, err)
+					}
+					readers.Add(1)
+					go func() { defer readers.Done(); sts[i].readWS(ctx, c) }()
+					continue
+				}
 				req, _ := http.NewRequestWithContext(ctx, "GET", bs.url+"/v1/sessions/"+s.ID+"/events", nil)
 				resp, err := client.Do(req)
 				if err != nil || resp.StatusCode != http.StatusOK {
 					b.Fatalf("open stream %d: %v %v", i, err, resp)
 				}
-				sts[i] = &benchStream{ends: make(chan string, 64)}
 				readers.Add(1)
-				go func() { defer readers.Done(); sts[i].read(resp.Body) }()
+				go func() { defer readers.Done(); sts[i].readSSE(resp.Body) }()
 			}
 			time.Sleep(500 * time.Millisecond) // let the server settle before reading its RSS
 			rssIdle := procKiB(pid, "VmRSS")
