@@ -49,6 +49,13 @@ type pendingAction struct {
 	done     chan struct{}
 }
 
+// answered reports whether the action has its answer.
+func (pa *pendingAction) answered() bool {
+	pa.mu.Lock()
+	defer pa.mu.Unlock()
+	return pa.decision != ""
+}
+
 // resolve answers the action; it reports false when it was answered
 // already (the first answer wins).
 func (pa *pendingAction) resolve(decision, message string) bool {

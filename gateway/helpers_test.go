@@ -33,6 +33,8 @@ type testServer struct {
 	cwd    string
 	token  string
 	policy tool.ApprovalPolicy
+	// runnerConfig is the Runner's Config; options may change it.
+	runnerConfig runner.Config
 	// connContext, when set, is the http.Server's ConnContext.
 	connContext func(context.Context, net.Conn) context.Context
 }
@@ -46,12 +48,8 @@ func newTestServer(t *testing.T, steps []faux.Step, opts ...serverOpt) *testServ
 	tsv := &testServer{t: t, model: faux.New(steps...), cwd: t.TempDir()}
 	tsv.model.Now = fixedNow
 	tsv.store = session.NewJSONLStore(t.TempDir())
-	rn, err := runner.New(runner.Config{Store: tsv.store, Now: fixedNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tsv.rn = rn
-	cfg := Config{Runner: rn, Store: tsv.store, StateDir: t.TempDir(),
+	tsv.runnerConfig = runner.Config{Store: tsv.store, Now: fixedNow}
+	cfg := Config{Store: tsv.store, StateDir: t.TempDir(),
 		Prepare: func(ctx context.Context, rs RunSettings) (runner.Request, error) {
 			reg, err := tool.NewRegistry(echoTool())
 			if err != nil {
@@ -64,6 +62,12 @@ func newTestServer(t *testing.T, steps []faux.Step, opts ...serverOpt) *testServ
 	for _, o := range opts {
 		o(&cfg, tsv)
 	}
+	rn, err := runner.New(tsv.runnerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tsv.rn = rn
+	cfg.Runner = rn
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

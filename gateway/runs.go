@@ -312,6 +312,15 @@ func runStatusOf(reason string) string {
 	return RunFailed
 }
 
+// finalStatus reports whether a run status is one of the ends.
+func finalStatus(st string) bool {
+	switch st {
+	case RunSucceeded, RunFailed, RunAborted, RunTimeout:
+		return true
+	}
+	return false
+}
+
 // watch waits for a run's end, then finishes it and launches the next
 // queued run of its session.
 func (s *Server) watch(rs *runState, h *runner.Run) {
@@ -328,11 +337,9 @@ func (s *Server) watch(rs *runState, h *runner.Run) {
 		rs.errMsg = err.Error()
 		s.mu.Unlock()
 	}
-	persisted := false
-	if _, lerr := s.cfg.Store.Load(context.Background(), rs.sess.id); lerr == nil {
-		persisted = true
-	}
-	s.finish(rs, persisted)
+	// Read the store only while the session is not known to be in it: a
+	// long transcript is not loaded again after every run.
+	s.finish(rs, s.isPersisted(context.Background(), rs.sess))
 }
 
 // finish ends a run that was active and hands its session to the next
@@ -394,20 +401,22 @@ func (s *Server) finishUnstarted(rs *runState, status, msg string) {
 		return
 	}
 	rs.status, rs.errMsg, rs.ended, rs.endedAt = status, msg, true, s.clk.Now().UTC()
-	rs.closeFinished()
-	s.retireLocked(rs)
 	rs.reason = runner.ReasonAborted
 	if status == RunFailed {
 		rs.reason = "start_failed"
 	}
 	wasActive := ss.active == rs
+	if !wasActive { // finish does this for the active run
+		rs.closeFinished()
+		s.retireLocked(rs)
+	}
 	s.mu.Unlock()
 	end := runner.Result{Reason: rs.reason, Message: msg}
 	s.emit(ss, string(runner.EventRunEnd), rs.id, func(seq int64) []byte {
 		return eventJSON(runner.Event{Type: runner.EventRunEnd, Seq: seq, RunID: rs.id, SessionID: ss.id, End: &end})
 	})
 	if wasActive {
-		s.finish(rs, ss.persisted)
+		s.finish(rs, false)
 	}
 }
 
@@ -457,15 +466,17 @@ type Inject struct {
 }
 
 // Injected says how a message reached a run: "steer" (after the current
-// tool batch) or "queued" (when the run would stop: a follow-up, or a
-// steer while the run cannot be steered, such as during a compaction).
+// tool batch) or "queued": for when the run would stop (a follow-up), or,
+// when the run takes no message now (it is compacting, or ending), as a
+// run of its own queued behind it, RunID.
 type Injected struct {
 	Delivered string `json:"delivered"`
+	RunID     string `json:"runId,omitempty"`
 }
 
 // Steer sends text into a running run; follow queues it for when the run
 // would stop.
-func (s *Server) Steer(_ context.Context, runID, text string, follow bool) (Injected, *Error) {
+func (s *Server) Steer(ctx context.Context, runID, text string, follow bool) (Injected, *Error) {
 	if strings.TrimSpace(text) == "" {
 		return Injected{}, errorf(CodeInvalidRequest, "text is required")
 	}
@@ -474,10 +485,11 @@ func (s *Server) Steer(_ context.Context, runID, text string, follow bool) (Inje
 		return Injected{}, e
 	}
 	s.mu.Lock()
-	h, ended := rs.h, rs.ended
+	// Its run_end recorded the final status before any client saw it.
+	h, ended, status := rs.h, rs.ended || finalStatus(rs.status), rs.status
 	s.mu.Unlock()
 	if h == nil || ended {
-		return Injected{}, errorf(CodeRunNotActive, "run %s is not running (%s)", runID, rs.status)
+		return Injected{}, errorf(CodeRunNotActive, "run %s is not running (%s)", runID, status)
 	}
 	if !follow && h.Steer(text) {
 		return Injected{Delivered: "steer"}, nil
@@ -485,7 +497,15 @@ func (s *Server) Steer(_ context.Context, runID, text string, follow bool) (Inje
 	if h.FollowUp(text) {
 		return Injected{Delivered: "queued"}, nil
 	}
-	return Injected{}, errorf(CodeRunNotActive, "run %s is ending and takes no more messages", runID)
+	// Not now (compacting, between attempts, ending): the text waits as
+	// the session's next run rather than being lost.
+	input, _ := json.Marshal(text)
+	info, e := s.StartRun(ctx, rs.sess.id, StartRunRequest{Input: input, OnBusy: OnBusyQueue,
+		IdempotencyKey: "inject:" + runID + ":" + session.NewSessionID()})
+	if e != nil {
+		return Injected{}, e
+	}
+	return Injected{Delivered: "queued", RunID: info.RunID}, nil
 }
 
 // AbortRun aborts a run, queued or running. Its end is the run_end event
@@ -496,10 +516,10 @@ func (s *Server) AbortRun(_ context.Context, runID string) *Error {
 		return e
 	}
 	s.mu.Lock()
-	ended := rs.ended
+	ended, status := rs.ended, rs.status
 	s.mu.Unlock()
 	if ended {
-		return errorf(CodeRunNotActive, "run %s has ended (%s)", runID, rs.status)
+		return errorf(CodeRunNotActive, "run %s has ended (%s)", runID, status)
 	}
 	s.abortRun(rs)
 	return nil

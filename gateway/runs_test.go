@@ -3,12 +3,15 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/runner"
 )
 
 // held is a reply kept open until release is closed.
@@ -263,5 +266,52 @@ func TestEndedRunsAreForgotten(t *testing.T) {
 	tsv.s.mu.Unlock()
 	if n != keptRuns || idem != keptRuns {
 		t.Fatalf("%d runs, %d keys kept", n, idem)
+	}
+}
+
+// While a run compacts it cannot be steered: a steer (POST /steer, or a
+// start with onBusy steer) is queued as the session's next run instead,
+// and runs after it.
+func TestSteerWhileCompacting(t *testing.T) {
+	long := strings.Repeat("a long answer that fills the window. ", 200) // ≈1,850 tokens
+	release := make(chan struct{})
+	steps := []faux.Step{faux.Say(long), faux.Say(long), faux.Say(long), faux.Say(long), faux.Say(long),
+		faux.Say("SUMMARY").WithHold(release), // the precheck's summary of the sixth run
+		faux.Say("sixth"), faux.Say("from the steer"), faux.Say("from the start")}
+	tsv := newTestServer(t, steps, func(_ *Config, tsv *testServer) {
+		tsv.runnerConfig.Compaction = &runner.CompactionSpec{Summarizer: &compact.Summarizer{}}
+	})
+	tsv.model.Info.ContextWindow = 16000 // a prompt budget of 8,000 tokens
+	sess := tsv.newSession()
+	for i := range 5 {
+		tsv.runToIdle(sess.ID, "more", "k"+strconv.Itoa(i))
+	}
+	st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	sixth, _ := tsv.startRun(sess.ID, "more", "k5", "")
+	st.until(t, "auto_compaction_start")
+
+	var inj Injected
+	if code := tsv.do("POST", "/v1/runs/"+sixth.RunID+"/steer", Inject{Text: "steer me"}, &inj); code != 200 || inj.Delivered != "queued" || inj.RunID == "" {
+		t.Fatalf("steer while compacting: %d %+v", code, inj)
+	}
+	started, _ := tsv.startRun(sess.ID, "also me", "k6", OnBusySteer)
+	if started.Delivered != "queued" || started.RunID == sixth.RunID {
+		t.Fatalf("start with onBusy steer while compacting: %+v", started)
+	}
+	close(release)
+	var ends []string
+	for len(ends) < 3 {
+		for _, m := range st.until(t, "run_end") {
+			if m.event == "run_end" {
+				ends = append(ends, m.fields(t)["runId"].(string))
+			}
+		}
+	}
+	if want := []string{sixth.RunID, inj.RunID, started.RunID}; !slices.Equal(ends, want) {
+		t.Fatalf("runs ended %v, want %v", ends, want)
+	}
+	reqs := tsv.model.Requests()
+	if !hasUserText(reqs[len(reqs)-2].Messages, "steer me") || !hasUserText(reqs[len(reqs)-1].Messages, "also me") {
+		t.Fatal("the queued texts did not reach the model in order")
 	}
 }

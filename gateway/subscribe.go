@@ -81,6 +81,9 @@ func (s *Server) subscribe(sessionID, runID string, afterSeq int64) (*subscripti
 	}
 	for _, pa := range pending {
 		f := pa.frame
+		if f.data == nil || pa.answered() {
+			continue // not sent yet (it comes live), or answered since it was listed
+		}
 		f.noID = true
 		sub.q = append(sub.q, f)
 	}
