@@ -214,6 +214,19 @@ func TestWebChatInBrowser(t *testing.T) {
 		t.Fatalf("the aborted reply has %d of %d characters", len(streamed), len(slow))
 	}
 
+	// A fresh page shows the session's history, read a page at a time
+	// (two entries a request here, so it takes several).
+	do("reload and reopen the session",
+		chromedp.Navigate(tsv.ts.URL+"/"),
+		chromedp.WaitVisible(css(`#conn[data-state="live"]`)),
+		chromedp.WaitVisible(css(`#sessions li`)))
+	eval(`window.agentloopPageSize = 2; "ok"`)
+	do("the history, every page of it",
+		chromedp.Click(css(`#sessions li`)),
+		until(`[...document.querySelectorAll(".msg.user")].map(e => e.textContent).join("|") === "please echo hello|talk for a while"`),
+		chromedp.WaitVisible(css(`.tool[data-tool-name="echo"][data-state="done"]`)),
+		until(`[...document.querySelectorAll(".msg.assistant")].some(e => e.textContent.includes("All done: the tool said hello."))`))
+
 	// What the page showed is what the server did.
 	var sessions SessionList
 	tsv.do("GET", "/v1/sessions", nil, &sessions)

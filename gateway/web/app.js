@@ -143,12 +143,13 @@ async function loadHistory(id) {
   setStatus(s.status);
   setActiveRun(s.activeRunId || null);
   let after = "";
-  for (let page = 0; page < 50; page++) {
-    const q = "?limit=500" + (after ? "&after=" + encodeURIComponent(after) : "");
+  const size = window.agentloopPageSize || 500; // entries per request (a test makes it small)
+  for (;;) {
+    const q = "?limit=" + size + (after ? "&after=" + encodeURIComponent(after) : "");
     const data = await api("GET", "/v1/sessions/" + encodeURIComponent(id) + "/messages" + q);
     const entries = list(data, "entries", "messages", "items", "data");
     for (const e of entries) renderEntry(e);
-    const next = data && (data.nextCursor || data.next);
+    const next = data && data.nextAfter;
     if (!next || entries.length === 0) break;
     after = next;
   }
