@@ -5,11 +5,13 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,29 +88,7 @@ func TestWebChatInBrowser(t *testing.T) {
 		}
 	}
 
-	// chromedp makes the browser's user data directory under TMPDIR: a
-	// directory of this test's own, so the leftover check below sees only
-	// this browser.
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer func() {
-		cancelBrowser()
-		cancelAlloc()
-		deadline := time.Now().Add(5 * time.Second)
-		for len(browserProcs(tmp)) > 0 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if left := browserProcs(tmp); len(left) > 0 {
-			t.Errorf("browser processes left running: %v", left)
-		}
-	}()
-	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
-	defer cancel()
-
+	bctx, ctx := startBrowser(t, chrome)
 	fail := func(what string, err error) {
 		t.Helper()
 		log, _ := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("#log")))
@@ -243,5 +223,74 @@ func TestWebChatInBrowser(t *testing.T) {
 	}
 	if got := strings.Join(roles, " "); !strings.HasPrefix(got, "user assistant toolResult assistant user assistant") {
 		t.Fatalf("transcript roles: %s", got)
+	}
+}
+
+// startBrowser starts headless chromium for one test; it is stopped, and
+// checked to leave no process behind, at the test's end. The second
+// context bounds the test's steps.
+func startBrowser(t *testing.T, chrome string) (browser, steps context.Context) {
+	t.Helper()
+	// chromedp makes the browser's user data directory under TMPDIR: a
+	// directory of this test's own, so the leftover check below sees only
+	// this browser.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
+	t.Cleanup(func() {
+		cancel()
+		cancelBrowser()
+		cancelAlloc()
+		deadline := time.Now().Add(5 * time.Second)
+		for len(browserProcs(tmp)) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if left := browserProcs(tmp); len(left) > 0 {
+			t.Errorf("browser processes left running: %v", left)
+		}
+	})
+	return bctx, ctx
+}
+
+// A run that happens between the page reading a new session (headSeq 0)
+// and its event stream opening is not lost: the stream starts after what
+// the page showed, not at the live edge.
+func TestWebChatCatchesUp(t *testing.T) {
+	chrome := chromiumPath(t)
+	tsv := newTestServer(t, []faux.Step{faux.Say("Answered while the page was still connecting.")})
+	sess := tsv.newSession()
+	// The first request for the session's events waits until a run has
+	// come and gone.
+	var once sync.Once
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/events") {
+			once.Do(func() {
+				info, st := tsv.startRun(sess.ID, "quick question", "between", "")
+				if st != http.StatusAccepted {
+					t.Errorf("start: %d", st)
+					return
+				}
+				tsv.waitRunEnd(info.RunID)
+			})
+		}
+		tsv.s.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close) // after the browser's cleanup, which ends the page's stream
+	_, ctx := startBrowser(t, chrome)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(front.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#sessions li`)),
+		chromedp.Click(chromedp.CSS(`#sessions li`)),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Poll[bool](`[...document.querySelectorAll(".msg.assistant")].some(e => e.textContent.includes("Answered while the page was still connecting."))`)(ctx, tg)
+			return err
+		}))
+	if err != nil {
+		log, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#log")))
+		t.Fatalf("the run between history and stream: %v\nlog: %s", err, log)
 	}
 }

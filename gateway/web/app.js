@@ -215,7 +215,7 @@ async function readStream(id, after, gen, ctl) {
   while (gen === state.streamGen) {
     try {
       const h = headers({ Accept: "text/event-stream" });
-      if (state.lastSeq > 0) h["Last-Event-ID"] = String(state.lastSeq);
+      h["Last-Event-ID"] = String(state.lastSeq); // from what is on screen: nothing lost in between
       const res = await fetch("/v1/sessions/" + encodeURIComponent(id) + "/events", { headers: h, signal: ctl.signal });
       if (!res.ok) {
         let msg = res.status + " " + res.statusText;
