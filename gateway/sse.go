@@ -78,8 +78,14 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sessionID, 
 	// write deadline passes, so the blocked write returns and the
 	// connection is closed.
 	done := make(chan struct{})
-	defer close(done)
+	watched := make(chan struct{})
+	// Wait for the watcher before sub.Close (deferred earlier, so run
+	// later) closes sub.closed: a watcher that woke late could otherwise set
+	// the deadline on a connection already back in keep-alive, and the next
+	// request on it would fail (EOF).
+	defer func() { close(done); <-watched }()
 	go func() {
+		defer close(watched)
 		select {
 		case <-sub.closed:
 			_ = rc.SetWriteDeadline(time.Now())

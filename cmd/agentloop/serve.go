@@ -31,6 +31,7 @@ type serveFlags struct {
 	tokenFile    string
 	allowOrigins []string
 	store        string
+	stdio        bool
 }
 
 // defaultListen is the address agentloop serve listens on by default.
@@ -58,7 +59,8 @@ Every run is made as agentloop run makes one, from the same flags: --model, --to
 commands change its later runs. Ctrl-C lets the runs in progress finish for 10s, then aborts them.`,
 		Example: `  agentloop serve --model faux/demo
   agentloop serve --listen 0.0.0.0:7420 --token-file ~/.agentloop/tokens --approve ask
-  agentloop serve --listen unix:///run/agentloop.sock`,
+  agentloop serve --listen unix:///run/agentloop.sock
+  agentloop serve --stdio --model faux/demo    # JSON-RPC on stdin/stdout for a parent process`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.run.idleGiven = cmd.Flags().Changed("idle-timeout")
@@ -75,6 +77,7 @@ commands change its later runs. Ctrl-C lets the runs in progress finish for 10s,
 	fl.StringVar(&f.tokenFile, "token-file", "", `bearer tokens, one a line: "read,write,approve <token>" (required off loopback)`)
 	fl.StringVar(&f.store, "store", "", "where sessions are kept: postgres://user@host/db for PostgreSQL (schema migrated at start); default the session files")
 	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "an Origin a browser may call from besides the server's own address (repeatable; * for any)")
+	fl.BoolVar(&f.stdio, "stdio", false, "speak the gateway's JSON-RPC on stdin and stdout (one JSON object a line) for the process that started this one, instead of listening")
 	addRunFlags(fl, &f.run)
 	for _, name := range []string{"json", "continue", "session", "fork", "no-session"} {
 		_ = fl.MarkHidden(name)
@@ -88,7 +91,11 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	if err := checkRunFlags(rf); err != nil {
 		return usageError{err}
 	}
-	if !gateway.IsLoopback(f.listen) && f.tokenFile == "" {
+	if f.stdio {
+		if e := stdioFlagsError(f); e != nil {
+			return usageError{e}
+		}
+	} else if !gateway.IsLoopback(f.listen) && f.tokenFile == "" {
 		return usageError{fmt.Errorf("--listen %s is not a loopback address: give --token-file, so that only holders of a token can run agents on this machine (docs/security.md)", f.listen)}
 	}
 	var tokens gateway.TokenSet
@@ -223,6 +230,10 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	})
 	if err != nil {
 		return err
+	}
+
+	if f.stdio {
+		return serveStdio(ctx, env, gw)
 	}
 
 	ln, where, err := listen(f.listen)
