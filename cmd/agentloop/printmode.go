@@ -28,8 +28,8 @@ func printModeArgs(root *cobra.Command, args []string) []string {
 	return args
 }
 
-// barePromptHint is the hint for `agentloop "what is here"`: there is no
-// terminal chat yet, and print mode is -p (or run).
+// barePromptHint is the hint for `agentloop "what is here"`: the chat is
+// agentloop alone (or agentloop chat), and print mode is -p (or run).
 func barePromptHint(root *cobra.Command, args []string) string {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return ""
@@ -40,7 +40,7 @@ func barePromptHint(root *cobra.Command, args []string) string {
 	if !strings.ContainsAny(args[0], " \t\n?") && len(args) == 1 {
 		return "" // more likely a mistyped command: cobra's suggestion says so
 	}
-	return fmt.Sprintf("there is no terminal chat yet; to run a prompt, use print mode: agentloop -p %q (or agentloop run %q)", strings.Join(args, " "), strings.Join(args, " "))
+	return fmt.Sprintf("to run a prompt, use print mode: agentloop -p %q (or agentloop run %q); agentloop alone opens the chat", strings.Join(args, " "), strings.Join(args, " "))
 }
 
 // version is the module version the binary was built from.

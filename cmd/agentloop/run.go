@@ -76,9 +76,19 @@ type runFlags struct {
 	resume          string
 	print           bool
 	resultShown     bool // a json or stream-json result line was written
+
+	// chat, when set, takes over once the run is set up: agentloop chat
+	// (chat.go) runs its turns on the one Runner instead of one Run.
+	chat func(ctx context.Context, c *chatSetup) error
 }
 
 func newRunCmd(env *cliEnv) *cobra.Command {
+	cmd, _ := runCommand(env)
+	return cmd
+}
+
+// runCommand is `agentloop run` and its flags, which agentloop chat shares.
+func runCommand(env *cliEnv) (*cobra.Command, *runFlags) {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   "run [flags] [prompt...]",
@@ -137,13 +147,13 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.DurationVar(&f.retryBase, "retry-base", 0, "first wait before retrying a transient failure (default 2s)")
 	_ = fl.MarkHidden("retry-base") // for tests against scripted servers
 	addClaudeFlags(fl, f)
-	return cmd
+	return cmd, f
 }
 
 // runAgent is `agentloop run`: it resolves what the flags name and hands
 // the run to package runner.
 func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) error {
-	st, env := terminalStatus(env, f.json || f.outputFormat != formatText)
+	st, env := terminalStatus(env, f.json || f.outputFormat != formatText || f.chat != nil)
 	if st != nil {
 		st.start()
 		defer st.stop()
@@ -160,7 +170,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		return usageError{err}
 	}
 	var up userPrompt
-	if f.inputFormat != formatStreamJSON { // the prompts come on stdin, one a line
+	if f.inputFormat != formatStreamJSON && f.chat == nil { // the prompts come on stdin, one a line
 		if up, err = readPrompt(args, env.stdin, env.stdinIsPipe, cwd); err != nil {
 			return err
 		}
@@ -323,6 +333,10 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		return err
 	}
 	defer rn.Close()
+	if f.chat != nil {
+		return f.chat(ctx, &chatSetup{rn: rn, q: q, approval: approval, rules: rules, store: cfg.Store,
+			home: home, cwd: cwd, offered: offered, mcpServers: mcpServers != nil, resolve: cfg.ResolveModel, prompt: strings.Join(args, " ")})
+	}
 	pr := newPrinter(env, f.json, resolved.Info)
 	pr.verbose = f.verbose
 	pr.status = st

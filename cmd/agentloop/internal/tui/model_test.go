@@ -1,0 +1,385 @@
+package tui
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"go.uber.org/goleak"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/tool"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeBackend records what the chat asks of it.
+type fakeBackend struct {
+	sent, steered, followed, commands []string
+	aborts                            int
+	closed                            bool // Steer and FollowUp say false
+}
+
+func (b *fakeBackend) Send(text string) error { b.sent = append(b.sent, text); return nil }
+func (b *fakeBackend) Steer(text string) bool {
+	b.steered = append(b.steered, text)
+	return !b.closed
+}
+func (b *fakeBackend) FollowUp(text string) bool {
+	b.followed = append(b.followed, text)
+	return !b.closed
+}
+func (b *fakeBackend) Abort() { b.aborts++ }
+func (b *fakeBackend) Command(_ context.Context, name, args string) (string, error) {
+	b.commands = append(b.commands, name+" "+args)
+	return "ran /" + name, nil
+}
+func (b *fakeBackend) State() State { return State{Model: "faux/faux-1", Approve: "ask"} }
+
+// fauxRun runs steps on the scripted model through a Runner and returns
+// the run's events: the input of the reducer, as a real run makes them.
+func fauxRun(t *testing.T, prompt string, tools []tool.Tool, steps ...faux.Step) []runner.Event {
+	t.Helper()
+	m := faux.New(steps...)
+	m.Now = func() int64 { return 1_700_000_000_000 }
+	reg, err := tool.NewRegistry(tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	h, err := r.Start(t.Context(), runner.Request{Prompt: prompt, Model: m, Info: m.ModelInfo(), Tools: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []runner.Event
+	for ev, err := range h.Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func linesTool(n int) tool.Tool {
+	return &tool.Func{ToolName: "lines", ToolDescription: "Prints lines.",
+		Parameters: []byte(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
+		Run: func(context.Context, tool.Call, func(tool.Partial)) (tool.Result, error) {
+			var b strings.Builder
+			for i := 1; i <= n; i++ {
+				fmt.Fprintf(&b, "line %d\n", i)
+			}
+			return tool.TextResult(b.String()), nil
+		}}
+}
+
+// harness drives the model as bubbletea would and writes snapshots of the
+// committed blocks and the live region.
+type harness struct {
+	t    *testing.T
+	m    Model
+	b    *fakeBackend
+	out  strings.Builder
+	seen int // committed blocks already in a snapshot
+}
+
+func newHarness(t *testing.T, opt Options) *harness {
+	b := &fakeBackend{}
+	opt.Backend = b
+	opt.Now = func() time.Time { return time.Unix(1_700_000_000, 0) }
+	if opt.Width == 0 {
+		opt.Width, opt.Height = 80, 24
+	}
+	return &harness{t: t, m: New(opt), b: b}
+}
+
+func (h *harness) do(msgs ...tea.Msg) {
+	for _, msg := range msgs {
+		nm, _ := h.m.Update(msg)
+		h.m = nm.(Model)
+		// What tea.Println would have printed is printed.
+		h.m, _ = h.m.printed()
+	}
+}
+
+func (h *harness) typeText(s string) {
+	for _, r := range s {
+		h.do(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+}
+
+func (h *harness) events(evs []runner.Event) {
+	for _, ev := range evs {
+		h.do(EventMsg{Event: ev})
+	}
+}
+
+// snap records the blocks committed since the last snapshot and the live
+// region now.
+func (h *harness) snap(title string) {
+	fmt.Fprintf(&h.out, "== %s\n-- committed\n", title)
+	for _, b := range h.m.Committed()[h.seen:] {
+		h.out.WriteString(ansi.Strip(b) + "\n")
+	}
+	h.seen = len(h.m.Committed())
+	h.out.WriteString("-- live\n" + stripLive(h.m.Live()) + "\n")
+}
+
+func stripLive(s string) string {
+	lines := strings.Split(ansi.Strip(s), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (h *harness) golden(name string) {
+	h.t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	got := h.out.String()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			h.t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		h.t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if got != string(want) {
+		h.t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", path, got)
+	}
+}
+
+// upTo returns the events before the first of type typ (and that one).
+func upTo(evs []runner.Event, typ agent.EventType, nth int) (head, rest []runner.Event) {
+	for i, ev := range evs {
+		if ev.Type == typ {
+			if nth--; nth == 0 {
+				return evs[:i+1], evs[i+1:]
+			}
+		}
+	}
+	return evs, nil
+}
+
+func key(code rune, mod tea.KeyMod) tea.KeyPressMsg { return tea.KeyPressMsg{Code: code, Mod: mod} }
+
+// A streamed reply: the tail shows in the live region while it streams,
+// and the text is committed once, at its end.
+func TestReducerStreamedReply(t *testing.T) {
+	evs := fauxRun(t, "hello", nil, faux.Say("Hello there.\nThis is a reply\nin three lines."))
+	h := newHarness(t, Options{})
+	h.typeText("hello")
+	h.do(key(tea.KeyEnter, 0))
+	if len(h.b.sent) != 1 || h.b.sent[0] != "hello" {
+		t.Fatalf("sent %q", h.b.sent)
+	}
+	head, rest := upTo(evs, agent.EventMessageUpdate, 4)
+	h.events(head)
+	h.snap("while the reply streams")
+	h.events(rest)
+	h.snap("after run_end")
+	h.golden("reply")
+}
+
+// A tool call: running in the live region, then committed with its first
+// lines and "+N lines"; Ctrl+O prints the whole output.
+func TestReducerToolCall(t *testing.T) {
+	evs := fauxRun(t, "list", []tool.Tool{linesTool(20)},
+		faux.Call("Listing.", "lines", map[string]int{"n": 20}), faux.Say("Twenty lines."))
+	h := newHarness(t, Options{})
+	h.do(SendMsg{Text: "list"})
+	head, rest := upTo(evs, agent.EventToolExecutionStart, 1)
+	h.events(head)
+	h.snap("while the tool runs")
+	h.events(rest)
+	h.snap("after run_end")
+	h.do(key('o', tea.ModCtrl))
+	h.snap("after ctrl+o")
+	h.golden("tool")
+}
+
+// Enter while a run goes steers it (a pill until the message is taken),
+// Alt+Enter queues a follow-up; Esc aborts and puts the queue back.
+func TestReducerSteerFollowUpAbort(t *testing.T) {
+	evs := fauxRun(t, "go", nil, faux.Say("ok"))
+	h := newHarness(t, Options{})
+	h.do(SendMsg{Text: "go"})
+	h.events(evs[:1]) // run_start
+	h.typeText("also this")
+	h.do(key(tea.KeyEnter, 0))
+	h.typeText("and later that")
+	h.do(key(tea.KeyEnter, tea.ModAlt))
+	if len(h.b.steered) != 1 || len(h.b.followed) != 1 {
+		t.Fatalf("steered %q, followed %q", h.b.steered, h.b.followed)
+	}
+	h.snap("two queued")
+	u := llm.UserText("also this")
+	h.do(EventMsg{Event: runner.Event{Type: agent.EventMessageStart, Agent: &agent.Event{Type: agent.EventMessageStart, Message: &u}}})
+	h.snap("the steer is delivered")
+	h.do(key(tea.KeyEscape, 0))
+	if h.b.aborts != 1 {
+		t.Fatalf("%d aborts", h.b.aborts)
+	}
+	if v := h.m.editor.Value(); v != "and later that" {
+		t.Fatalf("editor after Esc: %q", v)
+	}
+	end := runner.Event{Type: runner.EventRunEnd, End: &runner.Result{Reason: runner.ReasonAborted}}
+	h.do(EventMsg{Event: end})
+	h.snap("after the abort")
+	if len(h.b.sent) != 1 {
+		t.Fatalf("an aborted run's queue was sent: %q", h.b.sent)
+	}
+	h.golden("steer")
+}
+
+// Approvals: y allows once; text then Enter denies with the text.
+func TestReducerApproval(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.do(SendMsg{Text: "clean up"})
+	h.do(EventMsg{Event: runner.Event{Type: runner.EventRunStart, Start: &runner.RunStart{Model: "faux/faux-1"}}})
+	ask := func(name, args string) chan approvalReply {
+		ch := make(chan approvalReply, 1)
+		h.do(ApprovalMsg{ID: 1, Call: tool.Call{ID: "c1", Name: name, Args: []byte(args)}, reply: ch})
+		return ch
+	}
+	ch := ask("bash", `{"command":"rm -rf build"}`)
+	h.snap("asking about bash")
+	h.do(tea.KeyPressMsg{Code: 'y', Text: "y"})
+	if r := <-ch; r.answer != tool.AnswerYes || r.text != "" {
+		t.Fatalf("y answered %+v", r)
+	}
+	ch = ask("edit", `{"path":"a.go","oldText":"x := 1","newText":"x := 2"}`)
+	h.snap("asking about an edit")
+	h.typeText("use a constant")
+	h.do(key(tea.KeyEnter, 0))
+	if r := <-ch; r.answer != tool.AnswerNo || r.text != "use a constant" {
+		t.Fatalf("text answered %+v", r)
+	}
+	if len(h.b.steered) != 0 {
+		t.Fatalf("the denial's text was sent as a steer: %q", h.b.steered)
+	}
+	h.snap("after both answers")
+	h.golden("approval")
+}
+
+// Slash commands: the chat's own run here, the backend's in the
+// background, an unknown one is an error line and reaches nobody.
+func TestReducerSlashCommands(t *testing.T) {
+	h := newHarness(t, Options{Width: 100})
+	h.typeText("/nope")
+	h.do(key(tea.KeyEnter, 0))
+	h.typeText("/co")
+	h.snap("completing /co")
+	h.do(key(tea.KeyTab, 0))
+	if v := h.m.editor.Value(); v != "/co" { // compact, cost, copy: no longer prefix
+		t.Fatalf("tab on /co: %q", v)
+	}
+	h.typeText("mpa")
+	h.do(key(tea.KeyTab, 0))
+	if v := h.m.editor.Value(); v != "/compact " {
+		t.Fatalf("tab on /compa: %q", v)
+	}
+	h.typeText("keep the API")
+	var cmd tea.Cmd
+	nm, cmd := h.m.Update(key(tea.KeyEnter, 0))
+	h.m = nm.(Model)
+	h.m, _ = h.m.printed()
+	// The command runs as a tea.Cmd; run the batch to find it.
+	h.do(runCmds(cmd)...)
+	if len(h.b.sent) != 0 || len(h.b.commands) != 1 || h.b.commands[0] != "compact keep the API" {
+		t.Fatalf("sent %q, commands %q", h.b.sent, h.b.commands)
+	}
+	h.snap("after /nope and /compact")
+	h.golden("slash")
+}
+
+// runCmds runs a command tree, leaving out ticks and prints, and returns
+// the messages it makes.
+func runCmds(cmd tea.Cmd) []tea.Msg {
+	if cmd == nil {
+		return nil
+	}
+	done := make(chan tea.Msg, 1)
+	go func() { done <- cmd() }()
+	var msg tea.Msg
+	select {
+	case msg = <-done:
+	case <-time.After(50 * time.Millisecond): // a tick
+		go func() { <-done }()
+		return nil
+	}
+	switch msg := msg.(type) {
+	case tea.BatchMsg:
+		var out []tea.Msg
+		for _, c := range msg {
+			out = append(out, runCmds(c)...)
+		}
+		return out
+	case commandDoneMsg:
+		return []tea.Msg{msg}
+	}
+	return nil
+}
+
+// A 2,000-line reply: the live region stays within the screen at every
+// event, and every line reaches the scrollback exactly once, in order.
+func TestReducerLongReplyBoundedLive(t *testing.T) {
+	var b strings.Builder
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&b, "reply line %d\n", i)
+	}
+	evs := fauxRun(t, "long", nil, faux.Say(b.String()))
+	h := newHarness(t, Options{Width: 80, Height: 24})
+	h.do(SendMsg{Text: "long"})
+	maxLive := 0
+	for _, ev := range evs {
+		h.do(EventMsg{Event: ev})
+		maxLive = max(maxLive, strings.Count(h.m.Live(), "\n")+1)
+	}
+	if maxLive > 22 {
+		t.Errorf("the live region grew to %d lines on a 24-line screen", maxLive)
+	}
+	got := ansi.Strip(strings.Join(h.m.Committed()[1:], "\n"))
+	if want := strings.TrimSuffix(b.String(), "\n"); got != want {
+		t.Errorf("the committed text is not the reply once, in order: %d lines of %d", strings.Count(got, "\n")+1, 2000)
+	}
+}
+
+// Ctrl+C clears the editor, then a second one within a second quits.
+func TestReducerCtrlC(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.typeText("draft")
+	h.do(key('c', tea.ModCtrl))
+	if h.m.editor.Value() != "" || h.m.quitting {
+		t.Fatalf("first ctrl+c: editor %q, quitting %v", h.m.editor.Value(), h.m.quitting)
+	}
+	h.do(key('c', tea.ModCtrl))
+	if !h.m.quitting {
+		t.Fatal("second ctrl+c did not quit")
+	}
+}
+
+// printed is what the printedMsg after a tea.Println does.
+func (m Model) printed() (Model, tea.Cmd) {
+	m.printing = false
+	return m, nil
+}
