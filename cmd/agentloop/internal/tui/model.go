@@ -174,7 +174,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case RunErrorMsg:
 		m.running = false
-		m.commit(paint(styleError, "✗ " + msg.Err.Error()))
+		m.commit(paint(styleError, "✗ "+msg.Err.Error()))
 	case ApprovalMsg:
 		m.trace("approval", msg.Call.Name)
 		a := msg
@@ -189,13 +189,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.state = m.opt.Backend.State()
 		}
 		if msg.err != nil {
-			m.commit(paint(styleError, "✗ /" + msg.name + ": " + msg.err.Error()))
+			m.commit(paint(styleError, "✗ /"+msg.name+": "+msg.err.Error()))
 		} else if msg.out != "" {
 			m.commit(paint(styleNotice, msg.out))
 		}
 	case editorDoneMsg:
 		if msg.err != nil {
-			m.commit(paint(styleError, "✗ editor: " + msg.err.Error()))
+			m.commit(paint(styleError, "✗ editor: "+msg.err.Error()))
 		} else if b, err := os.ReadFile(msg.path); err == nil {
 			m.editor.SetValue(strings.TrimRight(string(b), "\n"))
 		}
@@ -307,7 +307,7 @@ func (m *Model) event(ev runner.Event) tea.Cmd {
 			m.thinking += a.LLM.Delta
 		case llm.EventThinkingEnd:
 			if t := strings.TrimSpace(m.thinking); t != "" {
-				m.commit(paint(styleDim, "✻ " + firstLine(t, m.width-4) + moreLines(t)))
+				m.commit(paint(styleDim, "✻ "+firstLine(t, m.width-4)+moreLines(t)))
 			}
 			m.thinking = ""
 		}
@@ -321,7 +321,7 @@ func (m *Model) event(ev runner.Event) tea.Cmd {
 			m.usage.Add(*u)
 		}
 		if a.Message.StopReason == llm.StopReasonError && a.Message.ErrorMessage != "" {
-			m.commit(paint(styleError, "✗ " + a.Message.ErrorMessage))
+			m.commit(paint(styleError, "✗ "+a.Message.ErrorMessage))
 		}
 	case agent.EventToolExecutionStart:
 		if a == nil {
@@ -387,7 +387,7 @@ func (m *Model) event(ev runner.Event) tea.Cmd {
 				if msg == "" {
 					msg = "the run failed (" + r.Reason + ")"
 				}
-				m.commit(paint(styleError, "✗ " + msg))
+				m.commit(paint(styleError, "✗ "+msg))
 			}
 		}
 		// What was queued and not delivered goes as the next run.
@@ -402,10 +402,10 @@ func (m *Model) event(ev runner.Event) tea.Cmd {
 		}
 	default:
 		if ev.Notice != nil && ev.Notice.Message != "" && noticeShown(ev.Type) {
-			m.commit(paint(styleNotice, "· " + ev.Notice.Message))
+			m.commit(paint(styleNotice, "· "+ev.Notice.Message))
 		}
 		if ev.Compaction != nil && ev.Compaction.Message != "" {
-			m.commit(paint(styleNotice, "· " + ev.Compaction.Message))
+			m.commit(paint(styleNotice, "· "+ev.Compaction.Message))
 		}
 	}
 	return nil
@@ -456,7 +456,7 @@ func (m *Model) send(text string) tea.Cmd {
 	m.runStart = m.now()
 	if err := m.opt.Backend.Send(text); err != nil {
 		m.running = false
-		m.commit(paint(styleError, "✗ " + err.Error()))
+		m.commit(paint(styleError, "✗ "+err.Error()))
 	}
 	return nil
 }
@@ -515,7 +515,7 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Cmd, bool) {
 		if name, args, ok, err := command.Parse(text); ok {
 			m.editor.Reset()
 			if err != nil {
-				m.commit(paint(styleError, "✗ " + err.Error()))
+				m.commit(paint(styleError, "✗ "+err.Error()))
 				return nil, true
 			}
 			return m.slash(name, args), true
@@ -616,11 +616,11 @@ func (m *Model) slash(name, args string) tea.Cmd {
 		return tea.SetClipboard(m.lastReply)
 	}
 	if m.running && (name == command.Compact || name == "new" || name == "resume" || name == "fork" || name == "approve") {
-		m.commit(paint(styleError, "✗ /" + name + ": wait for the run to end, or Esc to abort it"))
+		m.commit(paint(styleError, "✗ /"+name+": wait for the run to end, or Esc to abort it"))
 		return nil
 	}
 	if m.cmdBusy != "" {
-		m.commit(paint(styleError, "✗ /" + name + ": /" + m.cmdBusy + " is still running"))
+		m.commit(paint(styleError, "✗ /"+name+": /"+m.cmdBusy+" is still running"))
 		return nil
 	}
 	m.cmdBusy = name
@@ -661,7 +661,7 @@ func helpText() string {
 func (m *Model) openEditor() tea.Cmd {
 	f, err := os.CreateTemp("", "agentloop-msg-*.md")
 	if err != nil {
-		m.commit(paint(styleError, "✗ editor: " + err.Error()))
+		m.commit(paint(styleError, "✗ editor: "+err.Error()))
 		return nil
 	}
 	path := f.Name()
@@ -671,7 +671,7 @@ func (m *Model) openEditor() tea.Cmd {
 	}
 	if err != nil {
 		os.Remove(path)
-		m.commit(paint(styleError, "✗ editor: " + err.Error()))
+		m.commit(paint(styleError, "✗ editor: "+err.Error()))
 		return nil
 	}
 	ed := m.opt.Editor

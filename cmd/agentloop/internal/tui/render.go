@@ -85,8 +85,8 @@ func approvalBox(a ApprovalMsg, width int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s wants to run:\n", a.Call.Name)
 	var args struct {
-		Command string `json:"command"`
-		Path    string `json:"path"`
+		Command string  `json:"command"`
+		Path    string  `json:"path"`
 		Content *string `json:"content"`
 		OldText *string `json:"oldText"`
 		NewText *string `json:"newText"`
