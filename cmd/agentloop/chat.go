@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/spf13/cobra"
@@ -104,7 +105,11 @@ func runChat(ctx context.Context, env *cliEnv, f *runFlags, s *chatSetup, fullsc
 		editor = env.getenv("EDITOR")
 	}
 	m := tui.New(tui.Options{Backend: b, Fullscreen: fullscreen, Cwd: s.cwd, Editor: editor, Trace: trace})
-	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(env.stdin), tea.WithOutput(env.stdout)}
+	var out io.Writer = env.stdout
+	if f, ok := out.(*os.File); ok && trace != nil {
+		out = tracedFile{File: f, trace: trace}
+	}
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(env.stdin), tea.WithOutput(out)}
 	p := tea.NewProgram(m, opts...)
 	b.sendMsg = p.Send
 	approver.Send = p.Send
@@ -137,6 +142,21 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// tracedFile is the terminal with each write's size in the trace: one
+// write is one frame of the renderer.
+type tracedFile struct {
+	*os.File
+	trace io.Writer
+}
+
+func (t tracedFile) Write(p []byte) (int, error) {
+	fmt.Fprintf(t.trace, "%d write %d\n", time.Now().UnixMicro(), len(p))
+	return t.File.Write(p)
+}
+
+// WriteString is Write: the embedded file's own would bypass the trace.
+func (t tracedFile) WriteString(s string) (int, error) { return t.Write([]byte(s)) }
 
 // chatBackend is the chat's in-process Backend: turns are runs of one
 // Runner on one session.

@@ -559,8 +559,9 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Cmd, bool) {
 	return nil, false
 }
 
-// approvalKey answers the pending approval: y, a and n on an empty editor;
-// Enter after text denies with the text; Esc denies and aborts.
+// approvalKey answers the pending approval: y, a and n on an empty editor
+// (lower case: a sentence starts with a capital, so "No, use echo" is
+// text); Enter after text denies with the text; Esc denies and aborts.
 func (m *Model) approvalKey(s string) (tea.Cmd, bool) {
 	ap := m.approval
 	answer := func(r approvalReply, line string) {
@@ -570,13 +571,13 @@ func (m *Model) approvalKey(s string) (tea.Cmd, bool) {
 	}
 	empty := m.editor.Value() == ""
 	switch {
-	case empty && (s == "y" || s == "Y"):
+	case empty && s == "y":
 		answer(approvalReply{answer: tool.AnswerYes}, "✓ allowed "+ap.Call.Name+" once")
 		return nil, true
-	case empty && (s == "a" || s == "A"):
+	case empty && s == "a":
 		answer(approvalReply{answer: tool.AnswerAlways}, "✓ allowed "+ap.Call.Name+" for this session")
 		return nil, true
-	case empty && (s == "n" || s == "N"):
+	case empty && s == "n":
 		answer(approvalReply{answer: tool.AnswerNo}, "✗ denied "+ap.Call.Name)
 		return nil, true
 	case s == "enter" && !empty:
