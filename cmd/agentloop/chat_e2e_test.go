@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,36 +18,61 @@ import (
 type chatRun struct {
 	*tmuxPane
 	home, ws, raw, trace string
+	// fullscreen: the alternate screen may be cleared (ESC[2J), the
+	// scrollback still never (ESC[3J).
+	fullscreen bool
 }
 
 // startChat opens agentloop chat with args in a 120×30 pane and waits for
 // its status line.
 func startChat(t *testing.T, models string, args ...string) *chatRun {
 	t.Helper()
-	pane := newTmuxPane(t)
-	c := &chatRun{tmuxPane: pane, home: t.TempDir(), ws: t.TempDir()}
-	dir := t.TempDir()
-	c.raw, c.trace = filepath.Join(dir, "raw"), filepath.Join(dir, "trace")
+	return startChatIn(t, models, "", args...)
+}
+
+// startChatEnv is startChat with one more VAR=value for the chat.
+func startChatEnv(t *testing.T, env string, args ...string) *chatRun {
+	t.Helper()
+	return startChatIn(t, "", env, args...)
+}
+
+func startChatIn(t *testing.T, models, env string, args ...string) *chatRun {
+	t.Helper()
+	c := &chatRun{tmuxPane: newTmuxPane(t), home: t.TempDir(), ws: t.TempDir()}
 	if models != "" {
 		if err := os.WriteFile(filepath.Join(c.home, "models.json"), []byte(models), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
+	c.launch(env, append([]string{"chat", "--cwd", c.ws}, args...)...)
+	return c
+}
+
+// launch runs the built CLI with args (and env, VAR=value, when not "") in
+// the pane from a script, and waits for the chat's status line.
+func (c *chatRun) launch(env string, args ...string) {
+	t := c.t
+	t.Helper()
+	dir := t.TempDir()
+	c.raw, c.trace = filepath.Join(dir, "raw"), filepath.Join(dir, "trace")
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-	cmd := []string{q(builtCLI(t)), "chat", "--cwd", q(c.ws)}
+	cmd := []string{q(builtCLI(t))}
 	for _, a := range args {
 		cmd = append(cmd, q(a))
 	}
+	exports := ""
+	if env != "" {
+		exports = "export " + q(env) + "\n"
+	}
 	script := filepath.Join(dir, "chat.sh")
-	body := fmt.Sprintf("export HOME=%s AGENTLOOP_HOME=%s OPENAI_API_KEY=sk-mock TERM=xterm-256color AGENTLOOP_CHAT_TRACE=%s\nclear\ncd %s\n%s\necho \"== exit $?\"\n",
-		q(c.home), q(c.home), q(c.trace), q(c.ws), strings.Join(cmd, " "))
+	body := fmt.Sprintf("%sexport HOME=%s AGENTLOOP_HOME=%s OPENAI_API_KEY=sk-mock TERM=xterm-256color AGENTLOOP_CHAT_TRACE=%s\nclear\ncd %s\n%s\necho \"== exit $?\"\n",
+		exports, q(c.home), q(c.home), q(c.trace), q(c.ws), strings.Join(cmd, " "))
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	pane.tmux("pipe-pane", "-o", "cat >> "+q(c.raw))
-	pane.typeLine("sh " + script)
+	c.tmux("pipe-pane", "-o", "cat >> "+q(c.raw))
+	c.typeLine("sh " + script)
 	c.waitFor(10*time.Second, "the chat's status line", func(s string) bool { return strings.Contains(s, "thinking off ·") })
-	return c
 }
 
 func (c *chatRun) keys(k ...string) { c.tmux(append([]string{"send-keys"}, k...)...) }
@@ -98,6 +124,9 @@ func (c *chatRun) quit() string {
 		raw = raw[i+4:] // clear(1) sends ESC[3J; only what follows is the chat's
 	}
 	for _, seq := range []string{"\x1b[2J", "\x1b[3J"} {
+		if c.fullscreen && seq == "\x1b[2J" {
+			continue
+		}
 		if strings.Contains(string(raw), seq) {
 			c.t.Errorf("the chat's output contains %q: it cleared the screen or the scrollback", seq)
 		}
@@ -367,4 +396,96 @@ func TestE2EChatLongReplyBytesPerFrame(t *testing.T) {
 	if total > 6*replyBytes {
 		t.Errorf("%d bytes written for a %d-byte reply: frames redraw more than the live region", total, replyBytes)
 	}
+}
+
+// Issue 26: without a terminal, agentloop chat refuses and points to -p,
+// and agentloop alone still prints its help.
+func TestE2EChatNeedsATerminal(t *testing.T) {
+	home := t.TempDir()
+	code, out, errOut := execCLI(t, nil, home, "chat", "--model", "faux/demo")
+	if code != exitUsage || !strings.Contains(errOut, "agentloop chat needs a terminal") || !strings.Contains(errOut, `agentloop -p "prompt"`) {
+		t.Errorf("chat without a terminal: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	code, out, errOut = execCLI(t, nil, home)
+	if code != 0 || !strings.Contains(out, "Usage:") || !strings.Contains(out, "chat") {
+		t.Errorf("agentloop alone without a terminal: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}
+
+// Issue 26: agentloop alone on a terminal opens the chat; -c continues the
+// latest session of the directory and -r a named one, as in print mode.
+func TestE2EChatBareContinueResume(t *testing.T) {
+	capture := filepath.Join(t.TempDir(), "capture.jsonl")
+	base := mockLLM(t, "-rounds", "0", "-text", "3", "-capture", capture)
+	models := `{"providers":{"openai":{"models":[{"id":"mock-model","contextWindow":128000,"maxTokens":4096}]}},"defaultModel":"openai/mock-model"}`
+	c := startChat(t, models, "--model", "openai/mock-model", "--base-url", base+"/v1")
+	c.send("the first question")
+	c.waitHistory(10*time.Second, "the reply", func(s string) bool { return strings.Contains(s, "word word done") })
+	h := c.quit()
+	id := regexpFind(t, h, `session ([0-9a-f-]{36})`)
+
+	bare := startChatCmd(t, c, "--model", "openai/mock-model", "--base-url", base+"/v1", "-c")
+	bare.send("the second question")
+	bare.waitHistory(10*time.Second, "the reply", func(s string) bool { return strings.Count(s, "word word done") >= 1 })
+	bare.quit()
+	reqs := readLines(t, capture)
+	if last := reqs[len(reqs)-1]; !strings.Contains(last, "the first question") || !strings.Contains(last, "the second question") {
+		t.Errorf("-c did not continue the session: %.400s", last)
+	}
+
+	r := startChatCmd(t, c, "chat", "--model", "openai/mock-model", "--base-url", base+"/v1", "-r", id[:8])
+	r.send("the third question")
+	r.waitHistory(10*time.Second, "the reply", func(s string) bool { return strings.Count(s, "word word done") >= 1 })
+	r.quit()
+	reqs = readLines(t, capture)
+	if last := reqs[len(reqs)-1]; !strings.Contains(last, "the first question") || !strings.Contains(last, "the third question") {
+		t.Errorf("-r %s did not continue the session: %.400s", id[:8], last)
+	}
+}
+
+// startChatCmd starts the CLI again in prev's home and workspace, with
+// args (no "chat" in them: agentloop alone).
+func startChatCmd(t *testing.T, prev *chatRun, args ...string) *chatRun {
+	t.Helper()
+	c := &chatRun{tmuxPane: newTmuxPane(t), home: prev.home, ws: prev.ws}
+	c.launch("", args...)
+	return c
+}
+
+func regexpFind(t *testing.T, s, re string) string {
+	t.Helper()
+	m := regexp.MustCompile(re).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("no %s in:\n%s", re, s)
+	}
+	return m[1]
+}
+
+// Issue 26: --fullscreen runs on the alternate screen, where the reply
+// shows too; leaving it restores the shell's screen.
+func TestE2EChatFullscreen(t *testing.T) {
+	c := startChat(t, "", "--model", "faux/demo", "--fullscreen")
+	c.fullscreen = true
+	c.send("what is here?")
+	c.waitFor(10*time.Second, "the demo's answer", func(s string) bool { return strings.Contains(s, "This folder is empty") })
+	c.quit()
+	raw, _ := os.ReadFile(c.raw)
+	if !strings.Contains(string(raw), "\x1b[?1049h") {
+		t.Errorf("--fullscreen did not switch to the alternate screen")
+	}
+}
+
+// Issue 26: Ctrl+G edits the message in $EDITOR; what it saves is the
+// message.
+func TestE2EChatExternalEditor(t *testing.T) {
+	editor := filepath.Join(t.TempDir(), "ed.sh")
+	if err := os.WriteFile(editor, []byte("#!/bin/sh\nprintf 'written in the editor' > \"$1\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c := startChatEnv(t, "VISUAL="+editor, "--model", "faux/demo")
+	c.keys("C-g")
+	c.waitFor(10*time.Second, "the editor's text", func(s string) bool { return strings.Contains(s, "› written in the editor") })
+	c.keys("Enter")
+	c.waitHistory(10*time.Second, "the sent message", func(s string) bool { return strings.Contains(s, "This folder is empty") })
+	c.quit()
 }

@@ -28,6 +28,25 @@ func printModeArgs(root *cobra.Command, args []string) []string {
 	return args
 }
 
+// chatArgs makes `agentloop -c` (and any other flags without a
+// subcommand, as claude users type them) the `agentloop chat -c` it means.
+// Help, version and print mode stay as they are.
+func chatArgs(root *cobra.Command, args []string) []string {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") || args[0] == "--" {
+		return args
+	}
+	for _, a := range args {
+		switch a {
+		case "-h", "--help", "-v", "--version":
+			return args
+		}
+	}
+	if c, _, err := root.Find(args); err == nil && c != root {
+		return args // flags before a subcommand's name
+	}
+	return append([]string{"chat"}, args...)
+}
+
 // barePromptHint is the hint for `agentloop "what is here"`: the chat is
 // agentloop alone (or agentloop chat), and print mode is -p (or run).
 func barePromptHint(root *cobra.Command, args []string) string {

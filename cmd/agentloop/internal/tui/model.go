@@ -57,7 +57,7 @@ type Model struct {
 	width, height int
 	editor        textarea.Model
 	view          viewport.Model // fullscreen: the committed blocks
-	viewText      strings.Builder
+	viewText      *strings.Builder
 
 	running   bool
 	runStart  time.Time
@@ -135,6 +135,7 @@ func New(opt Options) Model {
 	}
 	if opt.Fullscreen {
 		m.view = viewport.New(viewport.WithWidth(m.width), viewport.WithHeight(max(1, m.height-4)))
+		m.viewText = &strings.Builder{}
 	}
 	return m
 }

@@ -383,3 +383,35 @@ func (m Model) printed() (Model, tea.Cmd) {
 	m.printing = false
 	return m, nil
 }
+
+// @ completes the workspace's file names; Tab takes the common prefix.
+func TestReducerFileCompletion(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"README.md", "run.go", "runner_test.go", ".hidden"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "docs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Options{Cwd: dir})
+	h.typeText("look at @ru")
+	if c := h.m.completions(); strings.Join(c, " ") != "@run.go @runner_test.go" {
+		t.Fatalf("candidates for @ru: %q", c)
+	}
+	h.do(key(tea.KeyTab, 0))
+	if v := h.m.editor.Value(); v != "look at @run" {
+		t.Fatalf("tab: %q", v)
+	}
+	h.typeText("n")
+	h.do(key(tea.KeyTab, 0))
+	if v := h.m.editor.Value(); v != "look at @runner_test.go " {
+		t.Fatalf("tab on the only candidate: %q", v)
+	}
+	h.typeText("and @d")
+	h.do(key(tea.KeyTab, 0))
+	if v := h.m.editor.Value(); v != "look at @runner_test.go and @docs/" {
+		t.Fatalf("tab on a directory: %q", v)
+	}
+}
