@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/command"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/reply"
 	"github.com/agentloop/agentloop/runner"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -61,8 +63,12 @@ type Model struct {
 
 	running   bool
 	runStart  time.Time
-	sent      string // the prompt of the run in progress
-	tail      string // the streaming, uncommitted part of a text block
+	sent      string         // the prompt of the run in progress
+	tail      string         // the streaming, uncommitted part of a text block
+	chunks    *reply.Chunker // cuts the streaming block where it may be committed
+	md        *markdown
+	blockText []byte // the streaming block's text so far
+	blockAt   int    // how far into it the committed pieces reach
 	thinking  string // the thinking block streaming now
 	tools     []runningTool
 	approval  *ApprovalMsg
@@ -109,7 +115,7 @@ type editorDoneMsg struct {
 
 // New returns the chat's model.
 func New(opt Options) Model {
-	m := Model{opt: opt, now: opt.Now, width: opt.Width, height: opt.Height}
+	m := Model{opt: opt, now: opt.Now, width: opt.Width, height: opt.Height, md: &markdown{}}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -300,8 +306,13 @@ func (m *Model) event(ev runner.Event) tea.Cmd {
 		}
 		switch a.LLM.Type {
 		case llm.EventTextDelta:
-			m.tail += a.LLM.Delta
-			m.spill()
+			if m.chunks == nil {
+				m.chunks = reply.NewChunker(reply.ChunkerOptions{MinChars: 1, MaxChars: chunkMax, FlushOnParagraph: true})
+			}
+			m.chunks.Write(a.LLM.Delta)
+			m.blockText = append(m.blockText, a.LLM.Delta...)
+			m.chunks.DrainFunc(false, m.commitText)
+			m.tail = m.chunks.Buffered()
 		case llm.EventTextEnd:
 			m.endText()
 		case llm.EventThinkingDelta:
@@ -422,30 +433,39 @@ func noticeShown(t agent.EventType) bool {
 	return true
 }
 
-// spill commits the whole lines of a long streaming text block that no
-// longer fit the live region: they are final, text only grows at its end.
-func (m *Model) spill() {
-	keep := m.tailLines()
-	n := strings.Count(m.tail, "\n")
-	if n <= keep {
-		return
-	}
-	// Cut after the (n-keep)th newline.
-	cut := 0
-	for i := 0; i < n-keep; i++ {
-		cut += strings.IndexByte(m.tail[cut:], '\n') + 1
-	}
-	m.commit(strings.TrimSuffix(m.tail[:cut], "\n"))
-	m.tail = m.tail[cut:]
-}
+// chunkMax is the most text of a streaming block held back from the
+// scrollback: the chunker commits every paragraph, and a longer one at a
+// line end (never inside a code fence without closing it) by this size.
+const chunkMax = 2000
 
 // tailLines is how many lines of streaming text the live region holds.
 func (m *Model) tailLines() int { return max(3, (m.height-2)/2) }
 
-func (m *Model) endText() {
-	if t := strings.TrimRight(m.tail, "\n"); strings.TrimSpace(t) != "" {
-		m.commit(t)
+// commitText commits a finished piece of assistant text, as markdown.
+func (m *Model) commitText(text string) {
+	if strings.TrimSpace(text) == "" {
+		return
 	}
+	block := m.md.render(strings.TrimRight(text, "\n"), m.width)
+	// The chunker drops the blank line it cut at: find the piece in the
+	// block's text to put it back.
+	first, _, _ := strings.Cut(text, "\n")
+	if i := bytes.Index(m.blockText[m.blockAt:], []byte(first)); i >= 0 && first != "" {
+		at := m.blockAt + i
+		if m.blockAt > 0 && bytes.HasSuffix(bytes.TrimRight(m.blockText[:at], " \t"), []byte("\n\n")) {
+			block = "\n" + block
+		}
+		m.blockAt = at + len(first)
+	}
+	m.commit(block)
+}
+
+func (m *Model) endText() {
+	if m.chunks != nil {
+		m.chunks.DrainFunc(true, m.commitText)
+		m.chunks = nil
+	}
+	m.blockText, m.blockAt = nil, 0
 	m.tail = ""
 }
 

@@ -23,7 +23,11 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// Chroma's regexp engine (glamour's code highlighting) keeps a clock
+// goroutine for the life of the process once a pattern with a timeout ran.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2.runClock"))
+}
 
 // fakeBackend records what the chat asks of it.
 type fakeBackend struct {
@@ -217,6 +221,21 @@ func TestReducerToolCall(t *testing.T) {
 	h.golden("tool")
 }
 
+// Markdown is rendered at commit, a paragraph at a time, and a code fence
+// is never cut while it streams.
+func TestReducerMarkdown(t *testing.T) {
+	text := "# Plan\n\nTwo steps:\n\n- read the **file**\n- fix it\n\n```go\nfunc main() {\n\tprintln(\"hi\")\n\n\tprintln(\"bye\")\n}\n```\n\nDone."
+	evs := fauxRun(t, "plan", nil, faux.Say(text))
+	h := newHarness(t, Options{})
+	h.do(SendMsg{Text: "plan"})
+	head, rest := upTo(evs, agent.EventMessageUpdate, 8)
+	h.events(head)
+	h.snap("inside the code fence")
+	h.events(rest)
+	h.snap("after run_end")
+	h.golden("markdown")
+}
+
 // Enter while a run goes steers it (a pill until the message is taken),
 // Alt+Enter queues a follow-up; Esc aborts and puts the queue back.
 func TestReducerSteerFollowUpAbort(t *testing.T) {
@@ -358,9 +377,21 @@ func TestReducerLongReplyBoundedLive(t *testing.T) {
 	if maxLive > 22 {
 		t.Errorf("the live region grew to %d lines on a 24-line screen", maxLive)
 	}
-	got := ansi.Strip(strings.Join(h.m.Committed()[1:], "\n"))
-	if want := strings.TrimSuffix(b.String(), "\n"); got != want {
-		t.Errorf("the committed text is not the reply once, in order: %d lines of %d", strings.Count(got, "\n")+1, 2000)
+	// Each line of the reply is committed once, in order (markdown gives
+	// them a margin).
+	var got []string
+	for _, blk := range h.m.Committed()[1:] {
+		for l := range strings.SplitSeq(ansi.Strip(blk), "\n") {
+			got = append(got, strings.TrimSpace(l))
+		}
+	}
+	if len(got) != 2000 {
+		t.Fatalf("%d lines committed for a 2,000-line reply", len(got))
+	}
+	for i, l := range got {
+		if want := fmt.Sprintf("reply line %d", i+1); l != want {
+			t.Fatalf("committed line %d is %q, want %q", i+1, l, want)
+		}
 	}
 }
 
