@@ -462,16 +462,16 @@ func regexpFind(t *testing.T, s, re string) string {
 }
 
 // Issue 26: --fullscreen runs on the alternate screen, where the reply
-// shows too; leaving it restores the shell's screen.
+// shows too; leaving it restores the shell's screen. The words after the
+// flags are the first message.
 func TestE2EChatFullscreen(t *testing.T) {
-	c := startChat(t, "", "--model", "faux/demo", "--fullscreen")
+	c := startChat(t, "", "--model", "faux/demo", "--fullscreen", "what is here?")
 	c.fullscreen = true
-	c.send("what is here?")
 	c.waitFor(10*time.Second, "the demo's answer", func(s string) bool { return strings.Contains(s, "This folder is empty") })
 	c.quit()
 	raw, _ := os.ReadFile(c.raw)
-	if !strings.Contains(string(raw), "\x1b[?1049h") {
-		t.Errorf("--fullscreen did not switch to the alternate screen")
+	if !strings.Contains(string(raw), "\x1b[?1049h") || !strings.Contains(string(raw), "\x1b[?1049l") {
+		t.Errorf("--fullscreen did not switch to the alternate screen and back")
 	}
 }
 
