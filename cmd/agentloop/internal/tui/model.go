@@ -563,6 +563,13 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Cmd, bool) {
 			m.complete(c)
 		}
 		return nil, true
+	case "shift+tab":
+		// Cycles the approval mode of the next runs: ask → auto → never.
+		next := map[string]string{"ask": "auto", "auto": "never", "never": "ask"}[m.state.Approve]
+		if next == "" {
+			next = "ask"
+		}
+		return m.slash("approve", next), true
 	case "ctrl+o":
 		if m.lastTool != "" {
 			m.commit(paint(styleDim, indent(m.lastTool)))
@@ -672,6 +679,7 @@ func helpText() string {
 		{"Ctrl+C", "clear the editor; twice quits"},
 		{"Ctrl+O", "print the last tool output in full"},
 		{"Tab", "complete @file and /command"},
+		{"Shift+Tab", "cycle the approval mode: ask, auto, never"},
 		{"Ctrl+G", "edit the message in $VISUAL or $EDITOR"},
 		{"y / a / n", "answer an approval: once, for the session, deny (or type why, then Enter)"},
 	} {

@@ -446,3 +446,14 @@ func TestReducerFileCompletion(t *testing.T) {
 		t.Fatalf("tab on a directory: %q", v)
 	}
 }
+
+// Shift+Tab cycles the approval mode through the backend's /approve.
+func TestReducerShiftTabCyclesApproval(t *testing.T) {
+	h := newHarness(t, Options{})
+	nm, cmd := h.m.Update(key(tea.KeyTab, tea.ModShift))
+	h.m = nm.(Model)
+	h.do(runCmds(cmd)...)
+	if len(h.b.commands) != 1 || h.b.commands[0] != "approve auto" {
+		t.Fatalf("shift+tab from ask ran %q", h.b.commands)
+	}
+}
