@@ -60,20 +60,33 @@ chat refuses: use agentloop -p "prompt".`
   agentloop chat -r 0193a2         # continue that session
   agentloop chat --model faux/demo --fullscreen`
 	var fullscreen bool
+	var connect string
 	cmd.Flags().BoolVar(&fullscreen, "fullscreen", false, "use the alternate screen, with its own scrolling, instead of the scrollback")
+	cmd.Flags().StringVar(&connect, "connect", "", "chat with a gateway (agentloop serve) at this URL instead of running the agent here; its token in $AGENTLOOP_TOKEN")
 	cmd.RunE = func(c *cobra.Command, args []string) error {
-		return openChat(c, env, f, fullscreen, args)
+		return openChat(c, env, f, fullscreen, connect, args)
 	}
 	return cmd
 }
 
 // openChat runs the chat on f's flags, refusing without a terminal.
-func openChat(c *cobra.Command, env *cliEnv, f *runFlags, fullscreen bool, args []string) error {
+func openChat(c *cobra.Command, env *cliEnv, f *runFlags, fullscreen bool, connect string, args []string) error {
 	if !chatTerminal(env) {
 		return usageError{errors.New(noTerminalChat)}
 	}
 	if !c.Flags().Changed("approve") {
 		f.approve = tool.ApprovalModeAsk
+	}
+	if connect != "" {
+		session := f.session
+		if f.resume != "" && f.resume != resumeLatest {
+			session = f.resume
+		}
+		if f.cont || f.resume == resumeLatest || f.fork != "" {
+			return usageError{errors.New("--connect: give the gateway's session with -r ID (-c and --fork are for local sessions)")}
+		}
+		f.session = session
+		return runConnectedChat(c.Context(), env, f, connect, fullscreen, strings.Join(args, " "))
 	}
 	f.chat = func(ctx context.Context, s *chatSetup) error { return runChat(ctx, env, f, s, fullscreen) }
 	return runAgent(c.Context(), env, f, args)
@@ -87,36 +100,23 @@ func chatTerminal(env *cliEnv) bool {
 
 // runChat is the chat's session: a bubbletea program over one Runner.
 func runChat(ctx context.Context, env *cliEnv, f *runFlags, s *chatSetup, fullscreen bool) error {
-	var trace io.Writer
-	if p := env.getenv("AGENTLOOP_CHAT_TRACE"); p != "" {
-		tf, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return fmt.Errorf("AGENTLOOP_CHAT_TRACE: %w", err)
-		}
-		defer tf.Close()
-		trace = &lockedWriter{w: tf}
+	trace, closeTrace, err := chatTrace(env)
+	if err != nil {
+		return err
 	}
+	defer closeTrace()
 	b := &chatBackend{ctx: ctx, env: env, f: f, s: s, q: s.q, approve: f.approve}
 	b.q.OnEvent = nil // the events come from Run.Events
 	approver := &tui.Approver{}
 	s.approval.Ask = approver.Ask
-	editor := env.getenv("VISUAL")
-	if editor == "" {
-		editor = env.getenv("EDITOR")
-	}
-	m := tui.New(tui.Options{Backend: b, Fullscreen: fullscreen, Cwd: s.cwd, Editor: editor, Trace: trace})
-	var out io.Writer = env.stdout
-	if f, ok := out.(*os.File); ok && trace != nil {
-		out = tracedFile{File: f, trace: trace}
-	}
-	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(env.stdin), tea.WithOutput(out)}
-	p := tea.NewProgram(m, opts...)
+	m := tui.New(tui.Options{Backend: b, Fullscreen: fullscreen, Cwd: s.cwd, Editor: chatEditor(env), Trace: trace})
+	p := tea.NewProgram(m, chatProgramOptions(ctx, env, trace)...)
 	b.sendMsg = p.Send
 	approver.Send = p.Send
 	if s.prompt != "" {
 		go p.Send(tui.SendMsg{Text: s.prompt})
 	}
-	_, err := p.Run()
+	_, err = p.Run()
 	b.stop()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return exitError{code: exitInterrupted, msg: "interrupted"}
@@ -128,6 +128,37 @@ func runChat(ctx context.Context, env *cliEnv, f *runFlags, s *chatSetup, fullsc
 		fmt.Fprintf(env.stderr, "agentloop: session %s (agentloop chat -r %s to continue it)\n", id, id)
 	}
 	return nil
+}
+
+// chatEditor is the command Ctrl+G opens: $VISUAL, else $EDITOR.
+func chatEditor(env *cliEnv) string {
+	if e := env.getenv("VISUAL"); e != "" {
+		return e
+	}
+	return env.getenv("EDITOR")
+}
+
+// chatTrace opens AGENTLOOP_CHAT_TRACE, when set: one line per key,
+// event and terminal write, with its time (docs/chat.md).
+func chatTrace(env *cliEnv) (io.Writer, func(), error) {
+	p := env.getenv("AGENTLOOP_CHAT_TRACE")
+	if p == "" {
+		return nil, func() {}, nil
+	}
+	tf, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("AGENTLOOP_CHAT_TRACE: %w", err)
+	}
+	return &lockedWriter{w: tf}, func() { tf.Close() }, nil
+}
+
+// chatProgramOptions run the program on the terminal of env until ctx ends.
+func chatProgramOptions(ctx context.Context, env *cliEnv, trace io.Writer) []tea.ProgramOption {
+	var out io.Writer = env.stdout
+	if f, ok := out.(*os.File); ok && trace != nil {
+		out = tracedFile{File: f, trace: trace}
+	}
+	return []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(env.stdin), tea.WithOutput(out)}
 }
 
 // lockedWriter serialises the trace's lines from the program and the

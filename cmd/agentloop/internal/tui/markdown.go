@@ -27,7 +27,7 @@ func (md *markdown) render(text string, width int) string {
 		}
 		md.r, md.width = r, width
 	}
-	out, err := md.r.Render(text)
+	out, err := md.r.Render(escapeHTML(text))
 	if err != nil {
 		return text
 	}
@@ -55,3 +55,45 @@ func blank(l string) bool { return strings.TrimSpace(stripANSI(l)) == "" }
 var ansiSeq = regexp.MustCompile(`\x1b\[[0-9;?]*[a-zA-Z]`)
 
 func stripANSI(s string) string { return ansiSeq.ReplaceAllString(s, "") }
+
+// escapeHTML keeps the text's < and & as they are: glamour drops what
+// goldmark reads as raw HTML, so "List<T>" or "Checking <a> & <b>" would
+// lose words. Code (fences and `spans`) is left alone, where markdown
+// shows everything literally.
+func escapeHTML(text string) string {
+	if !strings.ContainsAny(text, "<&") {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	fence := ""
+	for i, l := range lines {
+		t := strings.TrimLeft(l, " ")
+		if fence != "" {
+			if strings.HasPrefix(t, fence) {
+				fence = ""
+			}
+			continue
+		}
+		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			fence = t[:3]
+			continue
+		}
+		var b strings.Builder
+		code := false
+		for _, r := range l {
+			switch {
+			case r == '`':
+				code = !code
+				b.WriteRune(r)
+			case !code && r == '<':
+				b.WriteString("&lt;")
+			case !code && r == '&':
+				b.WriteString("&amp;")
+			default:
+				b.WriteRune(r)
+			}
+		}
+		lines[i] = b.String()
+	}
+	return strings.Join(lines, "\n")
+}

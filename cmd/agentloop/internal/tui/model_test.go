@@ -457,3 +457,14 @@ func TestReducerShiftTabCyclesApproval(t *testing.T) {
 		t.Fatalf("shift+tab from ask ran %q", h.b.commands)
 	}
 }
+
+// Text that looks like HTML is shown as written, in prose and in code.
+func TestMarkdownKeepsAngleBrackets(t *testing.T) {
+	md := &markdown{}
+	got := ansi.Strip(md.render("Use List<T> & <b>bold</b>, or `a<b && c`:\n\n```go\nif a<b && c {\n```", 80))
+	for _, want := range []string{"List<T> & <b>bold</b>", "a<b && c", "if a<b && c {"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+}
