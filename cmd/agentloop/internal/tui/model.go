@@ -84,6 +84,11 @@ type Model struct {
 	committed []string
 	outbox    []string
 	printing  bool
+	tallest   int // the frame's most lines in the last 250 ms
+	tallestAt time.Time
+	floor     int // the frame's least height while prints are under way
+	resizedAt time.Time
+	printedAt time.Time
 
 	lastCtrlC time.Time
 	hint      string // a one-line hint under the editor ("Ctrl+C again quits")
@@ -162,6 +167,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		m.resizedAt = time.Now()
 		m.editor.SetWidth(m.width)
 		if m.opt.Fullscreen {
 			m.view.SetWidth(m.width)
@@ -171,7 +177,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.frame++
 		cmds = append(cmds, tick())
 	case printedMsg:
-		m.printing = false
+		m.printing = false // and flush below sends the next piece
+		m.printedAt = time.Now()
 	case EventMsg:
 		m.trace("event", string(msg.Event.Type))
 		cmds = append(cmds, m.event(msg.Event))
@@ -227,8 +234,22 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			cmds = append(cmds, c)
 		}
 	}
+	// The frame's height as drawn (with its padding), and the tallest
+	// of the last 250 ms: the frame on the screen may be an older one.
+	now := time.Now()
+	h := m.liveHeight()
+	if m.printing || len(m.outbox) > 0 || now.Sub(m.printedAt) < 100*time.Millisecond {
+		m.floor = max(m.floor, h)
+	} else {
+		m.floor = h
+	}
+	if f := max(h, m.floor); f >= m.tallest || now.Sub(m.tallestAt) > 250*time.Millisecond {
+		m.tallest, m.tallestAt = f, now
+	}
 	cmds = append(cmds, m.flush())
-	if m.quitting {
+	// Quit once everything committed is printed: what the scrollback
+	// shows is the whole session.
+	if m.quitting && !m.printing && len(m.outbox) == 0 {
 		cmds = append(cmds, tea.Quit)
 	}
 	return m, tea.Batch(cmds...)
@@ -260,15 +281,39 @@ func (m *Model) commit(block string) {
 
 // flush hands the outbox to tea.Println, one print in flight at a time:
 // bubbletea runs commands concurrently, so two prints in flight could land
-// in either order.
+// in either order. A print is at most a screen's worth of lines less the
+// live region: the inline renderer makes room by scrolling, and lines of
+// its frame scrolled past the top of the screen stay in the scrollback.
+// The frame on the screen may be an older, taller one than the view now
+// (frames are drawn 60 times a second, prints at once), so the budget
+// counts the tallest frame of the last 250 ms.
 func (m *Model) flush() tea.Cmd {
 	if m.printing || len(m.outbox) == 0 {
 		return nil
 	}
-	text := strings.Join(m.outbox, "\n")
-	m.outbox = nil
+	// After a resize the renderer redraws its frame where the terminal
+	// put it; a print before that lands in the wrong place. The next
+	// tick prints.
+	if time.Since(m.resizedAt) < 250*time.Millisecond {
+		return nil
+	}
+	budget := max(1, m.height-m.tallest-1)
+	var lines []string
+	for len(m.outbox) > 0 && len(lines) < budget {
+		bl := strings.Split(m.outbox[0], "\n")
+		take := min(len(bl), budget-len(lines))
+		lines = append(lines, bl[:take]...)
+		if take == len(bl) {
+			m.outbox = m.outbox[1:]
+		} else {
+			m.outbox[0] = strings.Join(bl[take:], "\n")
+		}
+	}
+	if len(m.outbox) == 0 {
+		m.outbox = nil
+	}
 	m.printing = true
-	return tea.Sequence(tea.Println(text), func() tea.Msg { return printedMsg{} })
+	return tea.Sequence(tea.Println(strings.Join(lines, "\n")), func() tea.Msg { return printedMsg{} })
 }
 
 // event folds one event of a run into the state.
@@ -296,7 +341,10 @@ func (m *Model) event(ev runner.Event) tea.Cmd {
 				return nil
 			}
 		}
-		if text != m.sent { // a hook's or a stop continuation's message
+		// The run's prompt was shown when it was sent (as typed: the
+		// message may hold the @files it included); any other user message
+		// (a hook's, a stop continuation's, another client's) is shown now.
+		if m.sent == "" {
 			m.commit(userBlock(text))
 		}
 		m.sent = ""
@@ -721,12 +769,20 @@ func (m Model) View() tea.View {
 	if m.quitting {
 		return v // leave the scrollback, not the editor, behind
 	}
+
 	live := m.live()
 	if m.opt.Fullscreen {
 		v.AltScreen = true
 		v.MouseMode = tea.MouseModeCellMotion
 		v.SetContent(m.view.View() + "\n" + live)
 	} else {
+		// While prints are under way the frame keeps its height: the
+		// renderer inserts printed lines relative to the frame it drew
+		// last, and a frame that shrank meanwhile leaves its old top
+		// lines in the scrollback.
+		if pad := m.floor - (strings.Count(live, "\n") + 1); pad > 0 {
+			live = strings.Repeat("\n", pad) + live
+		}
 		v.SetContent(live)
 	}
 	return v

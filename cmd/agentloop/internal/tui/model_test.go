@@ -204,6 +204,23 @@ func TestReducerStreamedReply(t *testing.T) {
 	h.golden("reply")
 }
 
+// The prompt shows once, as typed, even when the run's message holds the
+// files its @words included; a user message the chat did not send shows.
+func TestReducerPromptShownOnce(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.do(SendMsg{Text: "look at @a.txt"})
+	start := func(text string) {
+		u := llm.UserText(text)
+		h.do(EventMsg{Event: runner.Event{Type: agent.EventMessageStart, Agent: &agent.Event{Type: agent.EventMessageStart, Message: &u}}})
+	}
+	start("look at @a.txt\n\n<file a.txt>\nhello\n</file>")
+	start("a hook says: go on")
+	got := ansi.Strip(strings.Join(h.m.Committed(), "\n"))
+	if strings.Count(got, "look at @a.txt") != 1 || strings.Contains(got, "<file") || !strings.Contains(got, "› a hook says: go on") {
+		t.Errorf("committed:\n%s", got)
+	}
+}
+
 // A tool call: running in the live region, then committed with its first
 // lines and "+N lines"; Ctrl+O prints the whole output.
 func TestReducerToolCall(t *testing.T) {
