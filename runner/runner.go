@@ -209,6 +209,9 @@ type SessionSpec struct {
 	// ID opens an existing session (an id, a unique prefix, or a file path
 	// for the JSONL store).
 	ID string
+	// New creates the session ID instead of opening it: a caller (a
+	// server) that named a session before its first run.
+	New bool
 	// Continue opens the latest session of Cwd (a new one when it has none).
 	Continue bool
 	// Fork copies session Fork into a new session and runs on the copy.

@@ -33,6 +33,8 @@ func (s *run) resolveSession(ctx context.Context) (sessID, source string, create
 			return "", "", false, fmt.Errorf("fork session %s: %w", p.Session.Fork, err)
 		}
 		sessID, source = id, "resume"
+	case p.Session.ID != "" && p.Session.New:
+		sessID, source, create = p.Session.ID, "startup", true
 	case p.Session.ID != "":
 		sessID, source = p.Session.ID, "resume"
 	case p.Session.Continue:

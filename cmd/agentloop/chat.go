@@ -37,6 +37,24 @@ type chatSetup struct {
 	prompt     string // the words after the flags: the first message
 }
 
+// newChatSetup gathers what the chat needs of a run's setup: the request
+// runRequest made, its approval, the permission rules (again, for
+// /approve to keep them first) and the built-in tools its policy offers.
+func newChatSetup(env *cliEnv, f *runFlags, rn *runner.Runner, q runner.Request, cfg runner.Config, home, cwd string, mcp bool) (*chatSetup, error) {
+	rules, err := permissionRules(env, home, cwd, f.trust)
+	if err != nil {
+		return nil, err
+	}
+	offered := q.Tools
+	if q.ToolPolicy != nil {
+		if offered, err = builtinPolicy(*q.ToolPolicy).Apply(q.Tools); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	return &chatSetup{rn: rn, q: q, approval: q.Approval, rules: rules, store: cfg.Store, home: home, cwd: cwd,
+		offered: offered, mcpServers: mcp, resolve: cfg.ResolveModel}, nil
+}
+
 // noTerminalChat is the refusal of a chat without a terminal.
 const noTerminalChat = `agentloop chat needs a terminal; without one, use print mode: agentloop -p "prompt" (or agentloop run "prompt")`
 

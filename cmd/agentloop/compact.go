@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/hook"
-	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/runner"
 	"github.com/agentloop/agentloop/session"
 )
@@ -160,42 +159,11 @@ func compactSession(ctx context.Context, env *cliEnv, f *compactFlags, instructi
 		}
 	}()
 
-	window := resolved.Info.ContextWindow
-	if window == 0 {
-		window = llm.DefaultContextWindow
-	}
-	var done *compact.CompactionRecord
-	var failure error
-	c, err := compact.New(compact.Config{
-		Window:     window,
-		Summarizer: &compact.Summarizer{Model: resolved.Model, Window: window},
-		Recorder:   &runner.SessionRecorder{Session: sess, EntryIDs: func() []string { return history.EntryIDs }},
-		OnEvent: func(ev compact.Event) {
-			switch ev.Type {
-			case compact.EventCompactionEnd:
-				if ev.Record != nil && done == nil {
-					done = ev.Record
-				}
-				if ev.Err != nil && ev.Record == nil {
-					failure = ev.Err
-				}
-			case compact.EventFallback, compact.EventRecordError, compact.EventWindowWarning:
-				fmt.Fprintln(env.stderr, "agentloop: warning:", ev.Message)
-			}
-		},
-		BeforeCompaction: func(ctx context.Context, st compact.CompactionStart) {
-			bus.BeforeCompaction(ctx, hook.CompactionEvent{Trigger: "manual", Instructions: instructions,
-				Messages: st.Messages, TokensBefore: st.TokensBefore})
-		},
-		AfterCompaction: func(ctx context.Context, rec compact.CompactionRecord) {
-			bus.AfterCompaction(ctx, hook.CompactionEvent{Trigger: "manual", Instructions: instructions,
-				TokensBefore: rec.TokensBefore, TokensAfter: rec.TokensAfter, Summary: rec.Summary})
-		},
-	})
+	done, err := runner.CompactSession(ctx, runner.CompactRequest{Session: sess, Model: resolved.Model,
+		Window: resolved.Info.ContextWindow, Instructions: instructions, Bus: bus,
+		Warn: func(msg string) { fmt.Fprintln(env.stderr, "agentloop: warning:", msg) }})
 	if err != nil {
-		return usageError{err}
-	}
-	if _, err := c.Compact(ctx, history.Messages, instructions); err != nil {
+		var failed *runner.CompactFailedError
 		switch {
 		case ctx.Err() != nil:
 			return exitError{code: exitInterrupted, msg: "interrupted: the session was left as it was"}
@@ -203,15 +171,14 @@ func compactSession(ctx context.Context, env *cliEnv, f *compactFlags, instructi
 			fmt.Fprintf(env.stdout, "nothing to compact: the %d messages of session %s are all recent (about %d tokens)\n",
 				len(history.Messages), sess.ID(), compact.MessagesTokens(history.Messages))
 			return nil
+		case errors.As(err, &failed):
+			msg := "compaction failed: nothing was summarised or dropped"
+			if failed.Cause != nil {
+				msg = "compaction failed: " + describeError(failed.Cause)
+			}
+			return exitError{code: exitFailed, msg: msg + "; the session was left as it was"}
 		}
 		return exitError{code: exitFailed, msg: "compaction failed: " + describeError(err)}
-	}
-	if done == nil {
-		msg := "compaction failed: nothing was summarised or dropped"
-		if failure != nil {
-			msg = "compaction failed: " + describeError(failure)
-		}
-		return exitError{code: exitFailed, msg: msg + "; the session was left as it was"}
 	}
 	how := "summarised"
 	if done.Fallback {

@@ -43,6 +43,7 @@ model:
 		newAuthCmd(env),
 		newCompactCmd(env),
 		newPermissionsCmd(env),
+		newServeCmd(env),
 	)
 	return root
 }

@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/auth"
 	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/provider"
 	"github.com/agentloop/agentloop/loopguard"
 	"github.com/agentloop/agentloop/prompt"
 	"github.com/agentloop/agentloop/runner"
@@ -111,6 +113,14 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 		},
 	}
 	fl := cmd.Flags()
+	addRunFlags(fl, f)
+	addClaudeFlags(fl, f)
+	return cmd, f
+}
+
+// addRunFlags adds the flags of a run (model, tools, approval, sessions,
+// limits) to fl: agentloop run's, and agentloop serve's for its runs.
+func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVarP(&f.model, "model", "m", "", "model as provider/id (faux/demo runs offline); default: the first provider whose API key is set")
 	fl.StringVar(&f.script, "script", "", "JSON script for the faux model (docs/faux.md)")
 	fl.StringVar(&f.baseURL, "base-url", "", "override the provider's base URL")
@@ -146,8 +156,6 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	fl.BoolVar(&f.noLoopGuard, "no-loop-detection", false, "do not warn about or block a tool call repeated over and over")
 	fl.DurationVar(&f.retryBase, "retry-base", 0, "first wait before retrying a transient failure (default 2s)")
 	_ = fl.MarkHidden("retry-base") // for tests against scripted servers
-	addClaudeFlags(fl, f)
-	return cmd, f
 }
 
 // runAgent is `agentloop run`: it resolves what the flags name and hands
@@ -181,13 +189,9 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	if !f.noSession && (f.cont || f.session != "") {
 		cwd = resumeSession(ctx, env, f, session.NewJSONLStore(sessionsDir(f, home)), cwd)
 	}
-	var thinking llm.ThinkingLevel
-	if f.thinking != "" {
-		l, ok := llm.ParseThinkingLevel(f.thinking)
-		if !ok {
-			return usageError{fmt.Errorf("--thinking %q: use one of off, minimal, low, medium, high, xhigh", f.thinking)}
-		}
-		thinking = l
+	thinking, err := thinkingFlag(f.thinking)
+	if err != nil {
+		return usageError{err}
 	}
 
 	idle := time.Duration(-1)
@@ -215,60 +219,17 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		return err
 	}
 	defer spill.close()
-	reg, err := buildTools(ctx, f, cwd, settings, spill)
+	q, err := runRequest(ctx, env, f, home, cwd, resolved, thinking, settings, spill)
 	if err != nil {
 		return err
 	}
-	policy, err := toolPolicy(f)
-	if err != nil {
-		return usageError{err}
-	}
-	rules, err := permissionRules(env, home, cwd, f.trust)
-	if err != nil {
-		return err
-	}
-	policy.Deny = append(policy.Deny, rules.DeniedTools()...)
-	policy.Deny = append(policy.Deny, f.disallowedTools...) // a bare deny ("Bash") offers no such tool
-	// The runner applies the policy to every tool once the MCP servers are
-	// up; the built-in part is applied here too, for the system prompt and
-	// to refuse a misspelt tool name before anything starts.
-	offered, err := builtinPolicy(policy).Apply(reg)
-	if err != nil {
-		return usageError{err}
-	}
-	approval, err := newApproval(env, f.approve)
-	if err != nil {
-		return usageError{err}
-	}
-	// Permission rules of the settings files decide before --approve.
-	if rules != nil {
-		approval.Policy = rules.Policy(approval.Policy)
-	}
-
-	system, _, err := prompt.Build(prompt.Options{
-		Tools: offered.Specs(), Workspace: cwd, Home: home,
-		Replace: f.systemPrompt, Append: f.appendSystemPrompt,
-	})
-	if err != nil {
-		return err
-	}
-
-	maxTurns := f.maxTurns
-	if maxTurns == 0 {
-		maxTurns = -1
-	}
+	q.Prompt, q.Images = up.text, up.images
 	cfg := runner.Config{
 		Hooks: &hook.LoadOptions{Home: home, Workspace: cwd, ClaudeHome: claudeHome(env), Trust: f.trust, NoHooks: f.noHooks},
 		// The run's own model writes the summaries of compaction: no Model
 		// means the one the run is on, after a profile rotation or a
 		// fallback too.
 		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{}},
-	}
-	q := runner.Request{
-		Prompt: up.text, Images: up.images, Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
-		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
-		Approval: approval,
-		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
 	}
 	cfg.ResolveModel = func(ctx context.Context, prov, model string) (llm.Model, llm.ModelInfo, error) {
 		g := *f
@@ -334,8 +295,12 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	}
 	defer rn.Close()
 	if f.chat != nil {
-		return f.chat(ctx, &chatSetup{rn: rn, q: q, approval: approval, rules: rules, store: cfg.Store,
-			home: home, cwd: cwd, offered: offered, mcpServers: mcpServers != nil, resolve: cfg.ResolveModel, prompt: strings.Join(args, " ")})
+		c, err := newChatSetup(env, f, rn, q, cfg, home, cwd, mcpServers != nil)
+		if err != nil {
+			return err
+		}
+		c.prompt = strings.Join(args, " ")
+		return f.chat(ctx, c)
 	}
 	pr := newPrinter(env, f.json, resolved.Info)
 	pr.verbose = f.verbose
@@ -358,6 +323,62 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	}
 	pr.finish(res)
 	return runOutcome(ctx, res)
+}
+
+// runRequest is the runner.Request of a run of the flags in the workspace
+// cwd, without its prompt: its tools (their policy and the permission
+// rules of the settings files), its approval, its system prompt and its
+// limits. agentloop run makes one; agentloop serve one per run.
+func runRequest(ctx context.Context, env *cliEnv, f *runFlags, home, cwd string, resolved *provider.Resolved,
+	thinking llm.ThinkingLevel, settings toolSettings, spill *runSpill) (runner.Request, error) {
+	reg, err := buildTools(ctx, f, cwd, settings, spill)
+	if err != nil {
+		return runner.Request{}, err
+	}
+	policy, err := toolPolicy(f)
+	if err != nil {
+		return runner.Request{}, usageError{err}
+	}
+	rules, err := permissionRules(env, home, cwd, f.trust)
+	if err != nil {
+		return runner.Request{}, err
+	}
+	policy.Deny = append(policy.Deny, rules.DeniedTools()...)
+	policy.Deny = append(policy.Deny, f.disallowedTools...) // a bare deny ("Bash") offers no such tool
+	// The runner applies the policy to every tool once the MCP servers are
+	// up; the built-in part is applied here too, for the system prompt and
+	// to refuse a misspelt tool name before anything starts.
+	offered, err := builtinPolicy(policy).Apply(reg)
+	if err != nil {
+		return runner.Request{}, usageError{err}
+	}
+	approval, err := newApproval(env, f.approve)
+	if err != nil {
+		return runner.Request{}, usageError{err}
+	}
+	// Permission rules of the settings files decide before --approve.
+	if rules != nil {
+		approval.Policy = rules.Policy(approval.Policy)
+	}
+
+	system, _, err := prompt.Build(prompt.Options{
+		Tools: offered.Specs(), Workspace: cwd, Home: home,
+		Replace: f.systemPrompt, Append: f.appendSystemPrompt,
+	})
+	if err != nil {
+		return runner.Request{}, err
+	}
+
+	maxTurns := f.maxTurns
+	if maxTurns == 0 {
+		maxTurns = -1
+	}
+	return runner.Request{
+		Model: resolved.Model, Info: resolved.Info, Tools: reg, ToolPolicy: &policy,
+		SystemPrompt: system, Options: llm.Options{Thinking: thinking}, MaxTurns: maxTurns,
+		Approval: approval,
+		Timeout:  f.timeout, MaxCost: f.maxCost, MaxTokens: f.maxTokens,
+	}, nil
 }
 
 // checkRunFlags refuses flag values and combinations that make no sense.

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentloop/agentloop/auth"
+	"github.com/agentloop/agentloop/compact"
+	"github.com/agentloop/agentloop/gateway"
+	"github.com/agentloop/agentloop/hook"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/loopguard"
+	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/session"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// serveFlags are the flags of `agentloop serve`: where to listen and who
+// may call, and the flags of `agentloop run` for every run it serves.
+type serveFlags struct {
+	run          runFlags
+	listen       string
+	tokenFile    string
+	allowOrigins []string
+}
+
+// defaultListen is the address agentloop serve listens on by default.
+const defaultListen = "127.0.0.1:7420"
+
+// serveShutdown bounds how long runs in progress may finish at exit.
+const serveShutdown = 10 * time.Second
+
+func newServeCmd(env *cliEnv) *cobra.Command {
+	f := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Serve sessions over HTTP: a REST API, each session's events as SSE, approvals",
+		Long: `Serve many sessions at once over HTTP (docs/gateway.md): create sessions, start runs on them,
+steer, abort, answer tool approvals, and follow each session's events as Server-Sent Events
+(protocol v2, the lines of agentloop run --json), resumable by Last-Event-ID.
+
+It listens on 127.0.0.1:7420 by default, or on a Unix socket (--listen unix:///path). A listener
+on loopback without --token-file lets every local process in; any other address needs
+--token-file, whose lines are "read,write,approve <token>" (docs/security.md). A browser may call
+only from the server's own address and the origins of --allow-origin.
+
+Every run is made as agentloop run makes one, from the same flags: --model, --tools, --approve
+(ask: the client answers, POST /v1/approvals/{id}) and the rest; a session's /model and /thinking
+commands change its later runs. Ctrl-C lets the runs in progress finish for 10s, then aborts them.`,
+		Example: `  agentloop serve --model faux/demo
+  agentloop serve --listen 0.0.0.0:7420 --token-file ~/.agentloop/tokens --approve ask
+  agentloop serve --listen unix:///run/agentloop.sock`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.run.idleGiven = cmd.Flags().Changed("idle-timeout")
+			for _, name := range []string{"json", "continue", "session", "fork", "no-session"} {
+				if cmd.Flags().Changed(name) {
+					return usageError{fmt.Errorf("--%s is a flag of one run: agentloop serve takes the session of each run from its request", name)}
+				}
+			}
+			return serve(cmd.Context(), env, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", defaultListen, "address to listen on: host:port, or unix:///path for a Unix socket")
+	fl.StringVar(&f.tokenFile, "token-file", "", `bearer tokens, one a line: "read,write,approve <token>" (required off loopback)`)
+	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "an Origin a browser may call from besides the server's own address (repeatable; * for any)")
+	addRunFlags(fl, &f.run)
+	for _, name := range []string{"json", "continue", "session", "fork", "no-session"} {
+		_ = fl.MarkHidden(name)
+	}
+	return cmd
+}
+
+// serve is `agentloop serve`.
+func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
+	rf := &f.run
+	if err := checkRunFlags(rf); err != nil {
+		return usageError{err}
+	}
+	if !gateway.IsLoopback(f.listen) && f.tokenFile == "" {
+		return usageError{fmt.Errorf("--listen %s is not a loopback address: give --token-file, so that only holders of a token can run agents on this machine (docs/security.md)", f.listen)}
+	}
+	var tokens gateway.TokenSet
+	if f.tokenFile != "" {
+		ts, err := gateway.LoadTokens(f.tokenFile)
+		if err != nil {
+			return usageError{err}
+		}
+		tokens = ts
+	}
+	home, err := agentloopHome(env.getenv)
+	if err != nil {
+		return err
+	}
+	cwd, err := workspaceDir(rf.cwd)
+	if err != nil {
+		return usageError{err}
+	}
+	thinking, err := thinkingFlag(rf.thinking)
+	if err != nil {
+		return usageError{err}
+	}
+	idle := time.Duration(-1)
+	if rf.idleGiven {
+		idle = rf.idleTimeout
+	}
+	idle = runner.ResolveIdleTimeout(idle, rf.timeout, 0, runner.LaneMain)
+	// The default model is resolved now, so a missing key or a misspelt
+	// model stops the server before it listens.
+	resolved, err := resolveModel(ctx, env, rf, home, thinking, idle)
+	if err != nil {
+		return err
+	}
+	for _, w := range resolved.Warnings {
+		fmt.Fprintln(env.stderr, "agentloop: warning:", w)
+	}
+	settings, err := settingsTools(home)
+	if err != nil {
+		return err
+	}
+	fallbacks := rf.fallbacks
+	if len(fallbacks) == 0 {
+		if fallbacks, err = settingsFallbacks(home); err != nil {
+			return err
+		}
+	}
+	// Long command output goes beside each session's transcript; this
+	// directory serves the moments before a session is open.
+	spill, err := newRunSpill()
+	if err != nil {
+		return err
+	}
+	defer spill.close()
+
+	store := session.NewJSONLStore(sessionsDir(rf, home))
+	cfg := runner.Config{
+		Store:      store,
+		Hooks:      &hook.LoadOptions{Home: home, Workspace: cwd, ClaudeHome: claudeHome(env), Trust: rf.trust, NoHooks: rf.noHooks},
+		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{}},
+	}
+	cfg.ResolveModel = func(ctx context.Context, prov, model string) (llm.Model, llm.ModelInfo, error) {
+		g := *rf
+		g.model = prov + "/" + model
+		r, err := resolveModel(ctx, env, &g, home, thinking, idle)
+		if err != nil {
+			return nil, llm.ModelInfo{}, err
+		}
+		return r.Model, r.Info, nil
+	}
+	authStore, err := auth.Open(&auth.Config{Path: filepath.Join(home, auth.StateFileName)})
+	if err != nil {
+		return err
+	}
+	cfg.Windows = authStore
+	if rf.noLoopGuard {
+		cfg.LoopGuard = &loopguard.Config{Disabled: true}
+	}
+	mcpServers, err := mcpSource(env, rf, home, cwd, settings.ToolEnv)
+	if err != nil {
+		return err
+	}
+	if mcpServers != nil {
+		cfg.ToolSources = []tool.Source{mcpServers}
+	}
+	rn, err := runner.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer rn.Close()
+
+	// prepare makes each run the way agentloop run would, in the
+	// session's directory, with the session's model and thinking level.
+	prepare := func(ctx context.Context, rs gateway.RunSettings) (runner.Request, error) {
+		g := *rf
+		if rs.Model != "" {
+			g.model = rs.Model
+		}
+		th := thinking
+		if rs.Thinking != "" {
+			th, _ = llm.ParseThinkingLevel(rs.Thinking)
+		}
+		r := resolved
+		if rs.Model != "" || rs.Thinking != "" {
+			if r, err = resolveModel(ctx, env, &g, home, th, idle); err != nil {
+				return runner.Request{}, err
+			}
+		}
+		st, err := settingsTools(home)
+		if err != nil {
+			return runner.Request{}, err
+		}
+		keepKeysFromTools(env, &g, home, r, &st.ToolEnv)
+		sp := &runSpill{tmp: spill.tmp}
+		q, err := runRequest(ctx, env, &g, home, rs.Cwd, r, th, st, sp)
+		if err != nil {
+			return runner.Request{}, err
+		}
+		q.Session.Opened = sp.opened
+		q.FallbackModels = fallbacks
+		if rf.retryBase > 0 {
+			q.Retry = &runner.RetryPolicy{Base: rf.retryBase}
+		}
+		return q, nil
+	}
+	gw, err := gateway.New(gateway.Config{
+		Runner: rn, Store: store, Prepare: prepare, Cwd: cwd,
+		CheckModel: func(ctx context.Context, model string) error {
+			g := *rf
+			g.model = model
+			_, err := resolveModel(ctx, env, &g, home, thinking, idle)
+			return err
+		},
+		Tokens: tokens, AllowOrigins: f.allowOrigins,
+		StateDir: filepath.Join(home, "gateway"),
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, where, err := listen(f.listen)
+	if err != nil {
+		return exitError{code: exitFailed, msg: err.Error()}
+	}
+	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	open := ""
+	if len(tokens) == 0 {
+		open = ", no token needed (loopback)"
+	}
+	fmt.Fprintf(env.stderr, "agentloop serve: listening on %s%s; model %s/%s; sessions in %s\n",
+		where, open, resolved.Info.Provider, resolved.Info.ID, store.Dir)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveShutdown)
+	defer cancel()
+	if err := gw.Shutdown(sctx); err != nil {
+		fmt.Fprintln(env.stderr, "agentloop serve: runs still going at shutdown were aborted")
+	}
+	_ = srv.Shutdown(sctx)
+	if strings.HasPrefix(f.listen, "unix://") {
+		os.Remove(strings.TrimPrefix(f.listen, "unix://"))
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return exitError{code: exitFailed, msg: "serve: " + serveErr.Error()}
+	}
+	return nil
+}
+
+// listen opens the listener of --listen and says where it is, as a URL.
+func listen(addr string) (net.Listener, string, error) {
+	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
+		if path == "" {
+			return nil, "", errors.New("--listen unix:// needs a path: unix:///run/agentloop.sock")
+		}
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			return nil, "", fmt.Errorf("listen on %s: %w (a stale socket file? remove it)", path, err)
+		}
+		if err := os.Chmod(path, 0o600); err != nil {
+			ln.Close()
+			return nil, "", err
+		}
+		return ln, addr, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, "http://" + ln.Addr().String(), nil
+}
+
+// thinkingFlag parses --thinking ("" the default).
+func thinkingFlag(s string) (llm.ThinkingLevel, error) {
+	if s == "" {
+		return "", nil
+	}
+	l, ok := llm.ParseThinkingLevel(s)
+	if !ok {
+		return "", fmt.Errorf("--thinking %q: use one of off, minimal, low, medium, high, xhigh", s)
+	}
+	return l, nil
+}

@@ -1,0 +1,159 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+)
+
+func askEverything(_ *Config, tsv *testServer) { tsv.policy = tool.ApproveAsk }
+
+// A call that needs approval: the session shows requires_action, the
+// action is listed and re-sent to a client that reconnects, the first
+// answer wins and the second gets 409, and the call runs.
+func TestApprovalRoundTrip(t *testing.T) {
+	tsv := newTestServer(t, script(), askEverything)
+	sess := tsv.newSession()
+	st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	info, _ := tsv.startRun(sess.ID, "go", "k", "")
+	got := st.until(t, EventApprovalRequested)
+	req := got[len(got)-1].fields(t)
+	apID, _ := req["approvalId"].(string)
+	if !strings.HasPrefix(apID, "ap_") || req["toolName"] != "echo" || req["runId"] != info.RunID {
+		t.Fatalf("approval_requested: %v", req)
+	}
+	st.close() // the client goes away: nothing changes
+
+	var v Session
+	tsv.do("GET", "/v1/sessions/"+sess.ID, nil, &v)
+	if v.Status != StatusRequiresAction || v.ActiveRunID != info.RunID {
+		t.Fatalf("session: %+v", v)
+	}
+	var pend struct{ Pending []PendingAction }
+	tsv.do("GET", "/v1/runs/"+info.RunID+"/pending", nil, &pend)
+	if len(pend.Pending) != 1 || pend.Pending[0].ID != apID || string(pend.Pending[0].Args) != `{"text":"hi"}` {
+		t.Fatalf("pending: %+v", pend)
+	}
+
+	// Reconnecting after everything seen: the pending action is sent
+	// again, without an id, so Last-Event-ID does not move back.
+	last := got[len(got)-1].id
+	again := tsv.events("/v1/sessions/"+sess.ID+"/events", http.Header{"Last-Event-ID": {last}})
+	// (The replay of what followed it comes first: its session_status.)
+	re := again.until(t, EventApprovalRequested)
+	if m := re[len(re)-1]; m.id != "" || m.fields(t)["approvalId"] != apID {
+		t.Fatalf("on reconnect: %+v", m)
+	}
+	// A fresh client with no Last-Event-ID gets it too.
+	fresh := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	if m := <-fresh.msgs; m.event != EventApprovalRequested {
+		t.Fatalf("fresh client: %+v", m)
+	}
+	fresh.close()
+
+	if code := tsv.do("POST", "/v1/approvals/"+apID, ApprovalAnswer{Decision: DecisionAllowOnce}, nil); code != http.StatusOK {
+		t.Fatalf("first answer: %d", code)
+	}
+	var e wireError
+	if code := tsv.do("POST", "/v1/approvals/"+apID, ApprovalAnswer{Decision: DecisionDeny}, &e); code != http.StatusConflict || e.Error.Code != CodeAlreadyResolved {
+		t.Fatalf("second answer: %d %+v", code, e)
+	}
+	rest := again.until(t, "run_end")
+	var resolved, result map[string]any
+	for _, m := range rest {
+		switch m.event {
+		case EventApprovalResolved:
+			resolved = m.fields(t)
+		case "tool_execution_end":
+			result = m.fields(t)
+		}
+	}
+	if resolved["decision"] != DecisionAllowOnce || resolved["by"] != "client" {
+		t.Fatalf("approval_resolved: %v", resolved)
+	}
+	if result["isError"] == true || !strings.Contains(m2s(result["result"]), "echo: hi") {
+		t.Fatalf("tool result: %v", result)
+	}
+}
+
+// Aborting a run whose call waits for approval resolves it cancelled,
+// ends the run aborted, and leaves the call paired with a denied result.
+func TestAbortWhileApprovalPending(t *testing.T) {
+	tsv := newTestServer(t, script(), askEverything)
+	sess := tsv.newSession()
+	st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	info, _ := tsv.startRun(sess.ID, "go", "k", "")
+	got := st.until(t, EventApprovalRequested)
+	apID := got[len(got)-1].fields(t)["approvalId"].(string)
+	if code := tsv.do("POST", "/v1/runs/"+info.RunID+"/abort", nil, nil); code != http.StatusAccepted {
+		t.Fatalf("abort: %d", code)
+	}
+	rest := st.until(t, "run_end")
+	var resolved map[string]any
+	for _, m := range rest {
+		if m.event == EventApprovalResolved {
+			resolved = m.fields(t)
+		}
+	}
+	if resolved["approvalId"] != apID || resolved["decision"] != DecisionCancelled {
+		t.Fatalf("approval_resolved: %v (%v)", resolved, types(rest))
+	}
+	if end := rest[len(rest)-1].fields(t); end["reason"] != "aborted" {
+		t.Fatalf("run_end: %v", end)
+	}
+	var e wireError
+	if code := tsv.do("POST", "/v1/approvals/"+apID, ApprovalAnswer{Decision: DecisionAllowOnce}, &e); code != http.StatusConflict {
+		t.Fatalf("answer after abort: %d %+v", code, e)
+	}
+	// The transcript pairs the call with a result.
+	tr, err := tsv.store.Load(context.Background(), sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, results := 0, 0
+	for _, en := range tr.Entries {
+		if en.Message == nil {
+			continue
+		}
+		for _, c := range en.Message.Content {
+			if c.Type == llm.ContentToolCall {
+				calls++
+			}
+		}
+		if en.Message.Role == llm.RoleToolResult {
+			results++
+		}
+	}
+	if calls != 1 || results != 1 {
+		t.Fatalf("transcript: %d calls, %d results", calls, results)
+	}
+}
+
+// An approval no one answers in ApprovalTimeout is denied with a reason
+// the model reads; the run goes on.
+func TestApprovalTimeout(t *testing.T) {
+	tsv := newTestServer(t, script(), askEverything, func(c *Config, _ *testServer) { c.ApprovalTimeout = 50e6 })
+	sess := tsv.newSession()
+	_, msgs := tsv.runToIdle(sess.ID, "go", "k")
+	var resolved, result map[string]any
+	for _, m := range msgs {
+		switch m.event {
+		case EventApprovalResolved:
+			resolved = m.fields(t)
+		case "tool_execution_end":
+			result = m.fields(t)
+		}
+	}
+	if resolved["decision"] != DecisionTimeout || result["isError"] != true || !strings.Contains(m2s(result["result"]), "nobody answered") {
+		t.Fatalf("resolved %v, result %v", resolved, result)
+	}
+}
+
+func m2s(v any) string {
+	b, _ := jsonMarshal(v)
+	return string(b)
+}

@@ -1,0 +1,243 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentloop/agentloop/clock"
+	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/session"
+)
+
+// QueueLimit bounds what waits for one client: Frames events or Bytes of
+// them, whichever comes first.
+type QueueLimit struct {
+	Frames int
+	Bytes  int64
+}
+
+// RingLimit bounds the events a session keeps for clients that resume:
+// Events or Bytes, whichever comes first, dropped Keep after the session's
+// last run ended.
+type RingLimit struct {
+	Events int
+	Bytes  int64
+	Keep   time.Duration
+}
+
+// The defaults of Config.
+const (
+	DefaultMaxInflight  = 256
+	DefaultSessionQueue = 20
+	DefaultHeartbeat    = 15 * time.Second
+	DefaultMaxBody      = 25 << 20
+)
+
+// DefaultClientQueue and DefaultRing are the defaults of Config.ClientQueue
+// and Config.Ring. The ring is far larger than a client queue, so a client
+// cut for being slow resumes without a gap.
+var (
+	DefaultClientQueue = QueueLimit{Frames: 1024, Bytes: 8 << 20}
+	DefaultRing        = RingLimit{Events: 10_000, Bytes: 16 << 20, Keep: 15 * time.Minute}
+)
+
+// RunSettings are what a run of a session is made from: the session and
+// the settings its slash commands changed.
+type RunSettings struct {
+	SessionID string
+	Cwd       string
+	// Model is provider/id, "" for the server's default; Thinking a
+	// thinking level name, "" for the default.
+	Model    string
+	Thinking string
+}
+
+// Config is what a Server is made of. Runner, Store and Prepare are
+// required; zero values elsewhere mean the defaults.
+type Config struct {
+	// Runner runs the runs; its Config.Store must be Store.
+	Runner *runner.Runner
+	Store  session.Store
+	// Prepare returns the runner.Request of a run without its prompt,
+	// session and events (which the Server fills in): the model, tools,
+	// system prompt, approval policy. It is called once per run; a
+	// returned Approval must be the run's own (it remembers "always"
+	// answers), and its Ask is replaced by the Server's.
+	Prepare func(ctx context.Context, rs RunSettings) (runner.Request, error)
+	// Compact compacts a session now (the compact command), returning a
+	// sentence saying what was done; nil summarises with the model
+	// Prepare gives the session's runs (runner.CompactSession), without
+	// hooks.
+	Compact func(ctx context.Context, rs RunSettings, instructions string) (string, error)
+	// Cwd is the working directory of a session created without one; ""
+	// makes cwd required.
+	Cwd string
+	// CheckModel, when set, vets a model name of the model command or of a
+	// session's creation.
+	CheckModel func(ctx context.Context, model string) error
+
+	// Tokens are the bearer tokens and their scopes; empty lets every
+	// request in (for a loopback listener only: agentloop serve refuses
+	// anything else). AllowOrigins are the Origins a browser may call from
+	// besides the server's own address ("*" any).
+	Tokens       TokenSet
+	AllowOrigins []string
+
+	MaxInflight  int        // concurrent requests; beyond → 503 overloaded
+	ClientQueue  QueueLimit // per client
+	Ring         RingLimit  // per session
+	Heartbeat    time.Duration
+	SessionQueue int   // queued runs per session; beyond → 429 queue_full
+	MaxBody      int64 // request body bytes; beyond → 413
+	// ApprovalTimeout denies a pending approval not answered in time; 0
+	// waits until it is answered or its run is aborted.
+	ApprovalTimeout time.Duration
+	// StateDir keeps each session's last seq, so numbering continues
+	// after a restart; "" keeps it in memory only.
+	StateDir string
+	Clock    clock.Clock
+}
+
+// Server serves the sessions of a Runner. Make one with New.
+type Server struct {
+	cfg  Config
+	auth *authenticator
+	clk  clock.Clock
+
+	mu        sync.Mutex
+	sessions  map[string]*sessionState
+	runs      map[string]*runState
+	approvals map[string]*pendingAction
+	// resolved remembers answered actions, so a late answer is 409
+	// already_resolved rather than 404.
+	resolved map[string]struct{}
+	closing  bool
+	aborting bool // Shutdown's deadline passed: runs that start are aborted
+
+	inflight chan struct{}
+	// stop is closed when Shutdown begins: streams end, new requests are
+	// refused.
+	stop     chan struct{}
+	stopOnce sync.Once
+	// wg counts the Server's goroutines (run watchers, approval timers).
+	wg sync.WaitGroup
+	// streams counts open event streams, so Shutdown waits for them.
+	streams sync.WaitGroup
+
+	// queuedBytes is the bytes waiting in every client queue (tests,
+	// stats).
+	queuedBytes atomic.Int64
+}
+
+// New returns a Server for cfg, which it copies.
+func New(cfg Config) (*Server, error) {
+	if cfg.Runner == nil || cfg.Store == nil || cfg.Prepare == nil {
+		return nil, errors.New("gateway: Config.Runner, Store and Prepare are required")
+	}
+	if cfg.MaxInflight <= 0 {
+		cfg.MaxInflight = DefaultMaxInflight
+	}
+	if cfg.ClientQueue.Frames <= 0 {
+		cfg.ClientQueue.Frames = DefaultClientQueue.Frames
+	}
+	if cfg.ClientQueue.Bytes <= 0 {
+		cfg.ClientQueue.Bytes = DefaultClientQueue.Bytes
+	}
+	if cfg.Ring.Events <= 0 {
+		cfg.Ring.Events = DefaultRing.Events
+	}
+	if cfg.Ring.Bytes <= 0 {
+		cfg.Ring.Bytes = DefaultRing.Bytes
+	}
+	if cfg.Ring.Keep <= 0 {
+		cfg.Ring.Keep = DefaultRing.Keep
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.SessionQueue <= 0 {
+		cfg.SessionQueue = DefaultSessionQueue
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	s := &Server{
+		cfg: cfg, auth: newAuthenticator(cfg.Tokens), clk: clock.Or(cfg.Clock),
+		sessions: map[string]*sessionState{}, runs: map[string]*runState{}, approvals: map[string]*pendingAction{}, resolved: map[string]struct{}{},
+		inflight: make(chan struct{}, cfg.MaxInflight), stop: make(chan struct{}),
+	}
+	return s, nil
+}
+
+// Shutdown stops accepting requests and runs, lets the runs in progress
+// finish until ctx ends, then aborts the rest, ends every event stream,
+// and waits for the Server's goroutines. It does not close the Runner
+// (the caller's) nor the http.Server (call its Shutdown after this one,
+// so the event streams have ended and it can drain).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	var queued []*runState
+	for _, ss := range s.sessions {
+		queued = append(queued, ss.queue...)
+		ss.queue = nil
+	}
+	s.mu.Unlock()
+	for _, rs := range queued {
+		s.finishUnstarted(rs, runner.ReasonAborted, "the server shut down before the run started")
+	}
+	done := make(chan struct{})
+	go func() { s.waitRuns(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		s.mu.Lock()
+		s.aborting = true
+		for _, rs := range s.runs {
+			if rs.h != nil {
+				rs.h.Abort()
+			}
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	s.stopOnce.Do(func() { close(s.stop) })
+	s.streams.Wait()
+	s.wg.Wait()
+	s.mu.Lock()
+	all := make([]*sessionState, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range all {
+		ss.cancelExpiry()
+		s.persistSeq(ss)
+	}
+	return err
+}
+
+// waitRuns waits until no run is active: each has a watcher in wg, and
+// no run starts once closing is set.
+func (s *Server) waitRuns() { s.wg.Wait() }
+
+// stopping reports whether Shutdown has begun.
+func (s *Server) stopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// Handler returns the HTTP handler of the API, the event streams, the
+// WebSocket and the web chat.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.routes(mux)
+	return s.guard(mux)
+}

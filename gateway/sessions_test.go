@@ -1,0 +1,123 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/runner"
+)
+
+// Sessions list by pages with a cursor; messages by pages with after;
+// a fork copies the transcript and names its parent, which lists it as a
+// child.
+func TestSessionPagesAndFork(t *testing.T) {
+	tsv := newTestServer(t, []faux.Step{faux.Say("one"), faux.Say("two"), faux.Say("three")})
+	var ids []string
+	for range 3 {
+		s := tsv.newSession()
+		ids = append(ids, s.ID)
+		tsv.runToIdle(s.ID, "go", "k")
+	}
+	var seen []string
+	cursor := ""
+	for {
+		var page SessionList
+		tsv.do("GET", "/v1/sessions?limit=2&cursor="+cursor, nil, &page)
+		for _, s := range page.Sessions {
+			seen = append(seen, s.ID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	if len(seen) != 3 || seen[0] != ids[2] {
+		t.Fatalf("listed %v, made %v (the most recent first)", seen, ids)
+	}
+
+	var all MessagePage
+	tsv.do("GET", "/v1/sessions/"+ids[0]+"/messages", nil, &all)
+	var p1, p2 MessagePage
+	tsv.do("GET", "/v1/sessions/"+ids[0]+"/messages?limit=1", nil, &p1)
+	tsv.do("GET", "/v1/sessions/"+ids[0]+"/messages?after="+p1.NextAfter, nil, &p2)
+	if len(all.Entries) < 2 || len(p1.Entries) != 1 || len(p2.Entries) != len(all.Entries)-1 || p2.Entries[0].ID != all.Entries[1].ID {
+		t.Fatalf("pages: all %d, first %d (next %q), rest %d", len(all.Entries), len(p1.Entries), p1.NextAfter, len(p2.Entries))
+	}
+
+	var fork Session
+	if code := tsv.do("POST", "/v1/sessions/"+ids[0]+"/fork", map[string]any{}, &fork); code != http.StatusCreated || fork.ParentID != ids[0] || fork.ID == ids[0] {
+		t.Fatalf("fork: %d %+v", code, fork)
+	}
+	var forked MessagePage
+	tsv.do("GET", "/v1/sessions/"+fork.ID+"/messages", nil, &forked)
+	if len(forked.Entries) != len(all.Entries) {
+		t.Fatalf("the fork has %d entries, its parent %d", len(forked.Entries), len(all.Entries))
+	}
+	var kids SessionList
+	tsv.do("GET", "/v1/sessions/"+ids[0]+"/children", nil, &kids)
+	if len(kids.Sessions) != 1 || kids.Sessions[0].ID != fork.ID {
+		t.Fatalf("children: %+v", kids)
+	}
+	if code := tsv.do("GET", "/v1/sessions/nope", nil, nil); code != http.StatusNotFound {
+		t.Fatalf("unknown session: %d", code)
+	}
+}
+
+// A run whose Prepare fails ends at once, failed, with a run_end that
+// says why; the session is free for the next one.
+func TestRunThatCannotStart(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	tsv := newTestServer(t, []faux.Step{faux.Say("fine")}, func(c *Config, _ *testServer) {
+		prep := c.Prepare
+		c.Prepare = func(ctx context.Context, rs RunSettings) (runner.Request, error) {
+			if fail.Load() {
+				return runner.Request{}, errors.New("no such model: x/y")
+			}
+			return prep(ctx, rs)
+		}
+	})
+	sess := tsv.newSession()
+	info, msgs := tsv.runToIdle(sess.ID, "go", "a")
+	var end map[string]any
+	for _, m := range msgs {
+		if m.event == "run_end" {
+			end = m.fields(t)
+		}
+	}
+	if end["reason"] != "start_failed" || !strings.Contains(end["text"].(string), "no such model") {
+		t.Fatalf("run_end: %v", end)
+	}
+	var r Run
+	tsv.do("GET", "/v1/runs/"+info.RunID, nil, &r)
+	if r.Status != RunFailed || !strings.Contains(r.Error, "no such model") {
+		t.Fatalf("run: %+v", r)
+	}
+	fail.Store(false)
+	if _, msgs := tsv.runToIdle(sess.ID, "go", "b"); !hasEvent(msgs, "message_end") {
+		t.Fatalf("the next run: %v", types(msgs))
+	}
+}
+
+// A quiet stream gets a keepalive comment every Heartbeat.
+func TestHeartbeat(t *testing.T) {
+	tsv := newTestServer(t, nil, func(c *Config, _ *testServer) { c.Heartbeat = 20 * time.Millisecond })
+	sess := tsv.newSession()
+	st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	for range 2 {
+		select {
+		case c := <-st.comments:
+			if !strings.HasPrefix(c, ": keepalive ") {
+				t.Fatalf("comment %q", c)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no keepalive")
+		}
+	}
+}
