@@ -82,6 +82,7 @@ type cliEnv struct {
 func execute(ctx context.Context, env *cliEnv, args []string) int {
 	root := newRootCmd(env)
 	args = printModeArgs(root, args)
+	args = chatArgs(root, args)
 	root.SetArgs(args)
 	root.SetIn(env.stdin)
 	root.SetOut(env.stdout)

@@ -28,8 +28,27 @@ func printModeArgs(root *cobra.Command, args []string) []string {
 	return args
 }
 
-// barePromptHint is the hint for `agentloop "what is here"`: there is no
-// terminal chat yet, and print mode is -p (or run).
+// chatArgs makes `agentloop -c` (and any other flags without a
+// subcommand, as claude users type them) the `agentloop chat -c` it means.
+// Help, version and print mode stay as they are.
+func chatArgs(root *cobra.Command, args []string) []string {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") || args[0] == "--" {
+		return args
+	}
+	for _, a := range args {
+		switch a {
+		case "-h", "--help", "-v", "--version":
+			return args
+		}
+	}
+	if c, _, err := root.Find(args); err == nil && c != root {
+		return args // flags before a subcommand's name
+	}
+	return append([]string{"chat"}, args...)
+}
+
+// barePromptHint is the hint for `agentloop "what is here"`: the chat is
+// agentloop alone (or agentloop chat), and print mode is -p (or run).
 func barePromptHint(root *cobra.Command, args []string) string {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return ""
@@ -40,7 +59,7 @@ func barePromptHint(root *cobra.Command, args []string) string {
 	if !strings.ContainsAny(args[0], " \t\n?") && len(args) == 1 {
 		return "" // more likely a mistyped command: cobra's suggestion says so
 	}
-	return fmt.Sprintf("there is no terminal chat yet; to run a prompt, use print mode: agentloop -p %q (or agentloop run %q)", strings.Join(args, " "), strings.Join(args, " "))
+	return fmt.Sprintf("to run a prompt, use print mode: agentloop -p %q (or agentloop run %q); agentloop alone opens the chat", strings.Join(args, " "), strings.Join(args, " "))
 }
 
 // version is the module version the binary was built from.

@@ -13,7 +13,8 @@ func newRootCmd(env *cliEnv) *cobra.Command {
 		Long: `agentloop runs LLM agents: it streams the model's reply, runs the tools it asks for,
 feeds the results back until the work is done, and keeps the transcript.
 
-Try it offline on the scripted model:
+On a terminal, agentloop alone opens the chat (agentloop chat). Try it offline on the scripted
+model:
   agentloop run --model faux/demo "what is in this folder?"`,
 		Version:       version(),
 		SilenceUsage:  true,
@@ -22,7 +23,18 @@ Try it offline on the scripted model:
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{err: flagErr{flagHint(c, err)}}
 	})
+	chat := newChatCmd(env)
+	// agentloop alone, on a terminal, is the chat on its default flags;
+	// without one it prints this help, as it always has.
+	root.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 || !chatTerminal(env) {
+			return c.Help()
+		}
+		chat.SetContext(c.Context())
+		return chat.RunE(chat, nil)
+	}
 	root.AddCommand(
+		chat,
 		newRunCmd(env),
 		newACPCmd(env),
 		newHooksCmd(env),

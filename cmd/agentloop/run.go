@@ -86,9 +86,19 @@ type runFlags struct {
 	resume          string
 	print           bool
 	resultShown     bool // a json or stream-json result line was written
+
+	// chat, when set, takes over once the run is set up: agentloop chat
+	// (chat.go) runs its turns on the one Runner instead of one Run.
+	chat func(ctx context.Context, c *chatSetup) error
 }
 
 func newRunCmd(env *cliEnv) *cobra.Command {
+	cmd, _ := runCommand(env)
+	return cmd
+}
+
+// runCommand is `agentloop run` and its flags, which agentloop chat shares.
+func runCommand(env *cliEnv) (*cobra.Command, *runFlags) {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   "run [flags] [prompt...]",
@@ -114,7 +124,7 @@ Exit codes: 0 success, 1 the run failed (max turns included), 2 usage error, 130
 	addRunFlags(fl, f)
 	fl.StringVar(&f.harness, "harness", "", "run the turn on another agent engine: builtin (default), claude-code, pi or acp:<command> (docs/harnesses.md)")
 	addClaudeFlags(fl, f)
-	return cmd
+	return cmd, f
 }
 
 // addRunFlags adds the flags of a run (output, sessions, model, tools,
@@ -183,7 +193,7 @@ func addLimitFlags(fl *pflag.FlagSet, f *runFlags) {
 // runAgent is `agentloop run`: it resolves what the flags name and hands
 // the run to package runner.
 func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) error {
-	st, env := terminalStatus(env, f.json || f.outputFormat != formatText)
+	st, env := terminalStatus(env, f.json || f.outputFormat != formatText || f.chat != nil)
 	if st != nil {
 		st.start()
 		defer st.stop()
@@ -200,7 +210,7 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		return usageError{err}
 	}
 	var up userPrompt
-	if f.inputFormat != formatStreamJSON { // the prompts come on stdin, one a line
+	if f.inputFormat != formatStreamJSON && f.chat == nil { // the prompts come on stdin, one a line
 		if up, err = readPrompt(args, env.stdin, env.stdinIsPipe, cwd); err != nil {
 			return err
 		}
@@ -250,6 +260,14 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 		return err
 	}
 	defer rn.Close()
+	if f.chat != nil {
+		c, err := newChatSetup(env, f, rn, q, cfg, home, cwd, len(cfg.ToolSources) > 0)
+		if err != nil {
+			return err
+		}
+		c.prompt = strings.Join(args, " ")
+		return f.chat(ctx, c)
+	}
 	pr := newPrinter(env, f.json, resolved.Info)
 	if cfg.Store != nil && !f.noTools && !f.noAgents {
 		agents, err := newRunAgents(ctx, env, f, home, cwd, rn, cfg.Store, q.Tools, q, pr)
