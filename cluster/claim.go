@@ -122,6 +122,9 @@ var ErrAbortRequested = errors.New("the run was aborted")
 // none.
 func (n *Node) Claim(ctx context.Context) (*Claim, error) {
 	var c *Claim
+	// The lease runs from the transaction's now(), which is no earlier
+	// than this: the self-fence counts from here, never from later.
+	start := n.cfg.Clock.Now()
 	err := pgx.BeginFunc(ctx, n.pool, func(tx pgx.Tx) error {
 		var r Run
 		var input []byte
@@ -174,7 +177,7 @@ func (n *Node) Claim(ctx context.Context) (*Claim, error) {
 		return nil, nil
 	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
-	c.renewed.Store(n.cfg.Clock.Now().UnixNano())
+	c.renewed.Store(start.UnixNano())
 	n.mu.Lock()
 	n.claims[c.Run.ID] = c
 	n.mu.Unlock()
