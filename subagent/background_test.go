@@ -11,6 +11,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
 	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/session"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -132,6 +133,12 @@ func TestBackgroundResultFollowsUpIdleParent(t *testing.T) {
 	if last.Role != llm.RoleAssistant || !strings.Contains(last.Text(), "late finding") || !strings.Contains(last.Text(), `status="completed"`) {
 		t.Fatalf("the follow-up run's answer is %q", last.Text())
 	}
+	// The task's end is on the stream that follows the parent's run,
+	// before the follow-up run that reads it.
+	if len(e.followEvs) == 0 || e.followEvs[0].Type != runner.EventSubagentEnd || e.followEvs[0].Subagent.TaskID != ids[0] ||
+		e.followEvs[0].Subagent.Status != StatusCompleted || !e.followEvs[0].Subagent.Background || e.followEvs[0].SessionID != res.SessionID {
+		t.Fatalf("the follow-up stream starts with %+v, want the task's subagent_end", e.followEvs[0])
+	}
 	runs := 0
 	for _, ev := range e.followEvs {
 		if ev.Type == runner.EventRunEnd {
@@ -145,6 +152,54 @@ func TestBackgroundResultFollowsUpIdleParent(t *testing.T) {
 		t.Fatalf("%d follow-up runs, want 1", runs)
 	}
 	checkPairing(t, msgs)
+}
+
+// With Config.FollowUp, an idle top-level parent's delivery is handed to
+// the face that owns its runs: once, with the subagent_end, the result and
+// its notification already in the transcript, and no run of the Manager's.
+func TestBackgroundResultHandedToFollowUp(t *testing.T) {
+	hold := make(chan struct{})
+	child := script(func(req *llm.Request) faux.Step { return faux.Say("late finding").WithHold(hold) })
+	parent := script(func(req *llm.Request) faux.Step {
+		if toolResults(req) == 0 {
+			return faux.Call("", ToolAgent, agentArgs("look later", "look", true))
+		}
+		return faux.Say("started it")
+	})
+	type handed struct {
+		session string
+		end     runner.Event
+		tr      *session.Transcript
+	}
+	var got []handed
+	var e *env
+	e = newEnv(t, parent, child, nil, func(c *Config) {
+		c.FollowUp = func(id string, end runner.Event) {
+			tr, _ := e.store.Load(context.Background(), id)
+			e.mu.Lock()
+			got = append(got, handed{id, end, tr})
+			e.mu.Unlock()
+		}
+	})
+	res := e.run(parent, "go", runner.SessionSpec{})
+	if !res.OK() {
+		t.Fatal(res.Reason, res.Err)
+	}
+	close(hold)
+	e.m.Wait()
+	ids := taskIDOf(t, res.Messages)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(got) != 1 || got[0].session != res.SessionID || got[0].end.Type != runner.EventSubagentEnd ||
+		got[0].end.Subagent.TaskID != ids[0] || got[0].end.Subagent.Status != StatusCompleted {
+		t.Fatalf("FollowUp calls %+v", got)
+	}
+	if countCustom(got[0].tr, ResultType) != 1 || countNotifications(got[0].tr, ids[0]) != 1 {
+		t.Fatalf("at FollowUp: %d result entries, %d notifications", countCustom(got[0].tr, ResultType), countNotifications(got[0].tr, ids[0]))
+	}
+	if len(e.followEvs) != 0 {
+		t.Fatalf("the Manager ran a follow-up itself: %d events", len(e.followEvs))
+	}
 }
 
 // Aborting the parent run stops its foreground child: the child's run is

@@ -134,11 +134,16 @@ func (m *Manager) deliverForeground(ctx context.Context, sc *runner.Scope, t *ta
 	m.announce(sc, t, out)
 }
 
+// endInfo is t's subagent_end.
+func endInfo(t *task, out Outcome) runner.Subagent {
+	return runner.Subagent{TaskID: t.ID, ChildSessionID: t.SessionID, ParentToolCallID: t.ParentToolCallID, Agent: t.Agent,
+		Background: t.Background, Depth: t.Depth, Description: t.Description, Status: out.Status, Usage: out.Usage,
+		Duration: out.Duration, Turns: out.Turns}
+}
+
 // announce says on the parent's stream, and to its hooks, that t ended.
 func (m *Manager) announce(sc *runner.Scope, t *task, out Outcome) {
-	sc.Emit(runner.Subagent{TaskID: t.ID, ChildSessionID: t.SessionID, ParentToolCallID: t.ParentToolCallID, Agent: t.Agent,
-		Background: t.Background, Depth: t.Depth, Description: t.Description, Status: out.Status, Usage: out.Usage,
-		Duration: out.Duration, Turns: out.Turns})
+	sc.Emit(endInfo(t, out))
 	if bus := sc.Bus(); bus != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -194,7 +199,7 @@ func (m *Manager) deliverBackground(t *task, out Outcome) {
 			<-run.Done()
 			continue
 		}
-		err := m.deliverIdle(t.ParentSessionID, rec, note)
+		err := m.deliverIdle(t, out, rec, note)
 		if errors.Is(err, errBusy) {
 			time.Sleep(20 * time.Millisecond) // a run took the session between the two checks
 			continue
@@ -218,8 +223,9 @@ func (m *Manager) activeRun(sessionID string) *runner.Run {
 // deliverIdle appends what is missing of a result (its entry, its
 // notification) under the session's lock, then starts a follow-up run that
 // reads it.
-func (m *Manager) deliverIdle(sessionID string, rec ResultRecord, note string) error {
+func (m *Manager) deliverIdle(t *task, out Outcome, rec ResultRecord, note string) error {
 	ctx := context.Background()
+	sessionID := t.ParentSessionID
 	m.deliverMu.Lock()
 	appended, depth, err := m.appendUnderLock(ctx, sessionID, &session.LockOptions{Wait: true, Timeout: 5 * time.Second}, func(l ledger) []session.Entry {
 		var es []session.Entry
@@ -235,9 +241,21 @@ func (m *Manager) deliverIdle(sessionID string, rec ResultRecord, note string) e
 	if err != nil {
 		return err
 	}
-	if appended {
-		m.followUp(sessionID, depth)
+	if !appended {
+		return nil
 	}
+	info := endInfo(t, out)
+	end := runner.Event{Type: runner.EventSubagentEnd, SessionID: sessionID, Subagent: &info}
+	if depth == 0 && m.cfg.FollowUp != nil {
+		m.cfg.FollowUp(sessionID, end)
+		return nil
+	}
+	// No run is going to carry the subagent_end: it goes first on the
+	// stream of the follow-up runs.
+	if m.cfg.OnFollowUp != nil {
+		m.cfg.OnFollowUp(end)
+	}
+	m.followUp(sessionID, depth)
 	return nil
 }
 
