@@ -359,8 +359,8 @@ func (m *Manager) Settle(ctx context.Context, sessionID string) ([]ResultRecord,
 		return es
 	})
 	var locked *session.LockedError
-	if errors.Is(err, errBusy) || errors.As(err, &locked) {
-		return nil, nil
+	if errors.Is(err, errBusy) || errors.As(err, &locked) || errors.Is(err, session.ErrNotFound) {
+		return nil, nil // (a session not written yet has nothing to settle)
 	}
 	return settled, err
 }

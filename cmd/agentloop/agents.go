@@ -141,12 +141,18 @@ type sessionAgents struct {
 	followUp func(sessionID string, end runner.Event)
 
 	mu     sync.Mutex
-	ms     map[string]*subagent.Manager
+	ms     map[string]sessionManager
 	closed bool
 }
 
+// sessionManager is a session's Manager and the Runner it starts on.
+type sessionManager struct {
+	m  *subagent.Manager
+	rn *runner.Runner
+}
+
 func newSessionAgents(env *cliEnv, f *runFlags, home string, store session.Store) *sessionAgents {
-	return &sessionAgents{env: env, home: home, depth: f.agentDepth, store: store, ms: map[string]*subagent.Manager{}}
+	return &sessionAgents{env: env, home: home, depth: f.agentDepth, store: store, ms: map[string]sessionManager{}}
 }
 
 // add gives q, a run of session id in cwd on rn, the agent tools of the
@@ -158,7 +164,7 @@ func (a *sessionAgents) add(ctx context.Context, rn *runner.Runner, id, cwd stri
 		return nil // --no-tools
 	}
 	a.mu.Lock()
-	m, made := a.ms[id], false
+	m, made := a.ms[id].m, false
 	if m == nil {
 		if a.closed {
 			a.mu.Unlock()
@@ -177,7 +183,7 @@ func (a *sessionAgents) add(ctx context.Context, rn *runner.Runner, id, cwd stri
 			a.mu.Unlock()
 			return err
 		}
-		a.ms[id], made = m, true
+		a.ms[id], made = sessionManager{m, rn}, true
 	}
 	a.mu.Unlock()
 	if made && id != "" {
@@ -196,15 +202,18 @@ func (a *sessionAgents) add(ctx context.Context, rn *runner.Runner, id, cwd stri
 	return nil
 }
 
-// release stops the agents of a session and forgets its Manager: its
-// Runner is about to close.
-func (a *sessionAgents) release(id string) {
+// release stops the agents of a session that started on rn and forgets
+// its Manager: rn is about to close (a session reopened on a new Runner
+// keeps the Manager of that one).
+func (a *sessionAgents) release(id string, rn *runner.Runner) {
 	a.mu.Lock()
-	m := a.ms[id]
-	delete(a.ms, id)
+	sm, ok := a.ms[id]
+	if ok && sm.rn == rn {
+		delete(a.ms, id)
+	}
 	a.mu.Unlock()
-	if m != nil {
-		m.Close()
+	if ok && sm.rn == rn {
+		sm.m.Close()
 	}
 }
 
@@ -214,9 +223,9 @@ func (a *sessionAgents) close() {
 	a.mu.Lock()
 	a.closed = true
 	ms := a.ms
-	a.ms = map[string]*subagent.Manager{}
+	a.ms = map[string]sessionManager{}
 	a.mu.Unlock()
-	for _, m := range ms {
-		m.Close()
+	for _, sm := range ms {
+		sm.m.Close()
 	}
 }
