@@ -10,13 +10,14 @@ import (
 
 // FollowUp is told that something a run must read (a background
 // subagent's result and its notification, package subagent) was appended
-// to an idle session: end, its event, goes out on the session's stream and
+// to an idle session: end, its event (nil: none to send), goes out on the
+// session's stream and
 // a run with no prompt (runner.Request.Resume) reads what was appended.
 // When a run of the session is going or queued, no run is added for it now:
 // a run that has not opened the session yet reads it, and after the last
 // one ends, a follow-up run starts if the transcript still ends with a
 // user message nobody answered. It is safe to call from any goroutine.
-func (s *Server) FollowUp(sessionID string, end runner.Event) {
+func (s *Server) FollowUp(sessionID string, end *runner.Event) {
 	ss, e := s.session(sessionID)
 	if e != nil {
 		return // not a session of this server: its next run reads it
@@ -37,10 +38,13 @@ func (s *Server) FollowUp(sessionID string, end runner.Event) {
 	if rs != nil {
 		runID = rs.id
 	}
-	s.emit(ss, string(end.Type), runID, func(seq int64) []byte {
-		end.Seq, end.RunID, end.SessionID = seq, runID, ss.id
-		return eventJSON(end)
-	})
+	if end != nil {
+		ev := *end
+		s.emit(ss, string(ev.Type), runID, func(seq int64) []byte {
+			ev.Seq, ev.RunID, ev.SessionID = seq, runID, ss.id
+			return eventJSON(ev)
+		})
+	}
 	if rs != nil {
 		s.launch(rs)
 	}

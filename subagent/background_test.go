@@ -168,13 +168,13 @@ func TestBackgroundResultHandedToFollowUp(t *testing.T) {
 	})
 	type handed struct {
 		session string
-		end     runner.Event
+		end     *runner.Event
 		tr      *session.Transcript
 	}
 	var got []handed
 	var e *env
 	e = newEnv(t, parent, child, nil, func(c *Config) {
-		c.FollowUp = func(id string, end runner.Event) {
+		c.FollowUp = func(id string, end *runner.Event) {
 			tr, _ := e.store.Load(context.Background(), id)
 			e.mu.Lock()
 			got = append(got, handed{id, end, tr})
@@ -190,7 +190,7 @@ func TestBackgroundResultHandedToFollowUp(t *testing.T) {
 	ids := taskIDOf(t, res.Messages)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(got) != 1 || got[0].session != res.SessionID || got[0].end.Type != runner.EventSubagentEnd ||
+	if len(got) != 1 || got[0].session != res.SessionID || got[0].end == nil || got[0].end.Type != runner.EventSubagentEnd ||
 		got[0].end.Subagent.TaskID != ids[0] || got[0].end.Subagent.Status != StatusCompleted {
 		t.Fatalf("FollowUp calls %+v", got)
 	}
@@ -302,5 +302,63 @@ func TestInterruptAndBackgroundChildren(t *testing.T) {
 				close(hold)
 			}
 		})
+	}
+}
+
+// A result steered into a busy parent whose run is then aborted before it
+// reads the steer: the steered message dies with the run, so the result
+// is delivered once more to the idle session (its notification, a
+// follow-up run), exactly once in all, and the subagent_end is not sent
+// twice.
+func TestSteeredResultOutlivesAbortedParent(t *testing.T) {
+	never := make(chan struct{})
+	child := script(func(req *llm.Request) faux.Step { return faux.Say("early finding") })
+	parent := script(func(req *llm.Request) faux.Step {
+		switch {
+		case hasNotification(req):
+			return faux.Say("noted: " + lastUserText(req))
+		case toolResults(req) == 0:
+			return faux.Call("", ToolAgent, agentArgs("look", "look", true))
+		}
+		return faux.Say("never finished").WithHold(never)
+	})
+	e := newEnv(t, parent, child, nil, nil)
+	steered := make(chan struct{})
+	q := e.request(parent, "go", runner.SessionSpec{})
+	inner := q.OnEvent
+	q.OnEvent = func(ev runner.Event) {
+		inner(ev)
+		if ev.Type == runner.EventSubagentEnd {
+			close(steered)
+		}
+	}
+	run, err := e.r.Start(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go drain(run, nil)
+	<-steered // the result is steered into the run, which is held mid-reply
+	run.Abort()
+	res, _ := run.Wait()
+	if res.Reason != runner.ReasonAborted {
+		t.Fatalf("the parent run ended %s", res.Reason)
+	}
+	e.m.Wait()
+	tr := e.load(run.SessionID())
+	ids := taskIDOf(t, messages(tr))
+	if len(ids) != 1 || countCustom(tr, ResultType) != 1 || countNotifications(tr, ids[0]) != 1 {
+		t.Fatalf("tasks %v, %d result entries, %d notifications", ids, countCustom(tr, ResultType), countNotifications(tr, ids[0]))
+	}
+	msgs := messages(tr)
+	if last := msgs[len(msgs)-1]; last.Role != llm.RoleAssistant || !strings.Contains(last.Text(), "early finding") {
+		t.Fatalf("the last message is %s %q: the result was not read", last.Role, last.Text())
+	}
+	if n := len(e.parentEvents(string(runner.EventSubagentEnd))); n != 1 {
+		t.Fatalf("%d subagent_end on the parent's stream", n)
+	}
+	for _, ev := range e.followEvs {
+		if ev.Type == runner.EventSubagentEnd {
+			t.Fatalf("a second subagent_end on the follow-up stream")
+		}
 	}
 }

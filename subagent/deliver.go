@@ -172,6 +172,12 @@ func (m *Manager) deliverBackground(t *task, out Outcome) {
 	if m.cfg.BeforeDeliver != nil {
 		m.cfg.BeforeDeliver(t.ID)
 	}
+	m.deliver(t, out, false)
+}
+
+// deliver is deliverBackground's work; announced says the task's
+// subagent_end was sent already.
+func (m *Manager) deliver(t *task, out Outcome, announced bool) {
 	rec := record(t, out)
 	note := Notification(rec, t.Description, m.cfg.ResultLimit)
 	for range 50 {
@@ -192,14 +198,27 @@ func (m *Manager) deliverBackground(t *task, out Outcome) {
 			steered := wrote && run.Steer(note)
 			m.deliverMu.Unlock()
 			if steered {
-				m.announce(sc, t, out)
+				if !announced {
+					m.announce(sc, t, out)
+				}
+				// A run that ends before it reads the steer (aborted
+				// mid-reply) loses it: once the run is over, what its
+				// transcript lacks is delivered to the idle session. The
+				// task itself is over now (agent_stop must not wait for
+				// its parent's run).
+				m.wg.Add(1)
+				go func() {
+					defer m.wg.Done()
+					<-run.Done()
+					m.deliver(t, out, true)
+				}()
 				return
 			}
 			// The run is ending: deliver to the idle session after it.
 			<-run.Done()
 			continue
 		}
-		err := m.deliverIdle(t, out, rec, note)
+		err := m.deliverIdle(t, out, rec, note, announced)
 		if errors.Is(err, errBusy) {
 			time.Sleep(20 * time.Millisecond) // a run took the session between the two checks
 			continue
@@ -223,7 +242,7 @@ func (m *Manager) activeRun(sessionID string) *runner.Run {
 // deliverIdle appends what is missing of a result (its entry, its
 // notification) under the session's lock, then starts a follow-up run that
 // reads it.
-func (m *Manager) deliverIdle(t *task, out Outcome, rec ResultRecord, note string) error {
+func (m *Manager) deliverIdle(t *task, out Outcome, rec ResultRecord, note string, announced bool) error {
 	ctx := context.Background()
 	sessionID := t.ParentSessionID
 	m.deliverMu.Lock()
@@ -241,19 +260,25 @@ func (m *Manager) deliverIdle(t *task, out Outcome, rec ResultRecord, note strin
 	if err != nil {
 		return err
 	}
-	if !appended {
+	if !appended || announced && depth > 0 {
+		// (A child whose run ended without reading a steered result, as
+		// one stopped after its own children, keeps it in its transcript
+		// but is not run again: its answer would go nowhere.)
 		return nil
 	}
-	info := endInfo(t, out)
-	end := runner.Event{Type: runner.EventSubagentEnd, SessionID: sessionID, Subagent: &info}
+	var end *runner.Event
+	if !announced {
+		info := endInfo(t, out)
+		end = &runner.Event{Type: runner.EventSubagentEnd, SessionID: sessionID, Subagent: &info}
+	}
 	if depth == 0 && m.cfg.FollowUp != nil {
 		m.cfg.FollowUp(sessionID, end)
 		return nil
 	}
 	// No run is going to carry the subagent_end: it goes first on the
 	// stream of the follow-up runs.
-	if m.cfg.OnFollowUp != nil {
-		m.cfg.OnFollowUp(end)
+	if m.cfg.OnFollowUp != nil && end != nil {
+		m.cfg.OnFollowUp(*end)
 	}
 	m.followUp(sessionID, depth)
 	return nil

@@ -107,7 +107,7 @@ func serveACP(ctx context.Context, env *cliEnv, f *runFlags, offered []string) e
 	runners := map[string]*runner.Runner{} // the Runner Open gave each session
 	if !f.noTools && !f.noAgents {
 		agents = newSessionAgents(env, f, home, store)
-		agents.followUp = func(string, runner.Event) {}
+		agents.followUp = func(string, *runner.Event) {}
 		defer agents.close()
 	}
 	models := slices.Compact(append([]string{f.model}, offered...))

@@ -138,7 +138,7 @@ type sessionAgents struct {
 	store session.Store
 	// followUp is every Manager's Config.FollowUp: how a background
 	// result reaches an idle session.
-	followUp func(sessionID string, end runner.Event)
+	followUp func(sessionID string, end *runner.Event)
 
 	mu     sync.Mutex
 	ms     map[string]sessionManager
