@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -123,5 +124,78 @@ func TestSubagentPermissionNamesTheTask(t *testing.T) {
 	defer mu.Unlock()
 	if released != 1 {
 		t.Fatalf("Release ran %d times at session close", released)
+	}
+}
+
+// A background child that asks for permission after the prompt that
+// started it has ended is refused at once (nobody can answer it there),
+// rather than waiting until it is stopped; the child reads the refusal and
+// finishes.
+func TestBackgroundChildAskAfterPromptIsRefused(t *testing.T) {
+	hold := make(chan struct{})
+	m := faux.New(faux.Func(func(_ context.Context, req *llm.Request) faux.Step {
+		results := 0
+		for _, msg := range req.Messages {
+			if msg.Role == llm.RoleToolResult {
+				results++
+			}
+		}
+		child := strings.Contains(req.SystemPrompt, "[Subagent Context]")
+		switch {
+		case child && results == 0:
+			return faux.Call("", "bash", map[string]any{"command": "touch late"}).WithHold(hold)
+		case child:
+			return faux.Say("child gave up")
+		case results == 0:
+			return faux.Call("", subagent.ToolAgent, map[string]any{"description": "later", "prompt": "touch late", "background": true})
+		}
+		return faux.Say("started it")
+	}))
+	m.Repeat = true
+	cl := &client{asked: make(chan sdk.RequestPermissionRequest, 4)}
+	e := serve(t, m, nil, cl)
+	var mu sync.Mutex
+	var mgr *subagent.Manager
+	e.adjust = func(q *runner.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if mgr == nil {
+			e.mu.Lock()
+			rn := e.runners[len(e.runners)-1]
+			e.mu.Unlock()
+			child := *q
+			child.Approval = nil
+			var err error
+			if mgr, err = subagent.New(subagent.Config{Runner: rn, Store: e.store, Cwd: e.cwd, Child: child}); err != nil {
+				t.Error(err)
+				return
+			}
+			t.Cleanup(func() { mgr.Close() })
+		}
+		for _, tl := range mgr.Tools() {
+			q.Tools.Add(tl)
+		}
+	}
+	e.initialize()
+	sid := e.newSession()
+	if r := e.prompt(sid, "start it"); r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatal(r.StopReason)
+	}
+	<-cl.asked // the parent's own agent call
+	close(hold)
+	done := make(chan struct{})
+	go func() { mgr.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the background child still waits for a permission nobody can give")
+	}
+	if _, err := os.Stat(filepath.Join(e.cwd, "late")); err == nil {
+		t.Fatal("the refused call ran")
+	}
+	select {
+	case req := <-cl.asked:
+		t.Fatalf("the editor was asked after the prompt ended: %+v", req.ToolCall)
+	default:
 	}
 }
