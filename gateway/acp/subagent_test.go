@@ -27,13 +27,7 @@ import (
 // closes.
 func TestSubagentPermissionNamesTheTask(t *testing.T) {
 	m := faux.New(faux.Func(func(_ context.Context, req *llm.Request) faux.Step {
-		results := 0
-		for _, msg := range req.Messages {
-			if msg.Role == llm.RoleToolResult {
-				results++
-			}
-		}
-		child := strings.Contains(req.SystemPrompt, "[Subagent Context]")
+		results, child := scriptState(req)
 		switch {
 		case child && results == 0:
 			return faux.Call("", "bash", map[string]any{"command": "touch made-by-child"})
@@ -47,33 +41,13 @@ func TestSubagentPermissionNamesTheTask(t *testing.T) {
 	m.Repeat = true
 	cl := &client{asked: make(chan sdk.RequestPermissionRequest, 4)}
 	e := serve(t, m, nil, cl)
-	var mu sync.Mutex
-	var mgr *subagent.Manager
+	ag := withAgents(t, e)
 	released := 0
-	e.adjust = func(q *runner.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		if mgr == nil {
-			e.mu.Lock()
-			rn := e.runners[len(e.runners)-1]
-			e.mu.Unlock()
-			child := *q
-			child.Approval = nil
-			var err error
-			if mgr, err = subagent.New(subagent.Config{Runner: rn, Store: e.store, Cwd: e.cwd, Child: child}); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-		for _, tl := range mgr.Tools() {
-			q.Tools.Add(tl)
-		}
-	}
 	e.release = func(acp.Session, *runner.Runner) {
-		mu.Lock()
-		defer mu.Unlock()
-		if mgr != nil {
-			mgr.Close()
+		ag.mu.Lock()
+		defer ag.mu.Unlock()
+		if ag.m != nil {
+			ag.m.Close()
 			released++
 		}
 	}
@@ -120,8 +94,8 @@ func TestSubagentPermissionNamesTheTask(t *testing.T) {
 	if _, err := e.conn.CloseSession(t.Context(), sdk.CloseSessionRequest{SessionId: sid}); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
 	if released != 1 {
 		t.Fatalf("Release ran %d times at session close", released)
 	}
@@ -134,13 +108,7 @@ func TestSubagentPermissionNamesTheTask(t *testing.T) {
 func TestBackgroundChildAskAfterPromptIsRefused(t *testing.T) {
 	hold := make(chan struct{})
 	m := faux.New(faux.Func(func(_ context.Context, req *llm.Request) faux.Step {
-		results := 0
-		for _, msg := range req.Messages {
-			if msg.Role == llm.RoleToolResult {
-				results++
-			}
-		}
-		child := strings.Contains(req.SystemPrompt, "[Subagent Context]")
+		results, child := scriptState(req)
 		switch {
 		case child && results == 0:
 			return faux.Call("", "bash", map[string]any{"command": "touch late"}).WithHold(hold)
@@ -154,28 +122,12 @@ func TestBackgroundChildAskAfterPromptIsRefused(t *testing.T) {
 	m.Repeat = true
 	cl := &client{asked: make(chan sdk.RequestPermissionRequest, 4)}
 	e := serve(t, m, nil, cl)
-	var mu sync.Mutex
-	var mgr *subagent.Manager
-	e.adjust = func(q *runner.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		if mgr == nil {
-			e.mu.Lock()
-			rn := e.runners[len(e.runners)-1]
-			e.mu.Unlock()
-			child := *q
-			child.Approval = nil
-			var err error
-			if mgr, err = subagent.New(subagent.Config{Runner: rn, Store: e.store, Cwd: e.cwd, Child: child}); err != nil {
-				t.Error(err)
-				return
-			}
-			t.Cleanup(func() { mgr.Close() })
+	ag := withAgents(t, e)
+	t.Cleanup(func() {
+		if m := ag.manager(); m != nil {
+			m.Close()
 		}
-		for _, tl := range mgr.Tools() {
-			q.Tools.Add(tl)
-		}
-	}
+	})
 	e.initialize()
 	sid := e.newSession()
 	if r := e.prompt(sid, "start it"); r.StopReason != sdk.StopReasonEndTurn {
@@ -184,7 +136,7 @@ func TestBackgroundChildAskAfterPromptIsRefused(t *testing.T) {
 	<-cl.asked // the parent's own agent call
 	close(hold)
 	done := make(chan struct{})
-	go func() { mgr.Wait(); close(done) }()
+	go func() { ag.manager().Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
@@ -198,4 +150,53 @@ func TestBackgroundChildAskAfterPromptIsRefused(t *testing.T) {
 		t.Fatalf("the editor was asked after the prompt ended: %+v", req.ToolCall)
 	default:
 	}
+}
+
+// agents is the subagent Manager of an env's session, made at its first
+// prompt on the Runner Open gave it (as agentloop acp makes one).
+type agents struct {
+	mu sync.Mutex
+	m  *subagent.Manager
+}
+
+func (a *agents) manager() *subagent.Manager {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.m
+}
+
+// withAgents gives every run of e the agent tools.
+func withAgents(t *testing.T, e *env) *agents {
+	a := &agents{}
+	e.adjust = func(q *runner.Request) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.m == nil {
+			e.mu.Lock()
+			rn := e.runners[len(e.runners)-1]
+			e.mu.Unlock()
+			child := *q
+			child.Approval = nil
+			var err error
+			if a.m, err = subagent.New(subagent.Config{Runner: rn, Store: e.store, Cwd: e.cwd, Child: child}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		for _, tl := range a.m.Tools() {
+			q.Tools.Add(tl)
+		}
+	}
+	return a
+}
+
+// scriptState is what a scripted model of a parent and its child decides
+// by: the tool results so far, and whether the request is the child's.
+func scriptState(req *llm.Request) (results int, child bool) {
+	for _, msg := range req.Messages {
+		if msg.Role == llm.RoleToolResult {
+			results++
+		}
+	}
+	return results, strings.Contains(req.SystemPrompt, "[Subagent Context]")
 }
