@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
 	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/session"
 	"github.com/agentloop/agentloop/subagent"
 )
 
@@ -218,5 +220,97 @@ func TestSubagentBackgroundFollowUpRun(t *testing.T) {
 	}
 	if results != 1 || notes != 1 {
 		t.Fatalf("%d result entries, %d notifications", results, notes)
+	}
+}
+
+// FollowUp while the session is busy starts no run then: its subagent_end
+// goes out. A run that had not opened the session yet reads what was
+// appended; when it never gets to (it fails to start), one follow-up run
+// starts after it, as the transcript ends with a user message nobody
+// answered.
+func TestFollowUpWhileBusy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		failStart bool
+		wantMore  int // runs after the busy one
+	}{{"run-fails-to-start", true, 1}, {"run-reads-it", false, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			entered, gate := make(chan struct{}), make(chan bool)
+			var calls int
+			var mu sync.Mutex
+			tsv := newTestServer(t, []faux.Step{faux.Say("hi"), faux.Say("read it")}, func(c *Config, _ *testServer) {
+				prepare := c.Prepare
+				c.Prepare = func(ctx context.Context, rs RunSettings) (runner.Request, error) {
+					mu.Lock()
+					calls++
+					n := calls
+					mu.Unlock()
+					if n == 2 { // the busy run: held before it opens the session
+						close(entered)
+						if fail := <-gate; fail {
+							return runner.Request{}, errors.New("no model today")
+						}
+					}
+					return prepare(ctx, rs)
+				}
+			})
+			sess := tsv.newSession()
+			tsv.runToIdle(sess.ID, "hello", "k1")
+			var v Session
+			tsv.do("GET", "/v1/sessions/"+sess.ID, nil, &v)
+			st := tsv.events("/v1/sessions/"+sess.ID+"/events?after="+strconv.FormatInt(v.HeadSeq, 10), nil)
+			defer st.close()
+			started := make(chan RunInfo, 1)
+			go func() { // the start answers once the run is prepared
+				info, _ := tsv.startRun(sess.ID, "next", "k2", "")
+				started <- info
+			}()
+			<-entered
+			// What a subagent.Manager does for an idle parent: the
+			// notification appended under the session's lock.
+			ss, err := tsv.store.Open(context.Background(), sess.ID, &session.LockOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ss.Append(context.Background(), session.MessageEntry(llm.UserText(`<task-notification task="t_1">found it</task-notification>`))); err != nil {
+				t.Fatal(err)
+			}
+			ss.Close()
+			end := runner.Event{Type: runner.EventSubagentEnd, Subagent: &runner.Subagent{TaskID: "t_1", Status: subagent.StatusCompleted, Background: true}}
+			tsv.s.FollowUp(sess.ID, &end)
+			gate <- tc.failStart
+			busy := <-started
+			var got []sseMsg
+			for {
+				ms := st.until(t, EventSessionStatus)
+				got = append(got, ms...)
+				if ms[len(ms)-1].fields(t)["status"] == StatusIdle {
+					break
+				}
+			}
+			var more []string
+			ends := 0
+			for _, m := range got {
+				switch m.event {
+				case "run_start":
+					if id := m.fields(t)["runId"].(string); id != busy.RunID {
+						more = append(more, id)
+					}
+				case string(runner.EventSubagentEnd):
+					ends++
+				}
+			}
+			if ends != 1 || len(more) != tc.wantMore {
+				t.Fatalf("%d subagent_end, runs after the busy one %v, want %d", ends, more, tc.wantMore)
+			}
+			tr, err := tsv.store.Load(context.Background(), sess.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := tr.Entries[len(tr.Entries)-1].Message
+			if last == nil || last.Role != llm.RoleAssistant || last.Text() != "read it" {
+				t.Fatalf("the transcript ends with %+v: the notification was not answered", last)
+			}
+		})
 	}
 }
