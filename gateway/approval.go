@@ -33,8 +33,12 @@ type PendingAction struct {
 	ToolName   string          `json:"toolName"`
 	Args       json.RawMessage `json:"args"`
 	Reason     string          `json:"reason,omitempty"`
-	Options    []string        `json:"options"`
-	CreatedAt  time.Time       `json:"createdAt"`
+	// TaskID names the subagent task whose call it is (package
+	// subagent): its child session's calls reach the root run's asker.
+	TaskID    string    `json:"taskId,omitempty"`
+	Agent     string    `json:"agent,omitempty"`
+	Options   []string  `json:"options"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // pendingAction is a PendingAction with its answer: resolved once, by
@@ -84,6 +88,9 @@ func (s *Server) asker(rs *runState) tool.Asker {
 		pa := &pendingAction{PendingAction: PendingAction{ID: "ap_" + session.NewSessionID(), SessionID: ss.id, RunID: rs.id,
 			ToolCallID: call.ID, ToolName: call.Name, Args: args, Reason: reason, Options: approvalOptions,
 			CreatedAt: s.clk.Now().UTC()}, done: make(chan struct{})}
+		if o, ok := tool.OriginOf(ctx); ok {
+			pa.TaskID, pa.Agent = o.TaskID, o.Agent
+		}
 		s.mu.Lock()
 		if rs.pending == nil {
 			rs.pending = map[string]*pendingAction{}
@@ -100,6 +107,9 @@ func (s *Server) asker(rs *runState) tool.Asker {
 			"args": pa.Args, "options": pa.Options}
 		if reason != "" {
 			fields["text"] = reason
+		}
+		if pa.TaskID != "" {
+			fields["taskId"], fields["agent"] = pa.TaskID, pa.Agent
 		}
 		ss.emu.Lock()
 		pa.frame = s.emitLocked(ss, EventApprovalRequested, rs.id, func(seq int64) []byte {

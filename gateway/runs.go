@@ -236,6 +236,7 @@ func (s *Server) launch(rs *runState) {
 	q, err := s.cfg.Prepare(ctx, settings)
 	if err == nil {
 		q.Prompt, q.Images = rs.input.text, rs.input.images
+		q.Resume = rs.resume
 		rs.input = runInput{} // the runner has it now
 		// Prepare's Opened (and Lock) are kept: the rest names the session.
 		q.Session.ID, q.Session.New, q.Session.Cwd = ss.id, isNew, ss.cwd
@@ -365,7 +366,16 @@ func (s *Server) finish(rs *runState, persisted bool) {
 		ss.active = next
 		s.wg.Add(1) // launch
 	}
+	followUp := next == nil && ss.followUp && !s.closing && !ss.deleted
+	ss.followUp = false
 	s.mu.Unlock()
+	if followUp && s.unanswered(ss.id) {
+		s.mu.Lock()
+		if ss.active == nil && len(ss.queue) == 0 && !s.closing && !ss.deleted {
+			next = s.resumeRunLocked(ss)
+		}
+		s.mu.Unlock()
+	}
 	if next != nil {
 		s.launch(next)
 	} else {

@@ -64,6 +64,9 @@ type sessionState struct {
 
 	active *runState
 	queue  []*runState
+	// followUp: something was appended for a run while the session was
+	// busy (FollowUp); after its last run, one more reads it if nobody did.
+	followUp bool
 	// idem maps idempotency keys to the run they reached; ended are the
 	// session's last ended runs, oldest first (retireLocked).
 	idem  map[string]idemEntry
@@ -93,6 +96,7 @@ type runState struct {
 	id        string
 	sess      *sessionState
 	input     runInput
+	resume    bool     // a follow-up run: no prompt, it reads what was appended (FollowUp)
 	keys      []string // the idempotency keys that name it
 	createdAt time.Time
 	// afterSeq is the session's seq before the run's first event: a run

@@ -11,6 +11,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
 	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/session"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -132,6 +133,12 @@ func TestBackgroundResultFollowsUpIdleParent(t *testing.T) {
 	if last.Role != llm.RoleAssistant || !strings.Contains(last.Text(), "late finding") || !strings.Contains(last.Text(), `status="completed"`) {
 		t.Fatalf("the follow-up run's answer is %q", last.Text())
 	}
+	// The task's end is on the stream that follows the parent's run,
+	// before the follow-up run that reads it.
+	if len(e.followEvs) == 0 || e.followEvs[0].Type != runner.EventSubagentEnd || e.followEvs[0].Subagent.TaskID != ids[0] ||
+		e.followEvs[0].Subagent.Status != StatusCompleted || !e.followEvs[0].Subagent.Background || e.followEvs[0].SessionID != res.SessionID {
+		t.Fatalf("the follow-up stream starts with %+v, want the task's subagent_end", e.followEvs[0])
+	}
 	runs := 0
 	for _, ev := range e.followEvs {
 		if ev.Type == runner.EventRunEnd {
@@ -145,6 +152,54 @@ func TestBackgroundResultFollowsUpIdleParent(t *testing.T) {
 		t.Fatalf("%d follow-up runs, want 1", runs)
 	}
 	checkPairing(t, msgs)
+}
+
+// With Config.FollowUp, an idle top-level parent's delivery is handed to
+// the face that owns its runs: once, with the subagent_end, the result and
+// its notification already in the transcript, and no run of the Manager's.
+func TestBackgroundResultHandedToFollowUp(t *testing.T) {
+	hold := make(chan struct{})
+	child := script(func(req *llm.Request) faux.Step { return faux.Say("late finding").WithHold(hold) })
+	parent := script(func(req *llm.Request) faux.Step {
+		if toolResults(req) == 0 {
+			return faux.Call("", ToolAgent, agentArgs("look later", "look", true))
+		}
+		return faux.Say("started it")
+	})
+	type handed struct {
+		session string
+		end     *runner.Event
+		tr      *session.Transcript
+	}
+	var got []handed
+	var e *env
+	e = newEnv(t, parent, child, nil, func(c *Config) {
+		c.FollowUp = func(id string, end *runner.Event) {
+			tr, _ := e.store.Load(context.Background(), id)
+			e.mu.Lock()
+			got = append(got, handed{id, end, tr})
+			e.mu.Unlock()
+		}
+	})
+	res := e.run(parent, "go", runner.SessionSpec{})
+	if !res.OK() {
+		t.Fatal(res.Reason, res.Err)
+	}
+	close(hold)
+	e.m.Wait()
+	ids := taskIDOf(t, res.Messages)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(got) != 1 || got[0].session != res.SessionID || got[0].end == nil || got[0].end.Type != runner.EventSubagentEnd ||
+		got[0].end.Subagent.TaskID != ids[0] || got[0].end.Subagent.Status != StatusCompleted {
+		t.Fatalf("FollowUp calls %+v", got)
+	}
+	if countCustom(got[0].tr, ResultType) != 1 || countNotifications(got[0].tr, ids[0]) != 1 {
+		t.Fatalf("at FollowUp: %d result entries, %d notifications", countCustom(got[0].tr, ResultType), countNotifications(got[0].tr, ids[0]))
+	}
+	if len(e.followEvs) != 0 {
+		t.Fatalf("the Manager ran a follow-up itself: %d events", len(e.followEvs))
+	}
 }
 
 // Aborting the parent run stops its foreground child: the child's run is
@@ -247,5 +302,63 @@ func TestInterruptAndBackgroundChildren(t *testing.T) {
 				close(hold)
 			}
 		})
+	}
+}
+
+// A result steered into a busy parent whose run is then aborted before it
+// reads the steer: the steered message dies with the run, so the result
+// is delivered once more to the idle session (its notification, a
+// follow-up run), exactly once in all, and the subagent_end is not sent
+// twice.
+func TestSteeredResultOutlivesAbortedParent(t *testing.T) {
+	never := make(chan struct{})
+	child := script(func(req *llm.Request) faux.Step { return faux.Say("early finding") })
+	parent := script(func(req *llm.Request) faux.Step {
+		switch {
+		case hasNotification(req):
+			return faux.Say("noted: " + lastUserText(req))
+		case toolResults(req) == 0:
+			return faux.Call("", ToolAgent, agentArgs("look", "look", true))
+		}
+		return faux.Say("never finished").WithHold(never)
+	})
+	e := newEnv(t, parent, child, nil, nil)
+	steered := make(chan struct{})
+	q := e.request(parent, "go", runner.SessionSpec{})
+	inner := q.OnEvent
+	q.OnEvent = func(ev runner.Event) {
+		inner(ev)
+		if ev.Type == runner.EventSubagentEnd {
+			close(steered)
+		}
+	}
+	run, err := e.r.Start(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go drain(run, nil)
+	<-steered // the result is steered into the run, which is held mid-reply
+	run.Abort()
+	res, _ := run.Wait()
+	if res.Reason != runner.ReasonAborted {
+		t.Fatalf("the parent run ended %s", res.Reason)
+	}
+	e.m.Wait()
+	tr := e.load(run.SessionID())
+	ids := taskIDOf(t, messages(tr))
+	if len(ids) != 1 || countCustom(tr, ResultType) != 1 || countNotifications(tr, ids[0]) != 1 {
+		t.Fatalf("tasks %v, %d result entries, %d notifications", ids, countCustom(tr, ResultType), countNotifications(tr, ids[0]))
+	}
+	msgs := messages(tr)
+	if last := msgs[len(msgs)-1]; last.Role != llm.RoleAssistant || !strings.Contains(last.Text(), "early finding") {
+		t.Fatalf("the last message is %s %q: the result was not read", last.Role, last.Text())
+	}
+	if n := len(e.parentEvents(string(runner.EventSubagentEnd))); n != 1 {
+		t.Fatalf("%d subagent_end on the parent's stream", n)
+	}
+	for _, ev := range e.followEvs {
+		if ev.Type == runner.EventSubagentEnd {
+			t.Fatalf("a second subagent_end on the follow-up stream")
+		}
 	}
 }

@@ -165,3 +165,13 @@ func taskOfSpawn(t *testing.T, en session.Entry) string {
 	}
 	return l.spawns[0].TaskID
 }
+
+// A session not written yet (a gateway or editor session before its first
+// run) has nothing to settle: no error for the face to warn about.
+func TestSettleUnwrittenSession(t *testing.T) {
+	e := newEnv(t, nil, script(func(*llm.Request) faux.Step { return faux.Say("x") }), nil, nil)
+	settled, err := e.m.Settle(context.Background(), session.NewSessionID())
+	if err != nil || len(settled) != 0 {
+		t.Fatalf("Settle of a session not written yet: %v, %v", settled, err)
+	}
+}

@@ -134,11 +134,16 @@ func (m *Manager) deliverForeground(ctx context.Context, sc *runner.Scope, t *ta
 	m.announce(sc, t, out)
 }
 
+// endInfo is t's subagent_end.
+func endInfo(t *task, out Outcome) runner.Subagent {
+	return runner.Subagent{TaskID: t.ID, ChildSessionID: t.SessionID, ParentToolCallID: t.ParentToolCallID, Agent: t.Agent,
+		Background: t.Background, Depth: t.Depth, Description: t.Description, Status: out.Status, Usage: out.Usage,
+		Duration: out.Duration, Turns: out.Turns}
+}
+
 // announce says on the parent's stream, and to its hooks, that t ended.
 func (m *Manager) announce(sc *runner.Scope, t *task, out Outcome) {
-	sc.Emit(runner.Subagent{TaskID: t.ID, ChildSessionID: t.SessionID, ParentToolCallID: t.ParentToolCallID, Agent: t.Agent,
-		Background: t.Background, Depth: t.Depth, Description: t.Description, Status: out.Status, Usage: out.Usage,
-		Duration: out.Duration, Turns: out.Turns})
+	sc.Emit(endInfo(t, out))
 	if bus := sc.Bus(); bus != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -167,6 +172,12 @@ func (m *Manager) deliverBackground(t *task, out Outcome) {
 	if m.cfg.BeforeDeliver != nil {
 		m.cfg.BeforeDeliver(t.ID)
 	}
+	m.deliver(t, out, false)
+}
+
+// deliver is deliverBackground's work; announced says the task's
+// subagent_end was sent already.
+func (m *Manager) deliver(t *task, out Outcome, announced bool) {
 	rec := record(t, out)
 	note := Notification(rec, t.Description, m.cfg.ResultLimit)
 	for range 50 {
@@ -187,14 +198,27 @@ func (m *Manager) deliverBackground(t *task, out Outcome) {
 			steered := wrote && run.Steer(note)
 			m.deliverMu.Unlock()
 			if steered {
-				m.announce(sc, t, out)
+				if !announced {
+					m.announce(sc, t, out)
+				}
+				// A run that ends before it reads the steer (aborted
+				// mid-reply) loses it: once the run is over, what its
+				// transcript lacks is delivered to the idle session. The
+				// task itself is over now (agent_stop must not wait for
+				// its parent's run).
+				m.wg.Add(1)
+				go func() {
+					defer m.wg.Done()
+					<-run.Done()
+					m.deliver(t, out, true)
+				}()
 				return
 			}
 			// The run is ending: deliver to the idle session after it.
 			<-run.Done()
 			continue
 		}
-		err := m.deliverIdle(t.ParentSessionID, rec, note)
+		err := m.deliverIdle(t, out, rec, note, announced)
 		if errors.Is(err, errBusy) {
 			time.Sleep(20 * time.Millisecond) // a run took the session between the two checks
 			continue
@@ -218,8 +242,9 @@ func (m *Manager) activeRun(sessionID string) *runner.Run {
 // deliverIdle appends what is missing of a result (its entry, its
 // notification) under the session's lock, then starts a follow-up run that
 // reads it.
-func (m *Manager) deliverIdle(sessionID string, rec ResultRecord, note string) error {
+func (m *Manager) deliverIdle(t *task, out Outcome, rec ResultRecord, note string, announced bool) error {
 	ctx := context.Background()
+	sessionID := t.ParentSessionID
 	m.deliverMu.Lock()
 	appended, depth, err := m.appendUnderLock(ctx, sessionID, &session.LockOptions{Wait: true, Timeout: 5 * time.Second}, func(l ledger) []session.Entry {
 		var es []session.Entry
@@ -235,9 +260,27 @@ func (m *Manager) deliverIdle(sessionID string, rec ResultRecord, note string) e
 	if err != nil {
 		return err
 	}
-	if appended {
-		m.followUp(sessionID, depth)
+	if !appended || announced && depth > 0 {
+		// (A child whose run ended without reading a steered result, as
+		// one stopped after its own children, keeps it in its transcript
+		// but is not run again: its answer would go nowhere.)
+		return nil
 	}
+	var end *runner.Event
+	if !announced {
+		info := endInfo(t, out)
+		end = &runner.Event{Type: runner.EventSubagentEnd, SessionID: sessionID, Subagent: &info}
+	}
+	if depth == 0 && m.cfg.FollowUp != nil {
+		m.cfg.FollowUp(sessionID, end)
+		return nil
+	}
+	// No run is going to carry the subagent_end: it goes first on the
+	// stream of the follow-up runs.
+	if m.cfg.OnFollowUp != nil && end != nil {
+		m.cfg.OnFollowUp(*end)
+	}
+	m.followUp(sessionID, depth)
 	return nil
 }
 
@@ -341,8 +384,8 @@ func (m *Manager) Settle(ctx context.Context, sessionID string) ([]ResultRecord,
 		return es
 	})
 	var locked *session.LockedError
-	if errors.Is(err, errBusy) || errors.As(err, &locked) {
-		return nil, nil
+	if errors.Is(err, errBusy) || errors.As(err, &locked) || errors.Is(err, session.ErrNotFound) {
+		return nil, nil // (a session not written yet has nothing to settle)
 	}
 	return settled, err
 }

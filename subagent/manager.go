@@ -95,6 +95,14 @@ type Config struct {
 	// delivery, from the task's goroutine: a face shows background tasks
 	// there, whose subagent_end is on no stream when the parent is idle.
 	OnEnd func(task Task, out Outcome)
+	// FollowUp, when set, hands a background result that reached an idle
+	// top-level session to the face that owns the session's runs (the
+	// gateway queues them): it is called once the result and its
+	// notification are in the transcript, with the task's subagent_end
+	// (nil when a run's stream had it already: a steer that run did not
+	// read), and starts the run that reads them. Nil: the Manager starts
+	// that run itself and sends the subagent_end to OnFollowUp first.
+	FollowUp func(sessionID string, end *runner.Event)
 	// BeforeDeliver, when set, is called when a finished task is about to
 	// be delivered (tests kill the process there).
 	BeforeDeliver func(taskID string)

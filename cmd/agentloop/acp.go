@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -97,6 +98,18 @@ func serveACP(ctx context.Context, env *cliEnv, f *runFlags, offered []string) e
 		}
 		return plan, nil
 	}
+	// The agent tools: one subagent Manager per editor session, on the
+	// session's Runner. A background result that reaches an idle session
+	// waits in its transcript for the editor's next prompt (an editor
+	// starts every turn itself).
+	var agents *sessionAgents
+	var rmu sync.Mutex
+	runners := map[string]*runner.Runner{} // the Runner Open gave each session
+	if !f.noTools && !f.noAgents {
+		agents = newSessionAgents(env, f, home, store)
+		agents.followUp = func(string, *runner.Event) {}
+		defer agents.close()
+	}
 	models := slices.Compact(append([]string{f.model}, offered...))
 	if models[0] == "" {
 		models = models[1:]
@@ -114,7 +127,23 @@ func serveACP(ctx context.Context, env *cliEnv, f *runFlags, offered []string) e
 			if !f.noMCP && !f.noTools && len(s.MCP.Servers) > 0 {
 				rc.ToolSources = withEditorServers(rc.ToolSources, s.MCP, plan.toolEnv)
 			}
-			return runner.New(rc)
+			rn, err := runner.New(rc)
+			if err == nil {
+				rmu.Lock()
+				runners[s.ID] = rn
+				rmu.Unlock()
+			}
+			return rn, err
+		},
+		Release: func(s acp.Session, rn *runner.Runner) {
+			rmu.Lock()
+			if runners[s.ID] == rn {
+				delete(runners, s.ID)
+			}
+			rmu.Unlock()
+			if agents != nil {
+				agents.release(s.ID, rn)
+			}
 		},
 		Request: func(ctx context.Context, s acp.Session, set acp.Settings) (acp.Run, error) {
 			plan, err := prepare(ctx, s, set)
@@ -123,6 +152,15 @@ func serveACP(ctx context.Context, env *cliEnv, f *runFlags, offered []string) e
 			}
 			if len(plan.q.FallbackModels) == 0 {
 				if err := checkLocalServer(plan.q.Info); err != nil {
+					plan.spill.close()
+					return acp.Run{}, err
+				}
+			}
+			rmu.Lock()
+			rn := runners[s.ID]
+			rmu.Unlock()
+			if agents != nil && rn != nil {
+				if err := agents.add(ctx, rn, s.ID, s.Cwd, &plan.q); err != nil {
 					plan.spill.close()
 					return acp.Run{}, err
 				}

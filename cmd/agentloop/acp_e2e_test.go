@@ -283,7 +283,9 @@ func TestE2EACPCompactCommand(t *testing.T) {
 	script := writeFile(t, filepath.Join(t.TempDir(), "s.json"), `{"model":{"contextWindow":16000},"steps":[`+
 		`{"text":"`+long+`"},{"text":"`+long+`"},{"text":"`+long+`"},{"text":"The summary."}]}`)
 	ed := &editor{answer: "allow_once"}
-	conn, stop := startACPWith(t, home, ws, ed, "--script", script)
+	// The script's window is sized so that three answers fit beside the
+	// tools' specs without compacting; the agent tools' specs would tip it.
+	conn, stop := startACPWith(t, home, ws, ed, "--script", script, "--no-agents")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {

@@ -125,3 +125,107 @@ func (a *runAgents) finish(ctx context.Context, env *cliEnv) {
 	}
 	a.m.Close()
 }
+
+// sessionAgents are the subagent Managers of a server's sessions
+// (agentloop serve, agentloop acp): one per session, made at its first
+// run from that run's Request, so a model on the gateway or in an editor
+// can start children. Their lines are the CLI's only: a server's clients
+// read subagent_start and subagent_end on the session's stream.
+type sessionAgents struct {
+	env   *cliEnv
+	home  string
+	depth int
+	store session.Store
+	// followUp is every Manager's Config.FollowUp: how a background
+	// result reaches an idle session.
+	followUp func(sessionID string, end *runner.Event)
+
+	mu     sync.Mutex
+	ms     map[string]sessionManager
+	closed bool
+}
+
+// sessionManager is a session's Manager and the Runner it starts on.
+type sessionManager struct {
+	m  *subagent.Manager
+	rn *runner.Runner
+}
+
+func newSessionAgents(env *cliEnv, f *runFlags, home string, store session.Store) *sessionAgents {
+	return &sessionAgents{env: env, home: home, depth: f.agentDepth, store: store, ms: map[string]sessionManager{}}
+}
+
+// add gives q, a run of session id in cwd on rn, the agent tools of the
+// session's Manager. The session's first run makes it, from q (children
+// start from its tools and options), and settles first what a crash left
+// of the session's agents.
+func (a *sessionAgents) add(ctx context.Context, rn *runner.Runner, id, cwd string, q *runner.Request) error {
+	if q.Tools == nil {
+		return nil // --no-tools
+	}
+	a.mu.Lock()
+	m, made := a.ms[id].m, false
+	if m == nil {
+		if a.closed {
+			a.mu.Unlock()
+			return nil
+		}
+		defs, warnings := subagent.LoadDefinitions(subagent.DefinitionDirs(a.home, cwd)...)
+		for _, w := range warnings {
+			fmt.Fprintln(a.env.stderr, "agentloop: warning:", w)
+		}
+		child := *q
+		child.OnEvent, child.Approval = nil, nil // a child gets its parent run's approval
+		var err error
+		m, err = subagent.New(subagent.Config{Runner: rn, Store: a.store, Cwd: cwd, Child: child, Definitions: defs,
+			MaxDepth: a.depth, FollowUp: a.followUp})
+		if err != nil {
+			a.mu.Unlock()
+			return err
+		}
+		a.ms[id], made = sessionManager{m, rn}, true
+	}
+	a.mu.Unlock()
+	if made && id != "" {
+		if _, err := m.Settle(ctx, id); err != nil {
+			fmt.Fprintf(a.env.stderr, "agentloop: warning: settling the agents of session %s: %v\n", id, err)
+		}
+	}
+	for _, t := range m.Tools() {
+		if err := q.Tools.Add(t); err != nil {
+			return err
+		}
+	}
+	parent := *q
+	parent.OnEvent = nil
+	m.SetParent(parent)
+	return nil
+}
+
+// release stops the agents of a session that started on rn and forgets
+// its Manager: rn is about to close (a session reopened on a new Runner
+// keeps the Manager of that one).
+func (a *sessionAgents) release(id string, rn *runner.Runner) {
+	a.mu.Lock()
+	sm, ok := a.ms[id]
+	if ok && sm.rn == rn {
+		delete(a.ms, id)
+	}
+	a.mu.Unlock()
+	if ok && sm.rn == rn {
+		sm.m.Close()
+	}
+}
+
+// close stops every session's agents, the deepest first, and waits for
+// their results to be written.
+func (a *sessionAgents) close() {
+	a.mu.Lock()
+	a.closed = true
+	ms := a.ms
+	a.ms = map[string]sessionManager{}
+	a.mu.Unlock()
+	for _, sm := range ms {
+		sm.m.Close()
+	}
+}

@@ -184,3 +184,45 @@ func TestE2EContinueSettlesInterruptedAgent(t *testing.T) {
 		t.Fatalf("the first request lacks the notification or the prompt: %.400s", first)
 	}
 }
+
+// Issue 24, item 4: run --json with a background agent prints the task's
+// subagent_end once, whether the result was steered into the run or
+// delivered to the idle session (then before the follow-up run's events).
+func TestE2EBackgroundAgentEndInJSON(t *testing.T) {
+	base := mockLLM(t, "-tool", "agent", "-args", `{"description":"look later","prompt":"look","background":true}`, "-rounds", "1", "-text", "3")
+	home, ws := t.TempDir(), t.TempDir()
+	code, out, errs := execCLI(t, []string{"OPENAI_API_KEY=sk-mock"}, home, "run", "--json", "--model", "openai/mock-model",
+		"--base-url", base+"/v1", "--cwd", ws, "start it")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	var types []string
+	var start, end map[string]any
+	for line := range strings.Lines(out) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not JSON: %s", line)
+		}
+		typ, _ := m["type"].(string)
+		types = append(types, typ)
+		switch typ {
+		case "subagent_start":
+			start = m
+		case "subagent_end":
+			if end != nil {
+				t.Fatalf("a second subagent_end: %s", line)
+			}
+			end = m
+		}
+	}
+	if start == nil || end == nil || end["taskId"] != start["taskId"] || end["status"] != "completed" || end["background"] != true || end["sessionId"] == "" {
+		t.Fatalf("subagent_start %v, subagent_end %v", start, end)
+	}
+	runStarts := 0
+	for _, typ := range types {
+		if typ == "run_start" {
+			runStarts++
+		}
+	}
+	t.Logf("%d runs (2: the result was delivered to the idle session)", runStarts)
+}

@@ -186,6 +186,13 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	}
 	defer rn.Close()
 
+	// The agent tools: one subagent Manager per session, made at its
+	// first run; a background result that reaches an idle session becomes
+	// one of the gateway's runs (gw.FollowUp, set below).
+	var agents *sessionAgents
+	if !rf.noTools && !rf.noAgents {
+		agents = newSessionAgents(env, rf, home, store)
+	}
 	// prepare makes each run the way agentloop run would, in the
 	// session's directory, with the session's model and thinking level.
 	prepare := func(ctx context.Context, rs gateway.RunSettings) (runner.Request, error) {
@@ -215,6 +222,11 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 		}
 		q.Session.Opened = sp.opened
 		q.FallbackModels = fallbacks
+		if agents != nil {
+			if err := agents.add(ctx, rn, rs.SessionID, rs.Cwd, &q); err != nil {
+				return runner.Request{}, err
+			}
+		}
 		return q, nil
 	}
 	gw, err := gateway.New(gateway.Config{
@@ -230,6 +242,9 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	})
 	if err != nil {
 		return err
+	}
+	if agents != nil {
+		agents.followUp = gw.FollowUp
 	}
 
 	if f.stdio {
@@ -259,6 +274,9 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	defer cancel()
 	if err := gw.Shutdown(sctx); err != nil {
 		fmt.Fprintln(env.stderr, "agentloop serve: runs still going at shutdown were aborted")
+	}
+	if agents != nil {
+		agents.close() // background agents left are stopped, their results written
 	}
 	_ = srv.Shutdown(sctx)
 	if strings.HasPrefix(f.listen, "unix://") {

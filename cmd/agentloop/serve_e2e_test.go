@@ -170,8 +170,8 @@ func TestServeCurlARun(t *testing.T) {
 
 	// The reference: agentloop run --json on its own mockllm.
 	refBase := mockLLM(t, mockFlags...)
-	// agentloop serve does not offer the agent tools yet (docs/gateway.md).
-	code, out, errs := execCLIIn(t, "", ws, home, env, "run", "--json", "--no-agents", "--model", "openai/mock-model", "--base-url", refBase+"/v1", "--cwd", ws, "say hello")
+	// Both offer the agent tools (the comparison covers them).
+	code, out, errs := execCLIIn(t, "", ws, home, env, "run", "--json", "--model", "openai/mock-model", "--base-url", refBase+"/v1", "--cwd", ws, "say hello")
 	if code != 0 {
 		t.Fatalf("run --json: exit %d: %s", code, errs)
 	}

@@ -68,6 +68,10 @@ type Config struct {
 	// its own workspace hooks and the MCP servers the editor passed
 	// (Session.MCP), which Runner-wide ToolSources carry.
 	Open func(ctx context.Context, s Session) (*runner.Runner, error)
+	// Release, when set, is called with a session and the Runner Open gave
+	// it just before that Runner is closed: what the caller started on it
+	// (a session's subagents) is stopped there.
+	Release func(s Session, rn *runner.Runner)
 	// Request builds the run of one prompt of s with the editor's settings.
 	Request func(ctx context.Context, s Session, set Settings) (Run, error)
 	// Compact runs the /compact command on a session that is not running;
@@ -168,8 +172,16 @@ func (a *agent) closeAll() {
 	}
 	a.prompts.Wait()
 	for _, s := range all {
-		s.runner.Close()
+		s.closeRunner()
 	}
+}
+
+// closeRunner closes the session's Runner, released first (Config.Release).
+func (s *sess) closeRunner() {
+	if s.a.cfg.Release != nil {
+		s.a.cfg.Release(s.info, s.runner)
+	}
+	s.runner.Close()
 }
 
 func (a *agent) Initialize(_ context.Context, _ sdk.InitializeRequest) (sdk.InitializeResponse, error) {
@@ -293,7 +305,7 @@ func (a *agent) CloseSession(_ context.Context, req sdk.CloseSessionRequest) (sd
 	if s != nil {
 		s.cancel()
 		s.wait()
-		s.runner.Close()
+		s.closeRunner()
 	}
 	return sdk.CloseSessionResponse{}, nil
 }
@@ -387,7 +399,7 @@ func (a *agent) open(ctx context.Context, id, cwd string, servers []sdk.McpServe
 	a.sessions[id] = s
 	a.mu.Unlock()
 	if old != nil {
-		old.runner.Close()
+		old.closeRunner()
 	}
 	return s, nil
 }

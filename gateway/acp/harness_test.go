@@ -156,10 +156,13 @@ type env struct {
 
 	// adjust, when set before the first prompt, changes each run's request.
 	adjust func(*runner.Request)
+	// release, when set, is Config.Release.
+	release func(acp.Session, *runner.Runner)
 
-	mu     sync.Mutex
-	opened []acp.Session  // what Config.Open was given
-	sets   []acp.Settings // what Config.Request was given
+	mu      sync.Mutex
+	opened  []acp.Session    // what Config.Open was given
+	runners []*runner.Runner // what it returned
+	sets    []acp.Settings   // what Config.Request was given
 }
 
 // serve starts Serve over io.Pipe with the faux model m, the built-in
@@ -177,10 +180,17 @@ func serve(t *testing.T, m *faux.Model, store session.Store, cl *client) *env {
 	cfg := acp.Config{
 		Store: store,
 		Open: func(ctx context.Context, s acp.Session) (*runner.Runner, error) {
+			rn, err := runner.New(runner.Config{Store: store})
 			e.mu.Lock()
 			e.opened = append(e.opened, s)
+			e.runners = append(e.runners, rn)
 			e.mu.Unlock()
-			return runner.New(runner.Config{Store: store})
+			return rn, err
+		},
+		Release: func(s acp.Session, rn *runner.Runner) {
+			if e.release != nil {
+				e.release(s, rn)
+			}
 		},
 		Request: func(ctx context.Context, s acp.Session, set acp.Settings) (acp.Run, error) {
 			e.mu.Lock()

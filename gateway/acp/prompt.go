@@ -256,6 +256,11 @@ type item struct {
 type ask struct {
 	call  tool.Call
 	reply chan tool.Answer // buffered: the answer never waits for the asker
+	// origin is the subagent task whose call it is; id is the call's
+	// tool_call id in the editor (a child's call ids are its session's,
+	// and may be the parent's too: they are prefixed with the task).
+	origin tool.Origin
+	id     string
 }
 
 // promptRun is one prompt in progress: the queue that puts the run's
@@ -282,9 +287,18 @@ type promptRun struct {
 
 // callState is what the editor was told of a call.
 type callState struct {
-	name string
-	args callArgs
-	diff bool // its content is a diff
+	name  string
+	args  callArgs
+	diff  bool   // its content is a diff
+	title string // "" for toolTitle's
+}
+
+// titleText is the call's title in the editor.
+func (st *callState) titleText() string {
+	if st.title != "" {
+		return st.title
+	}
+	return toolTitle(st.name, st.args)
 }
 
 func newPromptRun(s *sess, send func(sdk.SessionUpdate), ctx context.Context, abort context.CancelCauseFunc, window int) *promptRun {
@@ -409,18 +423,29 @@ func (p *promptRun) isDenied(id string) bool {
 // ask is the run's Asker: the question joins the queue, so the call's
 // pending tool_call and everything before it are sent first, and the
 // answer comes from the editor.
+//
+// A subagent's call (its ctx names the task, tool.OriginOf) is asked as a
+// tool_call of its own, titled with the task; once answered its card is
+// closed, as the child's run is not on this prompt's stream. A background
+// child that asks after this prompt ended is refused: nobody can answer.
 func (p *promptRun) ask(ctx context.Context, call tool.Call, _ string) (tool.Answer, error) {
-	a := &ask{call: call, reply: make(chan tool.Answer, 1)}
+	a := &ask{call: call, reply: make(chan tool.Answer, 1), id: call.ID}
+	if o, ok := tool.OriginOf(ctx); ok {
+		a.origin, a.id = o, o.TaskID+"/"+call.ID
+	}
 	p.push(item{kind: itemAsk, ask: a})
 	select {
 	case ans := <-a.reply:
 		if ans == tool.AnswerNo {
-			p.deny(call.ID)
+			p.deny(a.id)
 		}
 		return ans, nil
 	case <-ctx.Done():
-		p.deny(call.ID)
+		p.deny(a.id)
 		return tool.AnswerNo, fmt.Errorf("the permission request was cancelled: %w", context.Cause(ctx))
+	case <-p.ctx.Done():
+		p.deny(a.id)
+		return tool.AnswerNo, errors.New("the prompt that started this agent has ended: nobody can answer its permission request")
 	}
 }
 
@@ -440,8 +465,16 @@ func (p *promptRun) drain() {
 		case itemPlan:
 			p.send(sdk.UpdatePlan(it.plan...))
 		case itemAsk:
-			p.announce(it.ask.call.ID, it.ask.call.Name, it.ask.call.Args)
-			p.request(it.ask)
+			a := it.ask
+			if a.origin.TaskID != "" && p.calls[a.id] == nil {
+				st := &callState{name: a.call.Name, args: parseArgs(a.call.Args)}
+				st.title = fmt.Sprintf("%s (subagent task %s, %s)", toolTitle(st.name, st.args), a.origin.TaskID, a.origin.Agent)
+				p.calls[a.id] = st
+				p.send(toolCallUpdate(p.s.info.Cwd, a.id, a.call.Name, a.call.Args, st))
+			} else {
+				p.announce(a.id, a.call.Name, a.call.Args)
+			}
+			p.request(a)
 		case itemToolStart:
 			p.announce(it.id, it.name, it.args)
 			if !p.isDenied(it.id) {
@@ -480,7 +513,7 @@ func toolCallUpdate(cwd, id, name string, args json.RawMessage, st *callState) s
 		st.diff = true
 		opts = append(opts, sdk.WithStartContent(d))
 	}
-	return sdk.StartToolCall(sdk.ToolCallId(id), toolTitle(name, st.args), opts...)
+	return sdk.StartToolCall(sdk.ToolCallId(id), st.titleText(), opts...)
 }
 
 // finishCall sends a call's end: completed or failed, with its result. An
@@ -523,8 +556,8 @@ var permissionOptions = []sdk.PermissionOption{
 // while the person decides. Aborting the run withdraws the request (the
 // SDK sends $/cancel_request) and refuses the call.
 func (p *promptRun) request(a *ask) {
-	st := p.calls[a.call.ID]
-	tc := sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(a.call.ID), Title: sdk.Ptr(toolTitle(st.name, st.args)),
+	st := p.calls[a.id]
+	tc := sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(a.id), Title: sdk.Ptr(st.titleText()),
 		Kind: sdk.Ptr(toolKind(st.name)), Status: sdk.Ptr(sdk.ToolCallStatusPending), RawInput: rawInput(a.call.Args),
 		Locations: locations(p.s.info.Cwd, st.args), Content: diffs(p.s.info.Cwd, st.name, st.args)}
 	req := sdk.RequestPermissionRequest{SessionId: sdk.SessionId(p.s.info.ID), ToolCall: tc, Options: permissionOptions}
@@ -545,6 +578,13 @@ func (p *promptRun) request(a *ask) {
 			}
 		}
 		a.reply <- ans
+		if a.origin.TaskID != "" { // the child's run goes on elsewhere: its card closes here
+			text := "allowed: it runs in subagent task " + a.origin.TaskID
+			if ans == tool.AnswerNo {
+				text = "refused"
+			}
+			p.push(item{kind: itemToolEnd, id: a.id, name: a.call.Name, content: []llm.Content{llm.Text(text)}, isError: ans == tool.AnswerNo})
+		}
 	}()
 }
 
