@@ -27,8 +27,7 @@ func TestServeStdio(t *testing.T) {
 	mockFlags := []string{"-rounds", "2", "-text", "5"}
 
 	refBase := mockLLM(t, mockFlags...)
-	// agentloop serve does not offer the agent tools yet (docs/gateway.md).
-	code, out, errs := execCLIIn(t, "", ws, home, env, "run", "--json", "--no-agents", "--model", "openai/mock-model", "--base-url", refBase+"/v1", "--cwd", ws, "say hello")
+	code, out, errs := execCLIIn(t, "", ws, home, env, "run", "--json", "--model", "openai/mock-model", "--base-url", refBase+"/v1", "--cwd", ws, "say hello")
 	if code != 0 {
 		t.Fatalf("run --json: exit %d: %s", code, errs)
 	}
