@@ -181,6 +181,32 @@ func originAllowed(r *http.Request, allowed []string) bool {
 	return host == "localhost" || net.ParseIP(host) != nil
 }
 
+// hostAllowed reports whether a request to a server without tokens names
+// this machine in its Host: localhost, an IP address, or the host of an
+// allowed origin. A browser page at a name that an attacker re-pointed at
+// 127.0.0.1 (DNS rebinding) sends its same-origin GETs with no Origin
+// header, but with its own name as Host. A Unix socket is not reachable
+// from a browser: any Host goes.
+func hostAllowed(r *http.Request, allowed []string) bool {
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la.Network() == "unix" {
+		return true
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") || net.ParseIP(host) != nil {
+		return true
+	}
+	for _, a := range allowed {
+		if u, err := url.Parse(a); err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host) {
+			return true
+		}
+	}
+	return false
+}
+
 // IsLoopback reports whether a listen address (host:port, or unix:///path)
 // only accepts connections from this machine. A Unix socket counts as
 // loopback: its file permissions guard it.

@@ -182,6 +182,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, errorf(CodeForbidden, "requests from origin %q are not allowed (agentloop serve --allow-origin)", r.Header.Get("Origin")))
 			return
 		}
+		if s.auth.open && !hostAllowed(r, s.cfg.AllowOrigins) {
+			writeError(w, errorf(CodeForbidden, "requests for host %q are not allowed: a server without --token-file answers only to localhost or an IP address (a name may be a DNS-rebinding page); use --token-file, or --allow-origin for that name", r.Host))
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 		next.ServeHTTP(w, r)
 	})

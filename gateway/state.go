@@ -86,6 +86,8 @@ type sessionState struct {
 type idemEntry struct {
 	run       *runState
 	delivered string
+	// body is the request's fingerprint: a retry must repeat it.
+	body [32]byte
 }
 
 // runState is a run the Server started or queued.
