@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 )
 
@@ -90,13 +91,19 @@ func ParseTokens(r io.Reader) (TokenSet, error) {
 	return ts, nil
 }
 
-// LoadTokens reads the token file at path (ParseTokens).
+// LoadTokens reads the token file at path (ParseTokens). A file that
+// users other than its owner may read or write is refused.
 func LoadTokens(path string) (TokenSet, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("token file: %w", err)
 	}
 	defer f.Close()
+	// Like ssh with a private key: a file others may read or write gives
+	// every local user the server's tokens.
+	if fi, err := f.Stat(); err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o066 != 0 {
+		return nil, fmt.Errorf("token file %s can be read or written by other users (mode %04o): chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
 	ts, err := ParseTokens(f)
 	if err != nil {
 		return nil, fmt.Errorf("token file %s: %w", path, err)
