@@ -187,6 +187,11 @@ func (s *Server) cancelPending(rs *runState, decision string) {
 func (s *Server) pendingOf(ss *sessionState, runID string) []*pendingAction {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.pendingOfLocked(ss, runID)
+}
+
+// pendingOfLocked is pendingOf with s.mu held.
+func (s *Server) pendingOfLocked(ss *sessionState, runID string) []*pendingAction {
 	var out []*pendingAction
 	for _, pa := range s.approvals {
 		if pa.SessionID == ss.id && (runID == "" || pa.RunID == runID) {

@@ -157,3 +157,39 @@ func m2s(v any) string {
 	b, _ := jsonMarshal(v)
 	return string(b)
 }
+
+// A client that resumes from before a pending approval's event gets it
+// once, in the replay (with its id), not also re-sent without an id: a
+// resume is exactly the events after Last-Event-ID. Over a run stream too.
+func TestResumeBeforeApprovalSendsItOnce(t *testing.T) {
+	tsv := newTestServer(t, script(), askEverything)
+	sess := tsv.newSession()
+	st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	info, _ := tsv.startRun(sess.ID, "go", "k", "")
+	got := st.until(t, EventApprovalRequested)
+	st.close()
+	apID, _ := got[len(got)-1].fields(t)["approvalId"].(string)
+	first := got[0].id // run_start's: the approval came after it
+	streams := map[string]*sseStream{
+		"session": tsv.events("/v1/sessions/"+sess.ID+"/events", http.Header{"Last-Event-ID": {first}}),
+		"run":     tsv.events("/v1/runs/"+info.RunID+"/events", http.Header{"Last-Event-ID": {first}}),
+	}
+	if code := tsv.do("POST", "/v1/approvals/"+apID, ApprovalAnswer{Decision: DecisionAllowOnce}, nil); code != http.StatusOK {
+		t.Fatalf("answer: %d", code)
+	}
+	for name, s := range streams {
+		n := 0
+		for _, m := range s.until(t, "run_end") {
+			if m.event == EventApprovalRequested {
+				n++
+				if m.id == "" {
+					t.Errorf("%s: approval_requested re-sent without an id after its replay", name)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s stream: approval_requested %d times, want 1", name, n)
+		}
+		s.close()
+	}
+}
