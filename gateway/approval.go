@@ -155,6 +155,7 @@ func (s *Server) resolveAction(pa *pendingAction, decision, message, by string) 
 	var ss *sessionState
 	if rs != nil {
 		delete(rs.pending, pa.ID)
+		rs.answered = append(rs.answered, pa.ID)
 		ss = rs.sess
 		if len(rs.pending) == 0 && rs.status == StatusRequiresAction {
 			rs.status = RunRunning

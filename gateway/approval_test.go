@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -191,5 +192,46 @@ func TestResumeBeforeApprovalSendsItOnce(t *testing.T) {
 			t.Errorf("%s stream: approval_requested %d times, want 1", name, n)
 		}
 		s.close()
+	}
+}
+
+// The ids of answered approvals (kept so a late answer is 409, not 404)
+// are forgotten with their run: a long-lived server asking for approvals
+// all day does not grow without bound.
+func TestAnsweredApprovalsAreForgottenWithTheirRun(t *testing.T) {
+	defer func(n int) { keptRuns = n }(keptRuns)
+	keptRuns = 2
+	tsv := newTestServer(t, script(), askEverything)
+	tsv.model.Repeat = true
+	sess := tsv.newSession()
+	var first string
+	for i := 0; i < 5; i++ {
+		info, _ := tsv.startRun(sess.ID, "go", "k"+strconv.Itoa(i), "")
+		st := tsv.events("/v1/runs/"+info.RunID+"/events", nil)
+		got := st.until(t, EventApprovalRequested)
+		apID, _ := got[len(got)-1].fields(t)["approvalId"].(string)
+		if code := tsv.do("POST", "/v1/approvals/"+apID, ApprovalAnswer{Decision: DecisionAllowOnce}, nil); code != http.StatusOK {
+			t.Fatalf("answer %d: %d", i, code)
+		}
+		st.until(t, "run_end")
+		st.close()
+		if i == 0 {
+			first = apID
+		}
+		if i == keptRuns-1 {
+			// Its run is still kept: a late answer is 409.
+			if code := tsv.do("POST", "/v1/approvals/"+apID, ApprovalAnswer{Decision: DecisionDeny}, nil); code != http.StatusConflict {
+				t.Fatalf("late answer of a kept run: %d", code)
+			}
+		}
+	}
+	tsv.s.mu.Lock()
+	n := len(tsv.s.resolved)
+	tsv.s.mu.Unlock()
+	if n > keptRuns {
+		t.Fatalf("%d answered approvals remembered, %d runs kept", n, keptRuns)
+	}
+	if code := tsv.do("POST", "/v1/approvals/"+first, ApprovalAnswer{Decision: DecisionDeny}, nil); code != http.StatusNotFound {
+		t.Fatalf("answer of a forgotten run's approval: %d", code)
 	}
 }

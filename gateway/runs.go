@@ -613,6 +613,9 @@ func (s *Server) retireLocked(rs *runState) {
 		ss.ended[0] = nil
 		ss.ended = ss.ended[1:]
 		delete(s.runs, old.id)
+		for _, id := range old.answered {
+			delete(s.resolved, id)
+		}
 		for _, k := range old.keys {
 			if e, ok := ss.idem[k]; ok && e.run == old {
 				delete(ss.idem, k)

@@ -111,6 +111,7 @@ type runState struct {
 	usage     llm.Usage
 	ended     bool
 	pending   map[string]*pendingAction
+	answered  []string // ids of its resolved actions (in Server.resolved)
 	// finished is closed once the run has ended and its session moved on.
 	finished chan struct{}
 	finOnce  sync.Once
