@@ -2,10 +2,13 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
@@ -233,5 +236,88 @@ func TestAnsweredApprovalsAreForgottenWithTheirRun(t *testing.T) {
 	}
 	if code := tsv.do("POST", "/v1/approvals/"+first, ApprovalAnswer{Decision: DecisionDeny}, nil); code != http.StatusNotFound {
 		t.Fatalf("answer of a forgotten run's approval: %d", code)
+	}
+}
+
+// Sixteen answers race for one pending action: exactly one wins (200),
+// the rest get 409, and the stream says approval_resolved once, with the
+// winner's decision.
+func TestApprovalAnswersRace(t *testing.T) {
+	tsv := newTestServer(t, script(), askEverything)
+	sess := tsv.newSession()
+	st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	tsv.startRun(sess.ID, "go", "k", "")
+	got := st.until(t, EventApprovalRequested)
+	apID, _ := got[len(got)-1].fields(t)["approvalId"].(string)
+	decisions := []string{DecisionAllowOnce, DecisionDeny, DecisionAllowSession}
+	codes := make([]int, 16)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range codes {
+		wg.Go(func() {
+			<-start
+			codes[i] = tsv.do("POST", "/v1/approvals/"+apID, ApprovalAnswer{Decision: decisions[i%3]}, nil)
+		})
+	}
+	close(start)
+	wg.Wait()
+	won := -1
+	for i, c := range codes {
+		switch {
+		case c == http.StatusOK && won < 0:
+			won = i
+		case c != http.StatusConflict:
+			t.Errorf("answer %d: %d", i, c)
+		}
+	}
+	if won < 0 {
+		t.Fatal("no answer won")
+	}
+	n := 0
+	for _, m := range st.until(t, "run_end") {
+		if m.event == EventApprovalResolved {
+			n++
+			if d := m.fields(t)["decision"]; d != decisions[won%3] {
+				t.Errorf("resolved %v, the winner said %s", d, decisions[won%3])
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("approval_resolved %d times", n)
+	}
+}
+
+// Shutdown while a call waits for its approval and two clients stream:
+// at the deadline the run is aborted, the action resolved cancelled, both
+// streams end after run_end, and (goleak, main_test.go) nothing is left
+// running.
+func TestShutdownWithPendingApprovalAndStreams(t *testing.T) {
+	tsv := newTestServer(t, script(), askEverything)
+	sess := tsv.newSession()
+	st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	info, _ := tsv.startRun(sess.ID, "go", "k", "")
+	got := st.until(t, EventApprovalRequested)
+	apID, _ := got[len(got)-1].fields(t)["approvalId"].(string)
+	rst := tsv.events("/v1/runs/"+info.RunID+"/events", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := tsv.s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown: %v, want the deadline", err)
+	}
+	for name, s := range map[string]*sseStream{"session": st, "run": rst} {
+		var resolved map[string]any
+		for _, m := range s.rest(t) {
+			if m.event == EventApprovalResolved {
+				resolved = m.fields(t)
+			}
+		}
+		if resolved["decision"] != DecisionCancelled || resolved["approvalId"] != apID {
+			t.Errorf("%s stream: approval_resolved %v", name, resolved)
+		}
+	}
+	var run Run
+	tsv.do("GET", "/v1/runs/"+info.RunID, nil, &run)
+	if run.Status != RunAborted {
+		t.Errorf("run %+v", run)
 	}
 }
