@@ -218,6 +218,10 @@ func TestAnsweredApprovalsAreForgottenWithTheirRun(t *testing.T) {
 		}
 		st.until(t, "run_end")
 		st.close()
+		tsv.s.mu.Lock()
+		rs := tsv.s.runs[info.RunID]
+		tsv.s.mu.Unlock()
+		<-rs.finished // retired: the oldest run beyond keptRuns is forgotten
 		if i == 0 {
 			first = apID
 		}

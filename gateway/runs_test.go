@@ -207,10 +207,19 @@ func TestDeleteRunningSession(t *testing.T) {
 	if code := tsv.do("DELETE", "/v1/sessions/"+sess.ID, nil, nil); code != http.StatusOK {
 		t.Fatalf("delete: %d", code)
 	}
-	var run Run
-	tsv.do("GET", "/v1/runs/"+b.RunID, nil, &run)
-	if run.Status != RunAborted {
-		t.Fatalf("run after delete: %+v", run)
+	// The run was aborted before the delete answered; the stream says so,
+	// and the run is forgotten with its session.
+	var end map[string]any
+	for _, m := range st.rest(t) {
+		if m.event == "run_end" {
+			end = m.fields(t)
+		}
+	}
+	if end["runId"] != b.RunID || end["reason"] != "aborted" {
+		t.Fatalf("run_end after delete: %v", end)
+	}
+	if code := tsv.do("GET", "/v1/runs/"+b.RunID, nil, nil); code != http.StatusNotFound {
+		t.Fatalf("run after delete: %d", code)
 	}
 	if code := tsv.do("GET", "/v1/sessions/"+sess.ID, nil, nil); code != http.StatusNotFound {
 		t.Fatalf("get after delete: %d", code)
