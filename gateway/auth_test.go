@@ -154,3 +154,54 @@ func TestTokenServerAnswersAnyHost(t *testing.T) {
 		t.Fatalf("named host with a token: %d", resp.StatusCode)
 	}
 }
+
+// A browser app on an --allow-origin origin can use the API: its CORS
+// preflight (no token: browsers send none) is answered, and the answers
+// carry Access-Control-Allow-Origin, so the page may read them. An origin
+// not allowed gets neither.
+func TestCORSForAllowedOrigins(t *testing.T) {
+	tsv := newTestServer(t, []faux.Step{faux.Say("hi")}, func(c *Config, _ *testServer) {
+		c.Tokens = TokenSet{"tok": ScopeAll}
+		c.AllowOrigins = []string{"https://chat.example"}
+	})
+	preflight := func(origin string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("OPTIONS", tsv.ts.URL+"/v1/sessions", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := preflight("https://chat.example")
+	h := resp.Header
+	if resp.StatusCode != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != "https://chat.example" ||
+		!strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
+		!strings.Contains(strings.ToLower(h.Get("Access-Control-Allow-Headers")), "authorization") {
+		t.Fatalf("preflight from an allowed origin: %d %v", resp.StatusCode, h)
+	}
+	if resp := preflight("https://evil.example"); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("preflight from another origin: %d %v", resp.StatusCode, resp.Header)
+	}
+	tsv.token = "tok"
+	for _, c := range []struct {
+		method, path string
+		body         any
+		want         int
+	}{{"POST", "/v1/sessions", CreateSessionRequest{Cwd: tsv.cwd}, http.StatusCreated}, {"GET", "/v1/sessions/nope", nil, http.StatusNotFound}} {
+		resp := tsv.request(c.method, c.path, c.body, http.Header{"Origin": {"https://chat.example"}})
+		resp.Body.Close()
+		if resp.StatusCode != c.want || resp.Header.Get("Access-Control-Allow-Origin") != "https://chat.example" {
+			t.Errorf("%s %s from an allowed origin: %d %v", c.method, c.path, resp.StatusCode, resp.Header)
+		}
+	}
+	resp = tsv.request("GET", "/v1/sessions", nil, nil)
+	resp.Body.Close()
+	if resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("no Origin, yet %v", resp.Header)
+	}
+}
