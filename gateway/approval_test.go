@@ -243,16 +243,24 @@ func TestAnsweredApprovalsAreForgottenWithTheirRun(t *testing.T) {
 	}
 }
 
+// awaitApproval starts a run on a new session whose call asks, and
+// returns once its approval_requested arrived on the session's stream.
+func awaitApproval(t *testing.T) (tsv *testServer, sess Session, st *sseStream, info RunInfo, apID string) {
+	t.Helper()
+	tsv = newTestServer(t, script(), askEverything)
+	sess = tsv.newSession()
+	st = tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	info, _ = tsv.startRun(sess.ID, "go", "k", "")
+	got := st.until(t, EventApprovalRequested)
+	apID, _ = got[len(got)-1].fields(t)["approvalId"].(string)
+	return tsv, sess, st, info, apID
+}
+
 // Sixteen answers race for one pending action: exactly one wins (200),
 // the rest get 409, and the stream says approval_resolved once, with the
 // winner's decision.
 func TestApprovalAnswersRace(t *testing.T) {
-	tsv := newTestServer(t, script(), askEverything)
-	sess := tsv.newSession()
-	st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
-	tsv.startRun(sess.ID, "go", "k", "")
-	got := st.until(t, EventApprovalRequested)
-	apID, _ := got[len(got)-1].fields(t)["approvalId"].(string)
+	tsv, _, st, _, apID := awaitApproval(t)
 	decisions := []string{DecisionAllowOnce, DecisionDeny, DecisionAllowSession}
 	codes := make([]int, 16)
 	start := make(chan struct{})
@@ -296,12 +304,7 @@ func TestApprovalAnswersRace(t *testing.T) {
 // streams end after run_end, and (goleak, main_test.go) nothing is left
 // running.
 func TestShutdownWithPendingApprovalAndStreams(t *testing.T) {
-	tsv := newTestServer(t, script(), askEverything)
-	sess := tsv.newSession()
-	st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
-	info, _ := tsv.startRun(sess.ID, "go", "k", "")
-	got := st.until(t, EventApprovalRequested)
-	apID, _ := got[len(got)-1].fields(t)["approvalId"].(string)
+	tsv, _, st, info, apID := awaitApproval(t)
 	rst := tsv.events("/v1/runs/"+info.RunID+"/events", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
