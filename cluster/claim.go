@@ -39,8 +39,9 @@ type EnqueueOptions struct {
 	// Cwd is the new session's working directory.
 	Cwd   string
 	Input json.RawMessage
-	// IdemKey, when set, makes the enqueue idempotent: a second run with
-	// the same key is not queued, and Enqueue returns the first one's id.
+	// IdemKey, when set, makes the enqueue idempotent: a second run of
+	// the session with the same key is not queued, and Enqueue returns the
+	// first one's id. Keys of other sessions do not count.
 	IdemKey string
 }
 
@@ -57,9 +58,9 @@ func (n *Node) Enqueue(ctx context.Context, o EnqueueOptions) (runID string, cre
 			return err
 		}
 		err := tx.QueryRow(ctx, `INSERT INTO runs (id, session_id, status, input, idem_key) VALUES ($1, $2, 'queued', $3, $4)
-			ON CONFLICT (idem_key) DO NOTHING RETURNING id`, runID, o.SessionID, jsonArg(o.Input), nullable(o.IdemKey)).Scan(&runID)
+			ON CONFLICT (session_id, idem_key) DO NOTHING RETURNING id`, runID, o.SessionID, jsonArg(o.Input), nullable(o.IdemKey)).Scan(&runID)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return tx.QueryRow(ctx, `SELECT id FROM runs WHERE idem_key = $1`, o.IdemKey).Scan(&runID)
+			return tx.QueryRow(ctx, `SELECT id FROM runs WHERE session_id = $1 AND idem_key = $2`, o.SessionID, o.IdemKey).Scan(&runID)
 		}
 		if err != nil {
 			return err

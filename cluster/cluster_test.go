@@ -544,3 +544,28 @@ func TestHeartbeatLeavesOpenSessionsAlone(t *testing.T) {
 	}
 	n.Release(ctx, c, "completed", nil)
 }
+
+// An idempotency key names a run of its session: two sessions (two
+// clients) that happen to use the same key each get their own run, and
+// neither is handed the other's run id.
+func TestIdemKeyIsPerSession(t *testing.T) {
+	ns, admin := nodes(t, 1, fast)
+	ctx := context.Background()
+	a, createdA, err := ns[0].Enqueue(ctx, EnqueueOptions{SessionID: "idem-a", Cwd: "/a", IdemKey: "k1"})
+	if err != nil || !createdA {
+		t.Fatalf("a: %v %v", createdA, err)
+	}
+	b, createdB, err := ns[0].Enqueue(ctx, EnqueueOptions{SessionID: "idem-b", Cwd: "/b", IdemKey: "k1"})
+	if err != nil || !createdB || b == a {
+		t.Fatalf("b with a's key: run %s (a's %s), created %v, %v", b, a, createdB, err)
+	}
+	var sess string
+	if err := admin.QueryRow(ctx, `SELECT session_id FROM runs WHERE id = $1`, b).Scan(&sess); err != nil || sess != "idem-b" {
+		t.Fatalf("b's run is in %q: %v", sess, err)
+	}
+	// The same key on the same session is still the same run.
+	again, created, err := ns[0].Enqueue(ctx, EnqueueOptions{SessionID: "idem-b", Cwd: "/b", IdemKey: "k1"})
+	if err != nil || created || again != b {
+		t.Fatalf("b again: %s %v %v", again, created, err)
+	}
+}

@@ -46,4 +46,8 @@ var steps = []string{
 		created_at timestamptz NOT NULL DEFAULT now(),
 		resolved_at timestamptz
 	);`,
+	// An idempotency key names a run of its session, not of the whole
+	// cluster: two clients' sessions may use the same key.
+	`ALTER TABLE runs DROP CONSTRAINT runs_idem_key_key;
+	CREATE UNIQUE INDEX runs_session_idem_key ON runs (session_id, idem_key);`,
 }

@@ -165,6 +165,7 @@ func (s *Server) resolveAction(pa *pendingAction, decision, message, by string) 
 	var ss *sessionState
 	if rs != nil {
 		delete(rs.pending, pa.ID)
+		rs.answered = append(rs.answered, pa.ID)
 		ss = rs.sess
 		if len(rs.pending) == 0 && rs.status == StatusRequiresAction {
 			rs.status = RunRunning
@@ -197,6 +198,11 @@ func (s *Server) cancelPending(rs *runState, decision string) {
 func (s *Server) pendingOf(ss *sessionState, runID string) []*pendingAction {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.pendingOfLocked(ss, runID)
+}
+
+// pendingOfLocked is pendingOf with s.mu held.
+func (s *Server) pendingOfLocked(ss *sessionState, runID string) []*pendingAction {
 	var out []*pendingAction
 	for _, pa := range s.approvals {
 		if pa.SessionID == ss.id && (runID == "" || pa.RunID == runID) {

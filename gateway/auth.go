@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 )
 
@@ -90,13 +91,19 @@ func ParseTokens(r io.Reader) (TokenSet, error) {
 	return ts, nil
 }
 
-// LoadTokens reads the token file at path (ParseTokens).
+// LoadTokens reads the token file at path (ParseTokens). A file that
+// users other than its owner may read or write is refused.
 func LoadTokens(path string) (TokenSet, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("token file: %w", err)
 	}
 	defer f.Close()
+	// Like ssh with a private key: a file others may read or write gives
+	// every local user the server's tokens.
+	if fi, err := f.Stat(); err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o066 != 0 {
+		return nil, fmt.Errorf("token file %s can be read or written by other users (mode %04o): chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
 	ts, err := ParseTokens(f)
 	if err != nil {
 		return nil, fmt.Errorf("token file %s: %w", path, err)
@@ -179,6 +186,32 @@ func originAllowed(r *http.Request, allowed []string) bool {
 	// machine (DNS rebinding) is same-origin too, and must be refused.
 	host := u.Hostname()
 	return host == "localhost" || net.ParseIP(host) != nil
+}
+
+// hostAllowed reports whether a request to a server without tokens names
+// this machine in its Host: localhost, an IP address, or the host of an
+// allowed origin. A browser page at a name that an attacker re-pointed at
+// 127.0.0.1 (DNS rebinding) sends its same-origin GETs with no Origin
+// header, but with its own name as Host. A Unix socket is not reachable
+// from a browser: any Host goes.
+func hostAllowed(r *http.Request, allowed []string) bool {
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la.Network() == "unix" {
+		return true
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") || net.ParseIP(host) != nil {
+		return true
+	}
+	for _, a := range allowed {
+		if u, err := url.Parse(a); err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsLoopback reports whether a listen address (host:port, or unix:///path)

@@ -21,7 +21,10 @@ const (
 	CodeResyncRequired  = "resync_required"
 	CodeTooLarge        = "too_large"
 	CodeUnavailable     = "unavailable"
-	CodeInternal        = "internal"
+	// CodeIdempotencyKeyReused: a run start repeats an idempotency key
+	// with another body (422).
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodeInternal             = "internal"
 )
 
 // Error is the one error value of the API: REST writes it as
@@ -60,6 +63,8 @@ func errorf(code, format string, args ...any) *Error {
 		e.Status, e.Retryable = http.StatusServiceUnavailable, true
 	case CodeTooLarge:
 		e.Status = http.StatusRequestEntityTooLarge
+	case CodeIdempotencyKeyReused:
+		e.Status = http.StatusUnprocessableEntity
 	default:
 		e.Status = http.StatusInternalServerError
 	}

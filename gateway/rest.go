@@ -182,9 +182,34 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, errorf(CodeForbidden, "requests from origin %q are not allowed (agentloop serve --allow-origin)", r.Header.Get("Origin")))
 			return
 		}
+		if s.auth.open && !hostAllowed(r, s.cfg.AllowOrigins) {
+			writeError(w, errorf(CodeForbidden, "requests for host %q are not allowed: a server without --token-file answers only to localhost or an IP address (a name may be a DNS-rebinding page); use --token-file, or --allow-origin for that name", r.Host))
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && corsHeaders(w, r, o) {
+			return // a preflight, answered
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// corsHeaders lets a page of an allowed origin read the answer (the
+// origin was checked), and answers its CORS preflight, which carries no
+// token; it reports whether r was a preflight.
+func corsHeaders(w http.ResponseWriter, r *http.Request, origin string) bool {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "Retry-After, WWW-Authenticate")
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return true
 }
 
 // authorize checks the bearer token and its scope.

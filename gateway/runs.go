@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -53,6 +56,26 @@ type Run struct {
 	StartedAt time.Time  `json:"startedAt,omitzero"`
 	EndedAt   time.Time  `json:"endedAt,omitzero"`
 	Error     string     `json:"error,omitempty"`
+}
+
+// fingerprint is the hash of what a start asks for (its input, compacted,
+// and its options): the same key must come with the same one.
+func (req StartRunRequest) fingerprint() [32]byte {
+	var in bytes.Buffer
+	if json.Compact(&in, req.Input) != nil {
+		in.Reset()
+		in.Write(req.Input)
+	}
+	h := sha256.New()
+	for _, part := range [][]byte{in.Bytes(), []byte(req.Model), []byte(req.Thinking), []byte(req.OnBusy)} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 // parseInput reads a run's input: a string or content blocks.
@@ -125,7 +148,14 @@ func (s *Server) StartRun(ctx context.Context, sessionID string, req StartRunReq
 		s.mu.Unlock()
 		return RunInfo{}, errorf(CodeNotFound, "session %s was deleted", ss.id)
 	}
+	body := req.fingerprint()
 	if prev, ok := ss.idem[req.IdempotencyKey]; ok {
+		if prev.body != body {
+			s.mu.Unlock()
+			e := errorf(CodeIdempotencyKeyReused, "idempotencyKey %q was used for run %s with another body; a retry must repeat the body, a new request needs a new key", req.IdempotencyKey, prev.run.id)
+			e.Details = map[string]any{"runId": prev.run.id}
+			return RunInfo{}, e
+		}
 		info := RunInfo{RunID: prev.run.id, SessionID: ss.id, Status: prev.run.status, Delivered: prev.delivered}
 		s.mu.Unlock()
 		return info, nil
@@ -150,7 +180,7 @@ func (s *Server) StartRun(ctx context.Context, sessionID string, req StartRunReq
 	if busy && req.OnBusy == OnBusySteer && ss.active != nil && ss.active.h != nil && len(ss.queue) == 0 && len(in.images) == 0 {
 		active := ss.active
 		if active.h.Steer(in.text) {
-			s.remember(ss, req.IdempotencyKey, active, OnBusySteer)
+			s.remember(ss, req.IdempotencyKey, body, active, OnBusySteer)
 			st := active.status
 			s.mu.Unlock()
 			return RunInfo{RunID: active.id, SessionID: ss.id, Status: st, Delivered: OnBusySteer}, nil
@@ -170,7 +200,7 @@ func (s *Server) StartRun(ctx context.Context, sessionID string, req StartRunReq
 	if busy && req.OnBusy == OnBusySteer {
 		delivered = "queued"
 	}
-	s.remember(ss, req.IdempotencyKey, rs, delivered)
+	s.remember(ss, req.IdempotencyKey, body, rs, delivered)
 	s.runs[rs.id] = rs
 	var interrupt *runState
 	position := 0
@@ -578,8 +608,8 @@ func (rs *runState) wait(ctx context.Context) bool {
 var keptRuns = 100
 
 // remember maps an idempotency key to the run it reached. s.mu is held.
-func (s *Server) remember(ss *sessionState, key string, rs *runState, delivered string) {
-	ss.idem[key] = idemEntry{run: rs, delivered: delivered}
+func (s *Server) remember(ss *sessionState, key string, body [32]byte, rs *runState, delivered string) {
+	ss.idem[key] = idemEntry{run: rs, delivered: delivered, body: body}
 	rs.keys = append(rs.keys, key)
 }
 
@@ -593,6 +623,9 @@ func (s *Server) retireLocked(rs *runState) {
 		ss.ended[0] = nil
 		ss.ended = ss.ended[1:]
 		delete(s.runs, old.id)
+		for _, id := range old.answered {
+			delete(s.resolved, id)
+		}
 		for _, k := range old.keys {
 			if e, ok := ss.idem[k]; ok && e.run == old {
 				delete(ss.idem, k)

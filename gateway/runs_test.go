@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -206,10 +207,19 @@ func TestDeleteRunningSession(t *testing.T) {
 	if code := tsv.do("DELETE", "/v1/sessions/"+sess.ID, nil, nil); code != http.StatusOK {
 		t.Fatalf("delete: %d", code)
 	}
-	var run Run
-	tsv.do("GET", "/v1/runs/"+b.RunID, nil, &run)
-	if run.Status != RunAborted {
-		t.Fatalf("run after delete: %+v", run)
+	// The run was aborted before the delete answered; the stream says so,
+	// and the run is forgotten with its session.
+	var end map[string]any
+	for _, m := range st.rest(t) {
+		if m.event == "run_end" {
+			end = m.fields(t)
+		}
+	}
+	if end["runId"] != b.RunID || end["reason"] != "aborted" {
+		t.Fatalf("run_end after delete: %v", end)
+	}
+	if code := tsv.do("GET", "/v1/runs/"+b.RunID, nil, nil); code != http.StatusNotFound {
+		t.Fatalf("run after delete: %d", code)
 	}
 	if code := tsv.do("GET", "/v1/sessions/"+sess.ID, nil, nil); code != http.StatusNotFound {
 		t.Fatalf("get after delete: %d", code)
@@ -313,5 +323,40 @@ func TestSteerWhileCompacting(t *testing.T) {
 	reqs := tsv.model.Requests()
 	if !hasUserText(reqs[len(reqs)-2].Messages, "steer me") || !hasUserText(reqs[len(reqs)-1].Messages, "also me") {
 		t.Fatal("the queued texts did not reach the model in order")
+	}
+}
+
+// The same idempotency key with a different body is a client bug (or two
+// clients sharing a key): it is refused with 422 idempotency_key_reused
+// naming the run the key started, instead of answering as if the second
+// input had been accepted while it was silently dropped. The same body
+// again, even formatted differently, is still the retry it was.
+func TestIdempotencyKeyWithAnotherBody(t *testing.T) {
+	tsv := newTestServer(t, []faux.Step{faux.Say("once"), faux.Say("twice")})
+	sess := tsv.newSession()
+	path := "/v1/sessions/" + sess.ID + "/runs"
+	a, _ := tsv.startRun(sess.ID, "delete the staging database", "k1", "")
+	tsv.events("/v1/runs/"+a.RunID+"/events", nil).rest(t)
+	for name, body := range map[string]map[string]any{
+		"input":  {"input": "keep the staging database", "idempotencyKey": "k1"},
+		"model":  {"input": "delete the staging database", "idempotencyKey": "k1", "model": "faux/other"},
+		"onBusy": {"input": "delete the staging database", "idempotencyKey": "k1", "onBusy": OnBusyReject},
+	} {
+		var e wireError
+		code := tsv.do("POST", path, body, &e)
+		if code != http.StatusUnprocessableEntity || e.Error.Code != CodeIdempotencyKeyReused || e.Error.Details["runId"] != a.RunID {
+			t.Errorf("%s differs: %d %+v", name, code, e)
+		}
+	}
+	var again RunInfo
+	raw := `{"idempotencyKey":"k1", "input" :   "delete the staging database"}`
+	resp := tsv.request("POST", path, json.RawMessage(raw), nil)
+	_ = jsonDecode(resp.Body, &again)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || again.RunID != a.RunID {
+		t.Fatalf("the same body again: %d %+v", resp.StatusCode, again)
+	}
+	if tsv.model.Calls() != 1 {
+		t.Fatalf("%d model calls", tsv.model.Calls())
 	}
 }

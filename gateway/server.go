@@ -113,7 +113,8 @@ type Server struct {
 	runs      map[string]*runState
 	approvals map[string]*pendingAction
 	// resolved remembers answered actions, so a late answer is 409
-	// already_resolved rather than 404.
+	// already_resolved rather than 404; they are forgotten with their run
+	// (keptRuns).
 	resolved map[string]struct{}
 	closing  bool
 	aborting bool // Shutdown's deadline passed: runs that start are aborted

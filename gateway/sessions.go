@@ -313,6 +313,17 @@ func (s *Server) DeleteSession(ctx context.Context, id string) *Error {
 	}
 	s.mu.Lock()
 	delete(s.sessions, id)
+	// Its runs go too (with the ids of their answered approvals): they
+	// would stay in memory for good otherwise.
+	for rid, rs := range s.runs {
+		if rs.sess == ss {
+			delete(s.runs, rid)
+			for _, ap := range rs.answered {
+				delete(s.resolved, ap)
+			}
+		}
+	}
+	ss.ended = nil
 	s.mu.Unlock()
 	ss.cancelExpiry()
 	ss.emu.Lock()

@@ -121,3 +121,39 @@ func TestHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// A deleted session takes its runs with it: a client that makes a session
+// per task and deletes it after does not leave every run (and its answered
+// approvals) in the server's memory, and the run ids are gone (404).
+func TestDeletedSessionForgetsItsRuns(t *testing.T) {
+	tsv := newTestServer(t, script(), askEverything)
+	tsv.model.Repeat = true
+	var runIDs []string
+	for i := 0; i < 3; i++ {
+		sess := tsv.newSession()
+		info, _ := tsv.startRun(sess.ID, "go", "k", "")
+		st := tsv.events("/v1/runs/"+info.RunID+"/events", nil)
+		got := st.until(t, EventApprovalRequested)
+		apID, _ := got[len(got)-1].fields(t)["approvalId"].(string)
+		if code := tsv.do("POST", "/v1/approvals/"+apID, ApprovalAnswer{Decision: DecisionAllowOnce}, nil); code != http.StatusOK {
+			t.Fatalf("answer: %d", code)
+		}
+		st.until(t, "run_end")
+		st.close()
+		if code := tsv.do("DELETE", "/v1/sessions/"+sess.ID, nil, nil); code != http.StatusOK {
+			t.Fatalf("delete: %d", code)
+		}
+		runIDs = append(runIDs, info.RunID)
+	}
+	tsv.s.mu.Lock()
+	runs, resolved := len(tsv.s.runs), len(tsv.s.resolved)
+	tsv.s.mu.Unlock()
+	if runs != 0 || resolved != 0 {
+		t.Errorf("after deleting every session: %d runs, %d answered approvals kept", runs, resolved)
+	}
+	for _, id := range runIDs {
+		if code := tsv.do("GET", "/v1/runs/"+id, nil, nil); code != http.StatusNotFound {
+			t.Errorf("run %s of a deleted session: %d", id, code)
+		}
+	}
+}

@@ -89,6 +89,8 @@ type sessionState struct {
 type idemEntry struct {
 	run       *runState
 	delivered string
+	// body is the request's fingerprint: a retry must repeat it.
+	body [32]byte
 }
 
 // runState is a run the Server started or queued.
@@ -113,6 +115,7 @@ type runState struct {
 	usage     llm.Usage
 	ended     bool
 	pending   map[string]*pendingAction
+	answered  []string // ids of its resolved actions (in Server.resolved)
 	// finished is closed once the run has ended and its session moved on.
 	finished chan struct{}
 	finOnce  sync.Once

@@ -57,10 +57,16 @@ func (s *Server) subscribe(sessionID, runID string, afterSeq int64) (*subscripti
 	if err != nil {
 		return nil, SubscribeResult{}, err
 	}
-	pending := s.pendingOf(ss, runID)
 	sub := &subscription{s: s, ss: ss, runID: runID, limits: s.cfg.ClientQueue,
 		wake: make(chan struct{}, 1), closed: make(chan struct{})}
 	var res SubscribeResult
+	// The pending list is read under s.mu and the ring under ss.emu (in
+	// that order, as everywhere), both held until the subscription is
+	// registered: an approval listed and emitted meanwhile can neither be
+	// missed by a live client nor sent twice to a resuming one.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pending := s.pendingOfLocked(ss, runID)
 	ss.emu.Lock()
 	defer ss.emu.Unlock()
 	res.HeadSeq = ss.seq
@@ -83,6 +89,9 @@ func (s *Server) subscribe(sessionID, runID string, afterSeq int64) (*subscripti
 		f := pa.frame
 		if f.data == nil || pa.answered() {
 			continue // not sent yet (it comes live), or answered since it was listed
+		}
+		if afterSeq >= 0 && !res.Resync && f.seq > afterSeq {
+			continue // in the replay already, with its id
 		}
 		f.noID = true
 		sub.q = append(sub.q, f)

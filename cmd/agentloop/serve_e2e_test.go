@@ -302,3 +302,42 @@ func TestServeUnixSocket(t *testing.T) {
 		t.Fatalf("create over the socket: %d", resp.StatusCode)
 	}
 }
+
+// A token file others can read hands every local user the server's tokens:
+// serve refuses it (like ssh refuses a readable key), and says how to fix
+// it; a malformed or missing file names the file and the line.
+func TestServeTokenFileChecks(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	dir := t.TempDir()
+	write := func(name, body string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name, path string
+		want       []string
+	}{
+		{"world-readable", write("tokens-world", "read,write,approve admin-token\n", 0o644), []string{"tokens-world", "0644", "chmod 600"}},
+		{"group-readable", write("tokens-group", "read,write,approve admin-token\n", 0o640), []string{"tokens-group", "0640", "chmod 600"}},
+		{"bad line", write("bad", "# tokens\nadmin admin-token\n", 0o600), []string{"bad", "line 2", `unknown scope "admin"`}},
+		{"missing", filepath.Join(dir, "nope"), []string{"nope"}},
+	} {
+		// An unknown model: a file that passed would end serve there
+		// (another message) instead of serving forever.
+		code, _, errs := execCLIIn(t, "", ws, home, nil, "serve", "--model", "nosuch/model", "--listen", "127.0.0.1:0", "--token-file", c.path)
+		if code != exitUsage {
+			t.Errorf("%s: exit %d, want %d: %s", c.name, code, exitUsage, errs)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errs, w) {
+				t.Errorf("%s: %q not in %s", c.name, w, errs)
+			}
+		}
+	}
+}
