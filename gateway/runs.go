@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentloop/agentloop/cluster"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/runner"
 	"github.com/agentloop/agentloop/session"
@@ -110,6 +111,9 @@ func (s *Server) StartRun(ctx context.Context, sessionID string, req StartRunReq
 	}
 	if e := s.checkSettings(ctx, req.Model, req.Thinking); e != nil {
 		return RunInfo{}, e
+	}
+	if s.cl.node != nil {
+		return s.enqueueRun(ctx, sessionID, req)
 	}
 	ss, e := s.session(sessionID)
 	if e != nil {
@@ -232,6 +236,9 @@ func (s *Server) launch(rs *runState) {
 	settings := RunSettings{SessionID: ss.id, Cwd: ss.cwd, Model: ss.model, Thinking: ss.thinking}
 	s.mu.Unlock()
 	ctx := context.Background()
+	if rs.claim != nil {
+		ctx = rs.claim.Context() // it ends when the lease does
+	}
 	isNew := !s.isPersisted(ctx, ss)
 	q, err := s.cfg.Prepare(ctx, settings)
 	if err == nil {
@@ -345,6 +352,10 @@ func (s *Server) watch(rs *runState, h *runner.Run) {
 // finish ends a run that was active and hands its session to the next
 // queued run.
 func (s *Server) finish(rs *runState, persisted bool) {
+	if rs.claim != nil {
+		s.finishClaimed(rs)
+		return
+	}
 	ss := rs.sess
 	s.cancelPending(rs, "cancelled")
 	s.mu.Lock()
@@ -382,7 +393,7 @@ func (s *Server) persistSeq(ss *sessionState) {
 	s.mu.Lock()
 	idle := ss.active == nil
 	s.mu.Unlock()
-	if !idle || s.cfg.StateDir == "" {
+	if !idle || s.cfg.StateDir == "" || s.cl.node != nil {
 		return
 	}
 	ss.emu.Lock()
@@ -481,6 +492,19 @@ func (s *Server) Steer(ctx context.Context, runID, text string, follow bool) (In
 		return Injected{}, errorf(CodeInvalidRequest, "text is required")
 	}
 	rs, e := s.runByID(runID)
+	if e != nil && s.cl.node != nil { // held by another node, or queued
+		kind := cluster.CommandSteer
+		if follow {
+			kind = cluster.CommandFollowUp
+		}
+		if e := s.sendCommand(ctx, runID, kind, text); e != nil {
+			return Injected{}, e
+		}
+		if follow {
+			return Injected{Delivered: "queued"}, nil
+		}
+		return Injected{Delivered: "steer"}, nil
+	}
 	if e != nil {
 		return Injected{}, e
 	}
@@ -510,8 +534,11 @@ func (s *Server) Steer(ctx context.Context, runID, text string, follow bool) (In
 
 // AbortRun aborts a run, queued or running. Its end is the run_end event
 // with reason aborted; its pending approvals resolve cancelled.
-func (s *Server) AbortRun(_ context.Context, runID string) *Error {
+func (s *Server) AbortRun(ctx context.Context, runID string) *Error {
 	rs, e := s.runByID(runID)
+	if e != nil && s.cl.node != nil { // held by another node, or queued
+		return s.sendCommand(ctx, runID, cluster.CommandAbort, "")
+	}
 	if e != nil {
 		return e
 	}

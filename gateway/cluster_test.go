@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentloop/agentloop/cluster"
+	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/session/pgstore"
+)
+
+// fastCluster are lease timings short enough for tests on real time.
+var fastCluster = cluster.Config{LeaseTTL: 900 * time.Millisecond, Heartbeat: 150 * time.Millisecond,
+	SelfFence: 500 * time.Millisecond, Poll: 50 * time.Millisecond}
+
+// clusterServers starts k gateways as nodes of one cluster on a fresh
+// schema, each with its own pool and its own faux model playing steps.
+func clusterServers(t *testing.T, k int, steps func() []faux.Step) ([]*testServer, *pgxpool.Pool) {
+	t.Helper()
+	dsn := pg.Need(t).Schema(t)
+	ctx := context.Background()
+	cwd := t.TempDir()
+	var out []*testServer
+	for i := range k {
+		pool, err := pgxpool.New(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := pgstore.New(ctx, pool, &pgstore.Config{Owner: fmt.Sprintf("node-%c", 'a'+i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := fastCluster
+		node, err := cluster.New(ctx, st, &cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Cleanups run last-in first-out: the gateway (registered by
+		// newTestServer) shuts down before its node closes and its pool.
+		t.Cleanup(pool.Close)
+		t.Cleanup(func() { node.Close() })
+		tsv := newTestServer(t, steps(), func(c *Config, tsv *testServer) {
+			c.Cluster, c.Store, c.StateDir = node, node.SessionStore(), ""
+			tsv.runnerConfig.Store = node.SessionStore()
+		})
+		tsv.cwd = cwd
+		out = append(out, tsv)
+	}
+	admin, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	return out, admin
+}
+
+// contiguous fails unless the messages' seqs go up by one from first.
+func contiguous(t *testing.T, who string, ms []sseMsg, first int64) {
+	t.Helper()
+	for i, m := range ms {
+		if m.seq() != first+int64(i) {
+			t.Fatalf("%s: event %d (%s) has seq %d, want %d; types %v", who, i, m.event, m.seq(), first+int64(i), types(ms))
+		}
+	}
+}
+
+// A run started on one node is claimed by some node; clients on every
+// node see the same events with one gap-free seq from the database, and
+// a second run of the session continues that numbering.
+func TestClusterOneStreamAcrossNodes(t *testing.T) {
+	steps := func() []faux.Step {
+		return []faux.Step{faux.Call("", "echo", map[string]any{"text": "hi"}), faux.Say("done"), faux.Say("again")}
+	}
+	nodes, admin := clusterServers(t, 2, steps)
+	a, b := nodes[0], nodes[1]
+	sess := a.newSession()
+	// The session was made on a: b knows it from the database.
+	sa := a.events("/v1/sessions/"+sess.ID+"/events?after=0", nil)
+	sb := b.events("/v1/sessions/"+sess.ID+"/events?after=0", nil)
+	info, code := b.startRun(sess.ID, "hello", "k1", "")
+	if code != http.StatusAccepted {
+		t.Fatalf("start run on b: %d", code)
+	}
+	// The same key on the other node is the same run.
+	if again, code := a.startRun(sess.ID, "hello", "k1", ""); code != http.StatusAccepted || again.RunID != info.RunID {
+		t.Fatalf("the same idempotency key on a: %d %+v, want run %s", code, again, info.RunID)
+	}
+	untilIdle := func(st *sseStream) []sseMsg {
+		var got []sseMsg
+		for {
+			ms := st.until(t, EventSessionStatus)
+			got = append(got, ms...)
+			if ms[len(ms)-1].fields(t)["status"] == StatusIdle {
+				return got
+			}
+		}
+	}
+	ga, gb := untilIdle(sa), untilIdle(sb)
+	contiguous(t, "node a", ga, 1)
+	contiguous(t, "node b", gb, 1)
+	if len(ga) != len(gb) {
+		t.Fatalf("node a saw %d events, node b %d: %v / %v", len(ga), len(gb), types(ga), types(gb))
+	}
+	for i := range ga {
+		if ga[i].data != gb[i].data {
+			t.Fatalf("event %d differs between the nodes:\n%s\n%s", i, ga[i].data, gb[i].data)
+		}
+	}
+	want := []string{"tool_execution_end", "run_end"}
+	for _, w := range want {
+		found := false
+		for _, m := range ga {
+			found = found || m.event == w
+		}
+		if !found {
+			t.Fatalf("no %s event: %v", w, types(ga))
+		}
+	}
+	var status, owner string
+	if err := admin.QueryRow(context.Background(), `SELECT status, owner FROM runs WHERE id = $1`, info.RunID).Scan(&status, &owner); err != nil {
+		t.Fatal(err)
+	}
+	if status != RunSucceeded {
+		t.Fatalf("run %s is %s in the database, want %s", info.RunID, status, RunSucceeded)
+	}
+	t.Logf("run %s ran on %s; %d events", info.RunID, owner, len(ga))
+
+	// A second run, started on a: the numbering continues on both nodes.
+	last := ga[len(ga)-1].seq()
+	if _, code := a.startRun(sess.ID, "more", "k2", ""); code != http.StatusAccepted {
+		t.Fatalf("start run on a: %d", code)
+	}
+	ga2, gb2 := untilIdle(sa), untilIdle(sb)
+	contiguous(t, "node a, second run", ga2, last+1)
+	contiguous(t, "node b, second run", gb2, last+1)
+
+	// The transcript has both prompts once.
+	tr, err := a.s.cfg.Store.Load(context.Background(), sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts := 0
+	for _, e := range tr.Entries {
+		if e.Message != nil && e.Message.Role == "user" {
+			prompts++
+		}
+	}
+	if prompts != 2 {
+		t.Fatalf("the transcript has %d user messages, want 2", prompts)
+	}
+}
