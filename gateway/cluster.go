@@ -134,7 +134,9 @@ func (s *Server) runCommands(rs *runState) {
 		select {
 		case cmd := <-c.Commands():
 			var text string
-			_ = json.Unmarshal(cmd.Payload, &text)
+			if cmd.Kind != cluster.CommandApproval {
+				_ = json.Unmarshal(cmd.Payload, &text)
+			}
 			s.mu.Lock()
 			h := rs.h
 			s.mu.Unlock()
@@ -148,6 +150,18 @@ func (s *Server) runCommands(rs *runState) {
 			case cluster.CommandFollowUp:
 				if h != nil {
 					h.FollowUp(text)
+				}
+			case cluster.CommandApproval:
+				var ap cluster.ApprovalPayload
+				var ans ApprovalAnswer
+				if json.Unmarshal(cmd.Payload, &ap) != nil || json.Unmarshal(ap.Decision, &ans) != nil {
+					continue
+				}
+				s.mu.Lock()
+				pa := s.approvals[ap.ActionID]
+				s.mu.Unlock()
+				if pa != nil {
+					s.resolveAction(pa, ans.Decision, ans.Message, "client")
 				}
 			}
 		case <-rs.finished:
@@ -418,4 +432,40 @@ func (w *eventWriter) store(ev pendingEvent) bool {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// respondCluster answers a pending action in the database, whichever node
+// holds its run: the first answer wins there, and the owner gets it as a
+// command.
+func (s *Server) respondCluster(ctx context.Context, id string, ans ApprovalAnswer) *Error {
+	d, err := json.Marshal(ans)
+	if err != nil {
+		return errorf(CodeInvalidRequest, "%v", err)
+	}
+	_, err = s.cl.node.Resolve(ctx, id, d)
+	switch {
+	case errors.Is(err, cluster.ErrAlreadyResolved):
+		return errorf(CodeAlreadyResolved, "approval %s was already resolved", id)
+	case errors.Is(err, cluster.ErrNoAction):
+		return errorf(CodeNotFound, "no approval %q", id)
+	case err != nil:
+		return errorf(CodeUnavailable, "%v", err)
+	}
+	return nil
+}
+
+// clusterPending lists the pending actions of a run held by another node.
+func (s *Server) clusterPending(ctx context.Context, runID string) ([]PendingAction, *Error) {
+	list, err := s.cl.node.PendingActions(ctx, runID)
+	if err != nil {
+		return nil, errorf(CodeUnavailable, "%v", err)
+	}
+	out := []PendingAction{}
+	for _, a := range list {
+		var pa PendingAction
+		if json.Unmarshal(a.Request, &pa) == nil {
+			out = append(out, pa)
+		}
+	}
+	return out, nil
 }

@@ -20,7 +20,7 @@ var fastCluster = cluster.Config{LeaseTTL: 900 * time.Millisecond, Heartbeat: 15
 
 // clusterServers starts k gateways as nodes of one cluster on a fresh
 // schema, each with its own pool and its own faux model playing steps.
-func clusterServers(t *testing.T, k int, steps func() []faux.Step) ([]*testServer, *pgxpool.Pool) {
+func clusterServers(t *testing.T, k int, steps func() []faux.Step, opts ...serverOpt) ([]*testServer, *pgxpool.Pool) {
 	t.Helper()
 	dsn := pg.Need(t).Schema(t)
 	ctx := context.Background()
@@ -44,10 +44,10 @@ func clusterServers(t *testing.T, k int, steps func() []faux.Step) ([]*testServe
 		// newTestServer) shuts down before its node closes and its pool.
 		t.Cleanup(pool.Close)
 		t.Cleanup(func() { node.Close() })
-		tsv := newTestServer(t, steps(), func(c *Config, tsv *testServer) {
+		tsv := newTestServer(t, steps(), append(opts, func(c *Config, tsv *testServer) {
 			c.Cluster, c.Store, c.StateDir = node, node.SessionStore(), ""
 			tsv.runnerConfig.Store = node.SessionStore()
-		})
+		})...)
 		tsv.cwd = cwd
 		out = append(out, tsv)
 	}
@@ -152,5 +152,102 @@ func TestClusterOneStreamAcrossNodes(t *testing.T) {
 	}
 	if prompts != 2 {
 		t.Fatalf("the transcript has %d user messages, want 2", prompts)
+	}
+}
+
+// An approval asked on the node that holds the run is listed and answered
+// on another; the first answer unblocks the run, the next one, on a third
+// node, gets 409.
+func TestClusterApprovalAcrossNodes(t *testing.T) {
+	steps := func() []faux.Step {
+		return []faux.Step{faux.Call("", "echo", map[string]any{"text": "hi"}), faux.Say("done")}
+	}
+	nodes, admin := clusterServers(t, 3, steps, askEverything)
+	sess := nodes[0].newSession()
+	st := nodes[1].events("/v1/sessions/"+sess.ID+"/events?after=0", nil)
+	info, code := nodes[0].startRun(sess.ID, "go", "k", "")
+	if code != http.StatusAccepted {
+		t.Fatalf("start run: %d", code)
+	}
+	got := st.until(t, EventApprovalRequested)
+	apID, _ := got[len(got)-1].fields(t)["approvalId"].(string)
+	var owner string
+	if err := admin.QueryRow(context.Background(), `SELECT owner FROM runs WHERE id = $1`, info.RunID).Scan(&owner); err != nil {
+		t.Fatal(err)
+	}
+	// Answer on a node that does not hold the run, and 409 on another.
+	var others []*testServer
+	for i, n := range nodes {
+		if fmt.Sprintf("node-%c", 'a'+i) != owner {
+			others = append(others, n)
+		}
+	}
+	var pend struct{ Pending []PendingAction }
+	others[0].do("GET", "/v1/runs/"+info.RunID+"/pending", nil, &pend)
+	if len(pend.Pending) != 1 || pend.Pending[0].ID != apID || pend.Pending[0].ToolName != "echo" {
+		t.Fatalf("pending on a node that does not hold the run: %+v", pend)
+	}
+	if code := others[0].do("POST", "/v1/approvals/"+apID, ApprovalAnswer{Decision: DecisionAllowOnce}, nil); code != http.StatusOK {
+		t.Fatalf("first answer: %d", code)
+	}
+	if code := others[1].do("POST", "/v1/approvals/"+apID, ApprovalAnswer{Decision: DecisionDeny}, nil); code != http.StatusConflict {
+		t.Fatalf("second answer on another node: %d, want 409", code)
+	}
+	rest := st.until(t, "run_end")
+	all := append(got, rest...)
+	contiguous(t, "follower", all, 1)
+	var resolved, ran bool
+	for _, m := range rest {
+		f := m.fields(t)
+		if m.event == EventApprovalResolved && f["decision"] == DecisionAllowOnce && f["by"] == "client" {
+			resolved = true
+		}
+		if m.event == "tool_execution_end" && f["isError"] != true {
+			ran = true
+		}
+	}
+	if !resolved || !ran {
+		t.Fatalf("after the answer: resolved %v, the call ran %v: %v", resolved, ran, types(rest))
+	}
+	t.Logf("run held by %s, answered on another node", owner)
+}
+
+// An abort sent to any node reaches the node that holds the run; the
+// run ends aborted and its session is free for the next run.
+func TestClusterAbortFromAnotherNode(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	steps := func() []faux.Step { return []faux.Step{held(release, "never"), faux.Say("next")} }
+	nodes, admin := clusterServers(t, 2, steps)
+	sess := nodes[0].newSession()
+	st := nodes[0].events("/v1/sessions/"+sess.ID+"/events?after=0", nil)
+	info, _ := nodes[0].startRun(sess.ID, "go", "k", "")
+	st.until(t, "run_start")
+	var owner string
+	if err := admin.QueryRow(context.Background(), `SELECT owner FROM runs WHERE id = $1`, info.RunID).Scan(&owner); err != nil {
+		t.Fatal(err)
+	}
+	other := nodes[0]
+	if owner == "node-a" {
+		other = nodes[1]
+	}
+	if code := other.do("POST", "/v1/runs/"+info.RunID+"/abort", nil, nil); code != http.StatusOK && code != http.StatusAccepted {
+		t.Fatalf("abort on the other node: %d", code)
+	}
+	end := st.until(t, "run_end")
+	if r := end[len(end)-1].fields(t)["reason"]; r != "aborted" {
+		t.Fatalf("run_end reason %v, want aborted", r)
+	}
+	var status string
+	deadline := time.Now().Add(10 * time.Second)
+	for status != RunAborted && time.Now().Before(deadline) {
+		_ = admin.QueryRow(context.Background(), `SELECT status FROM runs WHERE id = $1`, info.RunID).Scan(&status)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status != RunAborted {
+		t.Fatalf("run status in the database: %s, want aborted", status)
+	}
+	if code := other.do("POST", "/v1/runs/"+info.RunID+"/abort", nil, nil); code != http.StatusConflict {
+		t.Fatalf("abort of an ended run: %d, want 409", code)
 	}
 }
