@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -129,4 +130,22 @@ func (n *Node) wakeTails(sessionID string) {
 	for _, ch := range n.tails[sessionID] {
 		signal(ch)
 	}
+}
+
+// LastEvent returns the data of the last stored event of type typ of a
+// run (its run_end, say); ok is false when there is none.
+func (n *Node) LastEvent(ctx context.Context, runID, typ string) (data json.RawMessage, ok bool, err error) {
+	var d *string
+	err = n.pool.QueryRow(ctx, `SELECT data::text FROM session_events WHERE run_id = $1 AND type = $2 ORDER BY seq DESC LIMIT 1`,
+		runID, typ).Scan(&d)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read the %s of run %s: %w", typ, runID, err)
+	}
+	if d != nil {
+		data = json.RawMessage(*d)
+	}
+	return data, true, nil
 }

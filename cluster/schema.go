@@ -46,4 +46,7 @@ var steps = []string{
 		created_at timestamptz NOT NULL DEFAULT now(),
 		resolved_at timestamptz
 	);`,
+	// base_entries: how many entries the session had when the run's first
+	// attempt began; a takeover finds what the run wrote after them.
+	`ALTER TABLE runs ADD COLUMN base_entries int;`,
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -71,4 +72,38 @@ func (n *Node) Declared(ctx context.Context, id string) (cwd string, ok bool, er
 		return "", false, fmt.Errorf("find session %s: %w", id, err)
 	}
 	return cwd, true, nil
+}
+
+// RunRecord is a run as the database has it.
+type RunRecord struct {
+	ID, SessionID, Status string
+	Attempt               int
+	Owner                 string
+	CreatedAt             time.Time
+	StartedAt, EndedAt    time.Time // zero when not yet
+}
+
+// RunRecord returns run id as stored; ok is false when there is none.
+func (n *Node) RunRecord(ctx context.Context, id string) (r RunRecord, ok bool, err error) {
+	var started, ended *time.Time
+	var owner *string
+	err = n.pool.QueryRow(ctx, `SELECT id, session_id, status, attempt, owner, created_at, started_at, ended_at FROM runs WHERE id = $1`, id).
+		Scan(&r.ID, &r.SessionID, &r.Status, &r.Attempt, &owner, &r.CreatedAt, &started, &ended)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("read run %s: %w", id, err)
+	}
+	if started != nil {
+		r.StartedAt = started.UTC()
+	}
+	if ended != nil {
+		r.EndedAt = ended.UTC()
+	}
+	if owner != nil {
+		r.Owner = *owner
+	}
+	r.CreatedAt = r.CreatedAt.UTC()
+	return r, true, nil
 }

@@ -7,7 +7,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/cluster"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/session"
+	"github.com/agentloop/agentloop/tool"
 )
 
 // Cluster mode (Config.Cluster set): runs are queued in PostgreSQL and
@@ -124,7 +129,88 @@ func (s *Server) startClaimed(c *cluster.Claim, done func()) {
 		s.wg.Done()
 		return
 	}
+	resume, err := s.settle(rs)
+	if err != nil {
+		s.finishUnstarted(rs, RunFailed, err.Error())
+		s.wg.Done()
+		return
+	}
+	if resume {
+		rs.resume = true
+		s.resetOpenMessage(rs)
+	}
 	s.launch(rs)
+}
+
+// settle readies a claimed run's session. On the run's first attempt it
+// records how many entries the session has, so that a takeover knows what
+// the run wrote. After a takeover it reports whether the prompt was
+// stored (then the run resumes from the transcript instead of saying it
+// again), and gives each call that was running on the dead node, marked
+// started (BeforeTool) and without a result, the result that says it was
+// interrupted.
+func (s *Server) settle(rs *runState) (resume bool, err error) {
+	c := rs.claim
+	ctx := c.Context()
+	count := 0
+	tr, err := s.cfg.Store.Load(ctx, rs.sess.id)
+	switch {
+	case err == nil:
+		count = len(tr.Entries)
+	case !errors.Is(err, session.ErrNotFound):
+		return false, err
+	}
+	if c.Run.Attempt == 1 || c.Run.Base < 0 {
+		return false, s.cl.node.SetBase(ctx, c, count)
+	}
+	if tr == nil || !promptAfter(tr.Entries, c.Run.Base) {
+		return false, nil // nothing of the run was stored: it starts over
+	}
+	sess, err := c.Session(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer sess.Close()
+	if _, err := cluster.ResolveInDoubt(ctx, sess, nil); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// promptAfter reports whether a user message follows the first base
+// entries.
+func promptAfter(entries []session.Entry, base int) bool {
+	for _, e := range entries[min(base, len(entries)):] {
+		if e.Type == session.EntryMessage && e.Message != nil && e.Message.Role == llm.RoleUser {
+			return true
+		}
+	}
+	return false
+}
+
+// resetOpenMessage withdraws, for the clients, a reply of the run that was
+// streaming when its node stopped (a message_start without its
+// message_end): retry_reset with reason takeover, before the new owner
+// asks for the reply again.
+func (s *Server) resetOpenMessage(rs *runState) {
+	ss := rs.sess
+	ss.emu.Lock()
+	open := false
+	for _, f := range ss.ring[ss.ringHead:] {
+		if f.runID != rs.id {
+			continue
+		}
+		switch f.typ {
+		case string(agent.EventMessageStart):
+			open = true
+		case string(agent.EventMessageEnd):
+			open = false
+		}
+	}
+	ss.emu.Unlock()
+	if open {
+		s.emitGateway(ss, "retry_reset", rs.id, map[string]any{"reason": "takeover"})
+	}
 }
 
 // runCommands delivers the commands other nodes sent to a claimed run.
@@ -468,4 +554,43 @@ func (s *Server) clusterPending(ctx context.Context, runID string) ([]PendingAct
 		}
 	}
 	return out, nil
+}
+
+// beforeTool marks, in the transcript, a call that may change things as
+// started, just before it runs, under the run's lease: after a takeover
+// it gets the result saying it was interrupted. A fenced node's append is
+// refused, and the call does not run.
+func (s *Server) beforeTool(rs *runState) func(ctx context.Context, call tool.Call, readOnly bool, sc *runner.Scope) error {
+	return func(ctx context.Context, call tool.Call, readOnly bool, sc *runner.Scope) error {
+		if readOnly || sc == nil {
+			return nil
+		}
+		_, err := sc.Append(ctx, cluster.ToolStarted(rs.id, int(rs.turn.Load()), llm.Content{ID: call.ID, Name: call.Name}))
+		return err
+	}
+}
+
+// clusterRun describes a run this node does not hold, from the database.
+func (s *Server) clusterRun(ctx context.Context, id string) (Run, *Error) {
+	r, ok, err := s.cl.node.RunRecord(ctx, id)
+	if err != nil {
+		return Run{}, errorf(CodeUnavailable, "%v", err)
+	}
+	if !ok {
+		return Run{}, errorf(CodeNotFound, "no run %q", id)
+	}
+	status := r.Status
+	if status == cluster.StatusRequiresAction {
+		status = StatusRequiresAction
+	}
+	if !finalStatus(status) {
+		// Its run_end may be stored before its owner records the end.
+		if data, ok, err := s.cl.node.LastEvent(ctx, id, string(runner.EventRunEnd)); err == nil && ok {
+			var end struct{ Reason string }
+			if json.Unmarshal(data, &end) == nil && end.Reason != "" {
+				status = runStatusOf(end.Reason)
+			}
+		}
+	}
+	return Run{ID: r.ID, SessionID: r.SessionID, Status: status, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, EndedAt: r.EndedAt}, nil
 }

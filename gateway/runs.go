@@ -244,6 +244,12 @@ func (s *Server) launch(rs *runState) {
 	if err == nil {
 		q.Prompt, q.Images = rs.input.text, rs.input.images
 		rs.input = runInput{} // the runner has it now
+		if rs.claim != nil {
+			q.BeforeTool = s.beforeTool(rs)
+			if rs.resume {
+				q.Resume, q.Prompt, q.Images = true, "", nil
+			}
+		}
 		// Prepare's Opened (and Lock) are kept: the rest names the session.
 		q.Session.ID, q.Session.New, q.Session.Cwd = ss.id, isNew, ss.cwd
 		q.Session.Continue, q.Session.Fork = false, ""
@@ -283,6 +289,9 @@ func (s *Server) launch(rs *runState) {
 func (s *Server) onRunEvent(rs *runState, ev runner.Event) {
 	if ev.Type == runner.EventRunEnd && ev.End != nil {
 		s.recordEnd(rs, *ev.End)
+	}
+	if ev.Agent != nil && ev.Agent.Turn > 0 {
+		rs.turn.Store(int64(ev.Agent.Turn))
 	}
 	ss := rs.sess
 	s.emit(ss, string(ev.Type), rs.id, func(seq int64) []byte {
@@ -455,8 +464,11 @@ func (s *Server) runByID(id string) (*runState, *Error) {
 }
 
 // GetRun describes a run.
-func (s *Server) GetRun(_ context.Context, id string) (Run, *Error) {
+func (s *Server) GetRun(ctx context.Context, id string) (Run, *Error) {
 	rs, e := s.runByID(id)
+	if e != nil && s.cl.node != nil { // held by another node, queued, or ended there
+		return s.clusterRun(ctx, id)
+	}
 	if e != nil {
 		return Run{}, e
 	}

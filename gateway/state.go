@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentloop/agentloop/cluster"
@@ -124,6 +125,8 @@ type runState struct {
 	// release frees its slot on this node.
 	claim   *cluster.Claim
 	release func()
+	resume  bool         // a takeover whose prompt is stored: no new prompt
+	turn    atomic.Int64 // the run's current turn, from its events
 }
 
 func (rs *runState) closeFinished() { rs.finOnce.Do(func() { close(rs.finished) }) }

@@ -139,7 +139,7 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	}
 	defer spill.close()
 
-	store, storeAt, closeStore, err := openServeStore(ctx, f.store, sessionsDir(rf, home))
+	store, node, storeAt, closeStore, err := openServeStore(ctx, env.getenv, f.store, sessionsDir(rf, home))
 	if err != nil {
 		return err
 	}
@@ -220,6 +220,7 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 		},
 		Tokens: tokens, AllowOrigins: f.allowOrigins,
 		StateDir: filepath.Join(home, "gateway"),
+		Cluster:  node,
 	})
 	if err != nil {
 		return err
