@@ -361,8 +361,15 @@ func (s *Server) finishClaimed(rs *runState) {
 		status = RunFailed
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	_ = s.cl.node.Release(ctx, rs.claim, status, nil)
+	err := s.cl.node.Release(ctx, rs.claim, status, nil)
 	cancel()
+	if errors.Is(err, cluster.ErrFenced) {
+		// Another node took the run over: how it went is the database's
+		// to say, not this node's aborted copy.
+		s.mu.Lock()
+		delete(s.runs, rs.id)
+		s.mu.Unlock()
+	}
 	rs.closeFinished()
 	rs.release()
 }
@@ -593,4 +600,65 @@ func (s *Server) clusterRun(ctx context.Context, id string) (Run, *Error) {
 		}
 	}
 	return Run{ID: r.ID, SessionID: r.SessionID, Status: status, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, EndedAt: r.EndedAt}, nil
+}
+
+// NotStartedText is the result given, after a takeover, to a call that may
+// change things and had not started when its node stopped (it was not
+// marked started).
+const NotStartedText = "not run: the machine running this call stopped before it started"
+
+// settleUnanswered gives, after a takeover, a result to each call of the
+// last reply that has none and was not marked started: a call that only
+// reads is run again (tools), one that may change things had not started
+// and gets NotStartedText. Each result is written once (IdemKey), so a
+// second takeover does not answer a call twice.
+func (s *Server) settleUnanswered(ctx context.Context, rs *runState, tools *tool.Registry) error {
+	sess, err := rs.claim.Session(ctx)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	for _, call := range unanswered(sess.Transcript()) {
+		var msg llm.Message
+		kind := "notrun"
+		if tools != nil && tools.ReadOnly(tool.Call{ID: call.ID, Name: call.Name, Args: call.Arguments}) {
+			kind = "rerun"
+			msg = tools.Execute(ctx, call, nil).Message(call.ID, call.Name)
+		} else {
+			msg = tool.ErrorResult(NotStartedText).Message(call.ID, call.Name)
+		}
+		msg.Timestamp = llm.NowMillis()
+		e := session.MessageEntry(msg)
+		e.IdemKey = rs.id + "/" + kind + "/" + call.ID + "/result"
+		if _, err := sess.Append(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unanswered returns the tool calls of the last reply on t's path that
+// have no result after it.
+func unanswered(t *session.Transcript) []llm.Content {
+	path := t.Path(t.Leaf)
+	for i := len(path) - 1; i >= 0; i-- {
+		m := path[i].Message
+		if path[i].Type != session.EntryMessage || m == nil || m.Role != llm.RoleAssistant {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, later := range path[i+1:] {
+			if lm := later.Message; lm != nil && lm.Role == llm.RoleToolResult {
+				answered[lm.ToolCallID] = true
+			}
+		}
+		var out []llm.Content
+		for _, c := range m.Content {
+			if c.Type == llm.ContentToolCall && !answered[c.ID] {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -10,8 +11,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentloop/agentloop/cluster"
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/session"
 	"github.com/agentloop/agentloop/session/pgstore"
+	"github.com/agentloop/agentloop/tool"
 )
 
 // fastCluster are lease timings short enough for tests on real time.
@@ -22,9 +27,14 @@ var fastCluster = cluster.Config{LeaseTTL: 900 * time.Millisecond, Heartbeat: 15
 // schema, each with its own pool and its own faux model playing steps.
 func clusterServers(t *testing.T, k int, steps func() []faux.Step, opts ...serverOpt) ([]*testServer, *pgxpool.Pool) {
 	t.Helper()
-	dsn := pg.Need(t).Schema(t)
+	return clusterServersOn(t, pg.Need(t).Schema(t), t.TempDir(), k, steps, opts...)
+}
+
+// clusterServersOn is clusterServers on the schema of dsn, the sessions'
+// cwd being cwd.
+func clusterServersOn(t *testing.T, dsn, cwd string, k int, steps func() []faux.Step, opts ...serverOpt) ([]*testServer, *pgxpool.Pool) {
+	t.Helper()
 	ctx := context.Background()
-	cwd := t.TempDir()
 	var out []*testServer
 	for i := range k {
 		pool, err := pgxpool.New(ctx, dsn)
@@ -249,5 +259,130 @@ func TestClusterAbortFromAnotherNode(t *testing.T) {
 	}
 	if code := other.do("POST", "/v1/runs/"+info.RunID+"/abort", nil, nil); code != http.StatusConflict {
 		t.Fatalf("abort of an ended run: %d, want 409", code)
+	}
+}
+
+type lookTool struct{ tool.Tool }
+
+func (lookTool) ReadOnly() bool { return true }
+
+// A node died in the middle of a tool batch (simulated: a node that
+// claimed the run, wrote what a run writes, and closed without releasing).
+// The gateway node that takes the run over resumes from the transcript
+// without saying the prompt again; the call marked started gets the
+// interrupted result, the read-only one is run again, the reply that was
+// streaming is withdrawn with retry_reset, and the run ends on the new
+// node.
+func TestClusterTakeoverResumes(t *testing.T) {
+	dsn := pg.Need(t).Schema(t)
+	cwd := t.TempDir()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	st, err := pgstore.New(ctx, pool, &pgstore.Config{Owner: "node-dead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastCluster
+	dead, err := cluster.New(ctx, st, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := session.NewSessionID()
+	payload, _ := json.Marshal(clusterInput{Input: json.RawMessage(`"go"`), Cwd: cwd})
+	runID, _, err := dead.Enqueue(ctx, cluster.EnqueueOptions{SessionID: sid, Cwd: cwd, Input: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := dead.Claim(ctx)
+	if err != nil || c == nil {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	if err := dead.SetBase(ctx, c, 0); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := llm.Content{Type: llm.ContentToolCall, ID: "call_w", Name: "echo", Arguments: json.RawMessage(`{"text":"x"}`)}
+	look := llm.Content{Type: llm.ContentToolCall, ID: "call_l", Name: "look", Arguments: json.RawMessage(`{}`)}
+	for _, e := range []session.Entry{
+		session.MessageEntry(llm.UserText("go")),
+		session.MessageEntry(llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{write, look}, StopReason: llm.StopReasonToolUse, Timestamp: 1}),
+		cluster.ToolStarted(runID, 1, write),
+	} {
+		if _, err := sess.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess.Close()
+	// The next reply had begun streaming when the node died.
+	if _, err := dead.AppendEvent(ctx, c, "message_start", json.RawMessage(`{"v":2,"type":"message_start","seq":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	dead.Close() // its lease is left to lapse, as a kill leaves it
+
+	looked := 0
+	withLook := func(c *Config, tsv *testServer) {
+		c.Prepare = func(ctx context.Context, rs RunSettings) (runner.Request, error) {
+			lt := lookTool{tool.New("look", "look", func(ctx context.Context, _ struct{}, _ func(tool.Partial)) (tool.Result, error) {
+				looked++
+				return tool.TextResult("looked"), nil
+			})}
+			reg, err := tool.NewRegistry(echoTool(), lt)
+			if err != nil {
+				return runner.Request{}, err
+			}
+			return runner.Request{Model: tsv.model, Info: tsv.model.ModelInfo(), Tools: reg}, nil
+		}
+	}
+	nodes, admin := clusterServersOn(t, dsn, cwd, 1, func() []faux.Step { return []faux.Step{faux.Say("after takeover")} }, withLook)
+	stream := nodes[0].events("/v1/sessions/"+sid+"/events?after=0", nil)
+	got := stream.until(t, "run_end")
+	contiguous(t, "new owner", got, 1)
+	if got[1].event != "retry_reset" || got[1].fields(t)["reason"] != "takeover" {
+		t.Fatalf("after the dead node's open message: %v", types(got))
+	}
+	var status string
+	var attempt int
+	deadline := time.Now().Add(10 * time.Second)
+	for status != RunSucceeded && time.Now().Before(deadline) {
+		_ = admin.QueryRow(ctx, `SELECT status, attempt FROM runs WHERE id = $1`, runID).Scan(&status, &attempt)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status != RunSucceeded || attempt != 2 {
+		t.Fatalf("run %s: %s at attempt %d, want succeeded at 2", runID, status, attempt)
+	}
+	tr, err := st.Load(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := map[string]string{}
+	prompts, replies := 0, 0
+	for _, e := range tr.Path(tr.Leaf) {
+		m := e.Message
+		if m == nil {
+			continue
+		}
+		switch m.Role {
+		case llm.RoleUser:
+			prompts++
+		case llm.RoleToolResult:
+			if _, dup := results[m.ToolCallID]; dup {
+				t.Fatalf("call %s answered twice", m.ToolCallID)
+			}
+			results[m.ToolCallID] = m.Text()
+		case llm.RoleAssistant:
+			if m.Text() == "after takeover" {
+				replies++
+			}
+		}
+	}
+	if prompts != 1 || replies != 1 || looked != 1 || results["call_w"] != cluster.InterruptedText || results["call_l"] != "looked" {
+		t.Fatalf("prompts %d, replies %d, look ran %d times, results %v", prompts, replies, looked, results)
 	}
 }

@@ -241,6 +241,9 @@ func (s *Server) launch(rs *runState) {
 	}
 	isNew := !s.isPersisted(ctx, ss)
 	q, err := s.cfg.Prepare(ctx, settings)
+	if err == nil && rs.resume {
+		err = s.settleUnanswered(ctx, rs, q.Tools)
+	}
 	if err == nil {
 		q.Prompt, q.Images = rs.input.text, rs.input.images
 		rs.input = runInput{} // the runner has it now

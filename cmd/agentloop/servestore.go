@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,8 +34,15 @@ func openServeStore(ctx context.Context, getenv func(string) string, spec, dir s
 	if err != nil {
 		return nil, nil, "", nil, usageError{err}
 	}
-	// The node's heartbeat renews the leases of its runs.
-	st, at, closeDB, err := openPostgresStore(ctx, spec, 0)
+	// The node's heartbeat renews the leases of its runs. A transaction
+	// left open by a node that paused (SIGSTOP, a VM frozen) would hold
+	// its session's row lock and block the takeover: PostgreSQL ends it
+	// after a third of the lease.
+	ttl := cfg.LeaseTTL
+	if ttl <= 0 {
+		ttl = cluster.DefaultLeaseTTL
+	}
+	st, at, closeDB, err := openPostgresStore(ctx, spec, 0, ttl/3)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
@@ -83,14 +91,22 @@ func clusterConfig(getenv func(string) string) (*cluster.Config, error) {
 }
 
 // openPostgresStore opens the sessions in the database at url, its schema
-// brought up to date. With a lease TTL the leases it takes are renewed
+// brought up to date; with idleTx a transaction left idle that long is
+// ended by the server. With a lease TTL the leases it takes are renewed
 // until it is closed: the sessions a process holds stay its own while it
 // lives, and another can open them ttl after it died.
-func openPostgresStore(ctx context.Context, spec string, ttl time.Duration) (*pgstore.Store, string, func(), error) {
+func openPostgresStore(ctx context.Context, spec string, ttl, idleTx time.Duration) (*pgstore.Store, string, func(), error) {
 	if !isPostgresURL(spec) {
 		return nil, "", nil, usageError{fmt.Errorf("--store %q: give a postgres:// URL (the file store is the default)", spec)}
 	}
-	pool, err := pgxpool.New(ctx, spec)
+	pcfg, err := pgxpool.ParseConfig(spec)
+	if err != nil {
+		return nil, "", nil, usageError{fmt.Errorf("--store: %w", err)}
+	}
+	if _, set := pcfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; idleTx > 0 && !set {
+		pcfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(idleTx.Milliseconds(), 10)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, "", nil, usageError{fmt.Errorf("--store: %w", err)}
 	}
