@@ -370,3 +370,55 @@ func TestServeClusterPausedOwner(t *testing.T) {
 	}
 	waitRunStatus(t, db, next.RunID, "succeeded", 20*time.Second)
 }
+
+// --approve ask on two servers: the approval the run's node asks for is
+// answered on the other one, which unblocks the run; a second answer, on
+// the run's node, is 409.
+func TestServeClusterApprovalOnAnotherNode(t *testing.T) {
+	dsn := pgtest.Start(t).Schema(t)
+	ws := t.TempDir()
+	env := []string{"OPENAI_API_KEY=sk-mock", envLeaseTTL + "=" + e2eLease.String()}
+	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "echo start >> started.txt")
+	var nodes []*servedCLI
+	for range 2 {
+		nodes = append(nodes, startServe(t, ws, t.TempDir(), env, "--model", "openai/mock-model", "--base-url", base+"/v1",
+			"--store", dsn, "--approve", "ask"))
+	}
+	db := pgPool(t, dsn)
+	var sess struct{ ID string }
+	if st := nodes[0].call(t, "POST", "/v1/sessions", "", map[string]any{"cwd": ws}, &sess); st != 201 {
+		t.Fatalf("create session: %d", st)
+	}
+	var run struct{ RunID string }
+	if st := nodes[0].call(t, "POST", "/v1/sessions/"+sess.ID+"/runs", "", map[string]any{"input": "do it", "idempotencyKey": "k"}, &run); st != 202 {
+		t.Fatalf("start run: %d", st)
+	}
+	owner, oi := ownerOf(t, db, nodes, run.RunID)
+	other := nodes[1-oi]
+	st := other.sessionStream(t, sess.ID)
+	var apID string
+	timeout := time.After(20 * time.Second)
+	for apID == "" {
+		select {
+		case ev := <-st:
+			if ev.typ == "approval_requested" {
+				apID, _ = ev.data["approvalId"].(string)
+			}
+		case <-timeout:
+			t.Fatalf("no approval_requested on the other node: %s", owner.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "started.txt")); err == nil {
+		t.Fatal("the call ran before it was approved")
+	}
+	if code := other.call(t, "POST", "/v1/approvals/"+apID, "", map[string]any{"decision": "allow_once"}, nil); code != 200 {
+		t.Fatalf("answer on the other node: %d", code)
+	}
+	if code := owner.call(t, "POST", "/v1/approvals/"+apID, "", map[string]any{"decision": "deny"}, nil); code != 409 {
+		t.Fatalf("second answer on the run's node: %d, want 409", code)
+	}
+	waitRunStatus(t, db, run.RunID, "succeeded", 20*time.Second)
+	if b, _ := os.ReadFile(filepath.Join(ws, "started.txt")); strings.Count(string(b), "start") != 1 {
+		t.Fatalf("the approved call ran %d times", strings.Count(string(b), "start"))
+	}
+}
