@@ -422,3 +422,100 @@ func TestServeClusterApprovalOnAnotherNode(t *testing.T) {
 		t.Fatalf("the approved call ran %d times", strings.Count(string(b), "start"))
 	}
 }
+
+// 100 sessions × 2 runs started across three servers at once: every run
+// runs once and succeeds, and in each session's stored events one run's
+// run_start … run_end never overlaps another's: never two active runs on a
+// session, through the whole server.
+func TestServeClusterManySessions(t *testing.T) {
+	dsn := pgtest.Start(t).Schema(t)
+	ws := t.TempDir()
+	nodes := clusterNodes(t, 3, dsn, ws, "-rounds", "0", "-text", "2")
+	db := pgPool(t, dsn)
+	const sessions = 100
+	ids := make([]string, sessions)
+	for i := range ids {
+		var sess struct{ ID string }
+		if st := nodes[i%3].call(t, "POST", "/v1/sessions", "", map[string]any{"cwd": ws}, &sess); st != 201 {
+			t.Fatalf("create session: %d", st)
+		}
+		ids[i] = sess.ID
+	}
+	start := time.Now()
+	for round := range 2 {
+		for i, id := range ids {
+			n := nodes[(i+round)%3]
+			key := "k" + strconv.Itoa(round)
+			if st := n.call(t, "POST", "/v1/sessions/"+id+"/runs", "", map[string]any{"input": "q" + key, "idempotencyKey": key}, nil); st != 202 {
+				t.Fatalf("start run: %d", st)
+			}
+		}
+	}
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		var open, done int
+		_ = db.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE status IN ('queued','running','requires_action')),
+			count(*) FILTER (WHERE status = 'succeeded') FROM runs`).Scan(&open, &done)
+		if open == 0 {
+			if done != 2*sessions {
+				var bad []string
+				rows, _ := db.Query(context.Background(), `SELECT r.id, r.status, r.attempt, coalesce(e.data::text, '') FROM runs r
+					LEFT JOIN session_events e ON e.run_id = r.id AND e.type = 'run_end' WHERE r.status <> 'succeeded'`)
+				for rows.Next() {
+					var id, st, data string
+					var at int
+					_ = rows.Scan(&id, &st, &at, &data)
+					bad = append(bad, id+" "+st+" attempt "+strconv.Itoa(at)+" "+data)
+				}
+				rows.Close()
+				t.Fatalf("%d runs succeeded, want %d: %s", done, 2*sessions, strings.Join(bad, "\n"))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d runs still open after 120 s", open)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("%d runs on %d sessions across 3 servers in %s", 2*sessions, sessions, time.Since(start).Round(time.Millisecond))
+	var attempts int
+	_ = db.QueryRow(context.Background(), `SELECT count(*) FROM runs WHERE attempt <> 1`).Scan(&attempts)
+	if attempts != 0 {
+		t.Errorf("%d runs were claimed more than once", attempts)
+	}
+	rows, err := db.Query(context.Background(), `SELECT session_id, run_id, type FROM session_events
+		WHERE type IN ('run_start', 'run_end') ORDER BY session_id, seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	active := map[string]string{}
+	starts := map[string]int{}
+	for rows.Next() {
+		var sid, rid, typ string
+		if err := rows.Scan(&sid, &rid, &typ); err != nil {
+			t.Fatal(err)
+		}
+		switch typ {
+		case "run_start":
+			if a := active[sid]; a != "" {
+				t.Fatalf("session %s: run %s started while run %s was active", sid, rid, a)
+			}
+			active[sid] = rid
+			starts[rid]++
+		case "run_end":
+			if active[sid] != rid {
+				t.Fatalf("session %s: run_end of %s while %q was active", sid, rid, active[sid])
+			}
+			active[sid] = ""
+		}
+	}
+	if len(starts) != 2*sessions {
+		t.Fatalf("%d runs started, want %d", len(starts), 2*sessions)
+	}
+	for rid, n := range starts {
+		if n != 1 {
+			t.Fatalf("run %s started %d times", rid, n)
+		}
+	}
+}
