@@ -131,9 +131,14 @@ func TestClusterOneStreamAcrossNodes(t *testing.T) {
 			t.Fatalf("no %s event: %v", w, types(ga))
 		}
 	}
+	// The owner releases the run just after its last event (the idle
+	// status) is stored.
 	var status, owner string
-	if err := admin.QueryRow(context.Background(), `SELECT status, owner FROM runs WHERE id = $1`, info.RunID).Scan(&status, &owner); err != nil {
-		t.Fatal(err)
+	for deadline := time.Now().Add(10 * time.Second); status != RunSucceeded && time.Now().Before(deadline); {
+		if err := admin.QueryRow(context.Background(), `SELECT status, owner FROM runs WHERE id = $1`, info.RunID).Scan(&status, &owner); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if status != RunSucceeded {
 		t.Fatalf("run %s is %s in the database, want %s", info.RunID, status, RunSucceeded)
