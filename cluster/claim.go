@@ -29,6 +29,9 @@ type Run struct {
 	Input     json.RawMessage
 	// Attempt counts claims: 1 for the first, 2 after a takeover, ...
 	Attempt int
+	// Base is how many entries the session had when the run began
+	// (SetBase); -1 when none was recorded.
+	Base int
 }
 
 // EnqueueOptions describe a run to queue.
@@ -130,12 +133,12 @@ func (n *Node) Claim(ctx context.Context) (*Claim, error) {
 		var r Run
 		var input []byte
 		err := tx.QueryRow(ctx, `
-			SELECT r.id, r.session_id, r.status, r.input::text, r.attempt FROM runs r JOIN sessions s ON s.id = r.session_id
+			SELECT r.id, r.session_id, r.status, r.input::text, r.attempt, coalesce(r.base_entries, -1) FROM runs r JOIN sessions s ON s.id = r.session_id
 			WHERE (r.status IN ('running', 'requires_action') AND (s.owner IS NULL OR s.lease_expires < now()))
 			   OR (r.status = 'queued' AND (s.owner IS NULL OR s.lease_expires < now())
 			       AND NOT EXISTS (SELECT 1 FROM runs a WHERE a.session_id = r.session_id
 			                       AND a.status IN ('running', 'requires_action')))
-			ORDER BY r.created_at FOR UPDATE OF r SKIP LOCKED LIMIT 1`).Scan(&r.ID, &r.SessionID, &r.Status, &input, &r.Attempt)
+			ORDER BY r.created_at FOR UPDATE OF r SKIP LOCKED LIMIT 1`).Scan(&r.ID, &r.SessionID, &r.Status, &input, &r.Attempt, &r.Base)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -248,4 +251,19 @@ func (n *Node) fenced(ctx context.Context, c *Claim, f func(tx pgx.Tx) error) er
 		}
 		return f(tx)
 	})
+}
+
+// SetBase records, under c's lease, how many entries the session had
+// before the run wrote any: after a takeover, what follows them is the
+// run's (its prompt among them, when it was stored).
+func (n *Node) SetBase(ctx context.Context, c *Claim, entries int) error {
+	err := n.fenced(ctx, c, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE runs SET base_entries = $2 WHERE id = $1`, c.Run.ID, entries)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record the start of run %s: %w", c.Run.ID, err)
+	}
+	c.Run.Base = entries
+	return nil
 }

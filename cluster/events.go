@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -25,13 +26,22 @@ type Event struct {
 // under c's lease (ErrFenced once it is lost, and nothing is stored), and
 // wakes the nodes following the session.
 func (n *Node) AppendEvent(ctx context.Context, c *Claim, typ string, data json.RawMessage) (int64, error) {
+	return n.AppendEventSeq(ctx, c, typ, func(int64) []byte { return data })
+}
+
+// AppendEventSeq is AppendEvent for an event whose data carries its own
+// seq: mk is called with the seq the event gets, inside the transaction
+// that stores it.
+func (n *Node) AppendEventSeq(ctx context.Context, c *Claim, typ string, mk func(seq int64) []byte) (int64, error) {
 	var seq int64
 	err := n.fenced(ctx, c, func(tx pgx.Tx) error {
-		// The session's row is locked by fenced: seq = max + 1 is taken
-		// by one writer at a time, so it has no gaps.
-		if err := tx.QueryRow(ctx, `INSERT INTO session_events (session_id, seq, run_id, type, data)
-			SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4 FROM session_events WHERE session_id = $1
-			RETURNING seq`, c.Run.SessionID, c.Run.ID, typ, jsonArg(data)).Scan(&seq); err != nil {
+		// The session's row is locked by fenced: one writer at a time.
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM session_events WHERE session_id = $1`,
+			c.Run.SessionID).Scan(&seq); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO session_events (session_id, seq, run_id, type, data) VALUES ($1, $2, $3, $4, $5)`,
+			c.Run.SessionID, seq, c.Run.ID, typ, jsonArg(mk(seq))); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, chanEvents, c.Run.SessionID+":"+strconv.FormatInt(seq, 10))
@@ -120,4 +130,22 @@ func (n *Node) wakeTails(sessionID string) {
 	for _, ch := range n.tails[sessionID] {
 		signal(ch)
 	}
+}
+
+// LastEvent returns the data of the last stored event of type typ of a
+// run (its run_end, say); ok is false when there is none.
+func (n *Node) LastEvent(ctx context.Context, runID, typ string) (data json.RawMessage, ok bool, err error) {
+	var d *string
+	err = n.pool.QueryRow(ctx, `SELECT data::text FROM session_events WHERE run_id = $1 AND type = $2 ORDER BY seq DESC LIMIT 1`,
+		runID, typ).Scan(&d)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read the %s of run %s: %w", typ, runID, err)
+	}
+	if d != nil {
+		data = json.RawMessage(*d)
+	}
+	return data, true, nil
 }

@@ -121,7 +121,10 @@ func (n *Node) heartbeat(ctx context.Context) {
 func (n *Node) beat(ctx context.Context) {
 	start := n.cfg.Clock.Now()
 	n.selfFence(start)
-	if len(n.active()) == 0 {
+	// The claims to check are those made before the renewal: one made
+	// while it ran is not in its result, and is not lost.
+	claims := n.active()
+	if len(claims) == 0 {
 		return
 	}
 	if n.holdRenewals.Load() {
@@ -142,7 +145,7 @@ func (n *Node) beat(ctx context.Context) {
 		n.selfFence(n.cfg.Clock.Now())
 		return
 	}
-	for _, c := range n.active() {
+	for _, c := range claims {
 		if e, ok := held[c.Run.SessionID]; !ok || e != c.Epoch {
 			n.drop(c, ErrLeaseLost)
 			continue

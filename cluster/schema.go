@@ -50,4 +50,7 @@ var steps = []string{
 	// cluster: two clients' sessions may use the same key.
 	`ALTER TABLE runs DROP CONSTRAINT runs_idem_key_key;
 	CREATE UNIQUE INDEX runs_session_idem_key ON runs (session_id, idem_key);`,
+	// base_entries: how many entries the session had when the run's first
+	// attempt began; a takeover finds what the run wrote after them.
+	`ALTER TABLE runs ADD COLUMN base_entries int;`,
 }

@@ -111,6 +111,14 @@ func (s *Server) asker(rs *runState) tool.Asker {
 		if pa.TaskID != "" {
 			fields["taskId"], fields["agent"] = pa.TaskID, pa.Agent
 		}
+		if rs.claim != nil {
+			// Listed in the database too, so any node takes its answer.
+			req, _ := json.Marshal(pa.PendingAction)
+			if err := s.cl.node.RequestAction(ctx, rs.claim, pa.ID, req); err != nil {
+				s.resolveAction(pa, DecisionCancelled, "", "server")
+				return tool.AnswerNo, err
+			}
+		}
 		ss.emu.Lock()
 		pa.frame = s.emitLocked(ss, EventApprovalRequested, rs.id, func(seq int64) []byte {
 			return gatewayEvent(EventApprovalRequested, seq, rs.id, ss.id, fields)
@@ -172,6 +180,14 @@ func (s *Server) resolveAction(pa *pendingAction, decision, message, by string) 
 		}
 	}
 	s.mu.Unlock()
+	if s.cl.node != nil && by == "server" {
+		// A timeout or a cancel is the answer: a client's later one,
+		// on any node, gets 409.
+		d, _ := json.Marshal(ApprovalAnswer{Decision: decision})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = s.cl.node.Resolve(ctx, pa.ID, d)
+		cancel()
+	}
 	if ss != nil {
 		s.emitGateway(ss, EventApprovalResolved, pa.RunID, map[string]any{"approvalId": pa.ID, "toolCallId": pa.ToolCallID,
 			"decision": decision, "by": by})
@@ -214,8 +230,11 @@ func (s *Server) pendingOfLocked(ss *sessionState, runID string) []*pendingActio
 }
 
 // Pending lists a run's pending actions.
-func (s *Server) Pending(_ context.Context, runID string) ([]PendingAction, *Error) {
+func (s *Server) Pending(ctx context.Context, runID string) ([]PendingAction, *Error) {
 	rs, e := s.runByID(runID)
+	if e != nil && s.cl.node != nil { // held by another node
+		return s.clusterPending(ctx, runID)
+	}
 	if e != nil {
 		return nil, e
 	}
@@ -234,11 +253,14 @@ type ApprovalAnswer struct {
 
 // Respond answers a pending action. A second answer is 409
 // already_resolved.
-func (s *Server) Respond(_ context.Context, approvalID string, ans ApprovalAnswer) *Error {
+func (s *Server) Respond(ctx context.Context, approvalID string, ans ApprovalAnswer) *Error {
 	switch ans.Decision {
 	case DecisionAllowOnce, DecisionAllowSession, DecisionDeny:
 	default:
 		return errorf(CodeInvalidRequest, "decision %q: use allow_once, allow_session or deny", ans.Decision)
+	}
+	if s.cl.node != nil {
+		return s.respondCluster(ctx, approvalID, ans)
 	}
 	s.mu.Lock()
 	pa := s.approvals[approvalID]

@@ -3,7 +3,11 @@ package gateway
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/agentloop/agentloop/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// pg is the PostgreSQL of the cluster tests; its Main checks for leaked
+// goroutines after the tests, as goleak.VerifyTestMain did.
+var pg pgtest.Shared
+
+func TestMain(m *testing.M) { pg.Main(m) }

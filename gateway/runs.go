@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentloop/agentloop/cluster"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/runner"
 	"github.com/agentloop/agentloop/session"
@@ -133,6 +134,9 @@ func (s *Server) StartRun(ctx context.Context, sessionID string, req StartRunReq
 	}
 	if e := s.checkSettings(ctx, req.Model, req.Thinking); e != nil {
 		return RunInfo{}, e
+	}
+	if s.cl.node != nil {
+		return s.enqueueRun(ctx, sessionID, req)
 	}
 	ss, e := s.session(sessionID)
 	if e != nil {
@@ -262,12 +266,24 @@ func (s *Server) launch(rs *runState) {
 	settings := RunSettings{SessionID: ss.id, Cwd: ss.cwd, Model: ss.model, Thinking: ss.thinking}
 	s.mu.Unlock()
 	ctx := context.Background()
+	if rs.claim != nil {
+		ctx = rs.claim.Context() // it ends when the lease does
+	}
 	isNew := !s.isPersisted(ctx, ss)
 	q, err := s.cfg.Prepare(ctx, settings)
+	if err == nil && rs.resume && rs.claim != nil { // a takeover
+		err = s.settleUnanswered(ctx, rs, q.Tools)
+	}
 	if err == nil {
 		q.Prompt, q.Images = rs.input.text, rs.input.images
 		q.Resume = rs.resume
 		rs.input = runInput{} // the runner has it now
+		if rs.claim != nil {
+			q.BeforeTool = s.beforeTool(rs)
+			if rs.resume {
+				q.Resume, q.Prompt, q.Images = true, "", nil
+			}
+		}
 		// Prepare's Opened (and Lock) are kept: the rest names the session.
 		q.Session.ID, q.Session.New, q.Session.Cwd = ss.id, isNew, ss.cwd
 		q.Session.Continue, q.Session.Fork = false, ""
@@ -307,6 +323,9 @@ func (s *Server) launch(rs *runState) {
 func (s *Server) onRunEvent(rs *runState, ev runner.Event) {
 	if ev.Type == runner.EventRunEnd && ev.End != nil {
 		s.recordEnd(rs, *ev.End)
+	}
+	if ev.Agent != nil && ev.Agent.Turn > 0 {
+		rs.turn.Store(int64(ev.Agent.Turn))
 	}
 	ss := rs.sess
 	s.emit(ss, string(ev.Type), rs.id, func(seq int64) []byte {
@@ -376,6 +395,10 @@ func (s *Server) watch(rs *runState, h *runner.Run) {
 // finish ends a run that was active and hands its session to the next
 // queued run.
 func (s *Server) finish(rs *runState, persisted bool) {
+	if rs.claim != nil {
+		s.finishClaimed(rs)
+		return
+	}
 	ss := rs.sess
 	s.cancelPending(rs, "cancelled")
 	s.mu.Lock()
@@ -422,7 +445,7 @@ func (s *Server) persistSeq(ss *sessionState) {
 	s.mu.Lock()
 	idle := ss.active == nil
 	s.mu.Unlock()
-	if !idle || s.cfg.StateDir == "" {
+	if !idle || s.cfg.StateDir == "" || s.cl.node != nil {
 		return
 	}
 	ss.emu.Lock()
@@ -484,8 +507,11 @@ func (s *Server) runByID(id string) (*runState, *Error) {
 }
 
 // GetRun describes a run.
-func (s *Server) GetRun(_ context.Context, id string) (Run, *Error) {
+func (s *Server) GetRun(ctx context.Context, id string) (Run, *Error) {
 	rs, e := s.runByID(id)
+	if e != nil && s.cl.node != nil { // held by another node, queued, or ended there
+		return s.clusterRun(ctx, id)
+	}
 	if e != nil {
 		return Run{}, e
 	}
@@ -521,6 +547,19 @@ func (s *Server) Steer(ctx context.Context, runID, text string, follow bool) (In
 		return Injected{}, errorf(CodeInvalidRequest, "text is required")
 	}
 	rs, e := s.runByID(runID)
+	if e != nil && s.cl.node != nil { // held by another node, or queued
+		kind := cluster.CommandSteer
+		if follow {
+			kind = cluster.CommandFollowUp
+		}
+		if e := s.sendCommand(ctx, runID, kind, text); e != nil {
+			return Injected{}, e
+		}
+		if follow {
+			return Injected{Delivered: "queued"}, nil
+		}
+		return Injected{Delivered: "steer"}, nil
+	}
 	if e != nil {
 		return Injected{}, e
 	}
@@ -550,8 +589,11 @@ func (s *Server) Steer(ctx context.Context, runID, text string, follow bool) (In
 
 // AbortRun aborts a run, queued or running. Its end is the run_end event
 // with reason aborted; its pending approvals resolve cancelled.
-func (s *Server) AbortRun(_ context.Context, runID string) *Error {
+func (s *Server) AbortRun(ctx context.Context, runID string) *Error {
 	rs, e := s.runByID(runID)
+	if e != nil && s.cl.node != nil { // held by another node, or queued
+		return s.sendCommand(ctx, runID, cluster.CommandAbort, "")
+	}
 	if e != nil {
 		return e
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/clock"
+	"github.com/agentloop/agentloop/cluster"
 	"github.com/agentloop/agentloop/runner"
 	"github.com/agentloop/agentloop/session"
 )
@@ -100,6 +101,14 @@ type Config struct {
 	// after a restart; "" keeps it in memory only.
 	StateDir string
 	Clock    clock.Clock
+
+	// Cluster, when set, runs the Server as one node of a cluster on
+	// PostgreSQL (docs/scale-out.md): runs are queued in the database and
+	// claimed by any node, at most ClusterRuns at a time on this one, and
+	// every node serves a session's events from the database. Store must
+	// be the node's (Cluster.SessionStore()), and so the Runner's.
+	Cluster     *cluster.Node
+	ClusterRuns int
 }
 
 // Server serves the sessions of a Runner. Make one with New.
@@ -132,6 +141,8 @@ type Server struct {
 	// queuedBytes is the bytes waiting in every client queue (tests,
 	// stats).
 	queuedBytes atomic.Int64
+
+	cl clusterState // cluster mode (Config.Cluster)
 }
 
 // New returns a Server for cfg, which it copies.
@@ -166,10 +177,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
+	if cfg.ClusterRuns <= 0 {
+		cfg.ClusterRuns = DefaultClusterRuns
+	}
 	s := &Server{
 		cfg: cfg, auth: newAuthenticator(cfg.Tokens), clk: clock.Or(cfg.Clock),
 		sessions: map[string]*sessionState{}, runs: map[string]*runState{}, approvals: map[string]*pendingAction{}, resolved: map[string]struct{}{},
 		inflight: make(chan struct{}, cfg.MaxInflight), stop: make(chan struct{}),
+	}
+	if cfg.Cluster != nil {
+		s.startCluster()
 	}
 	return s, nil
 }
@@ -180,6 +197,10 @@ func New(cfg Config) (*Server, error) {
 // (the caller's) nor the http.Server (call its Shutdown after this one,
 // so the event streams have ended and it can drain).
 func (s *Server) Shutdown(ctx context.Context) error {
+	if s.cl.node != nil { // claim nothing more
+		s.cl.stopClaims()
+		s.cl.claimWG.Wait()
+	}
 	s.mu.Lock()
 	s.closing = true
 	var queued []*runState
@@ -211,6 +232,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.streams.Wait()
 	s.wg.Wait()
+	if s.cl.node != nil {
+		s.cl.stopTails()
+		s.cl.tailWG.Wait()
+	}
 	s.mu.Lock()
 	all := make([]*sessionState, 0, len(s.sessions))
 	for _, ss := range s.sessions {

@@ -64,6 +64,9 @@ func (s *Server) session(id string) (*sessionState, *Error) {
 	}
 	tr, err := s.cfg.Store.Load(context.Background(), id)
 	if err != nil {
+		if errors.Is(err, session.ErrNotFound) && s.cl.node != nil {
+			return s.clusterSession(id, "")
+		}
 		if errors.Is(err, session.ErrNotFound) {
 			return nil, errorf(CodeNotFound, "no session %q", id)
 		}
@@ -163,6 +166,11 @@ func (s *Server) CreateSession(ctx context.Context, req CreateSessionRequest) (S
 	}
 	ss := &sessionState{id: session.NewSessionID(), cwd: filepath.Clean(req.Cwd), label: req.Label, model: req.Model,
 		thinking: req.Thinking, created: s.clk.Now().UTC(), idem: map[string]idemEntry{}}
+	if s.cl.node != nil { // every node knows it, not only this one
+		if err := s.cl.node.Declare(ctx, ss.id, ss.cwd); err != nil {
+			return Session{}, errorf(CodeUnavailable, "%v", err)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sessions[ss.id] = ss

@@ -26,6 +26,20 @@ func (s *Server) serveSessionEvents(w http.ResponseWriter, r *http.Request) {
 // first (or Last-Event-ID, ?after=) to its run_end, where the stream ends.
 func (s *Server) serveRunEvents(w http.ResponseWriter, r *http.Request) {
 	rs, e := s.runByID(r.PathValue("id"))
+	if e != nil && s.cl.node != nil { // held by another node: its events are in the database
+		run, e := s.clusterRun(r.Context(), r.PathValue("id"))
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		after, e := afterParam(r, 0)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		s.serveEvents(w, r, run.SessionID, run.ID, after, finalStatus(run.Status))
+		return
+	}
 	if e != nil {
 		writeError(w, e)
 		return

@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/agentloop/agentloop/cluster"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/runner"
 )
@@ -82,6 +84,12 @@ type sessionState struct {
 	// expiry, when set, stops the timer that drops the ring Ring.Keep
 	// after the session's last run ended.
 	expiry func() bool
+
+	// Cluster mode: writer stores the events of the session's run claimed
+	// on this node (nil while it runs elsewhere, or not at all); tailOnce
+	// starts following the session's stored events.
+	writer   *eventWriter
+	tailOnce sync.Once
 }
 
 // idemEntry is what a start with an idempotency key did: the run it
@@ -95,10 +103,13 @@ type idemEntry struct {
 
 // runState is a run the Server started or queued.
 type runState struct {
-	id        string
-	sess      *sessionState
-	input     runInput
-	resume    bool     // a follow-up run: no prompt, it reads what was appended (FollowUp)
+	id    string
+	sess  *sessionState
+	input runInput
+	// resume: the run has no prompt of its own and reads what the session
+	// holds: a follow-up run (FollowUp), or a takeover whose prompt is
+	// already stored.
+	resume    bool
 	keys      []string // the idempotency keys that name it
 	createdAt time.Time
 	// afterSeq is the session's seq before the run's first event: a run
@@ -119,6 +130,12 @@ type runState struct {
 	// finished is closed once the run has ended and its session moved on.
 	finished chan struct{}
 	finOnce  sync.Once
+
+	// claim is the cluster's claim the run runs under (cluster mode);
+	// release frees its slot on this node.
+	claim   *cluster.Claim
+	release func()
+	turn    atomic.Int64 // the run's current turn, from its events
 }
 
 func (rs *runState) closeFinished() { rs.finOnce.Do(func() { close(rs.finished) }) }
@@ -133,6 +150,14 @@ type runInput struct {
 // hands it to the subscribers. ss.emu must be held. mk builds the event's
 // JSON for its seq.
 func (s *Server) emitLocked(ss *sessionState, typ, runID string, mk func(seq int64) []byte) frame {
+	if s.cl.node != nil {
+		// The database numbers the events and every node's tail delivers
+		// them: only the node running the session's run writes any.
+		if ss.writer != nil {
+			ss.writer.add(typ, mk)
+		}
+		return frame{}
+	}
 	s.reserveLocked(ss)
 	ss.seq++
 	f := frame{seq: ss.seq, typ: typ, runID: runID, data: mk(ss.seq)}

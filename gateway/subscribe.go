@@ -57,6 +57,9 @@ func (s *Server) subscribe(sessionID, runID string, afterSeq int64) (*subscripti
 	if err != nil {
 		return nil, SubscribeResult{}, err
 	}
+	if s.cl.node != nil {
+		s.ensureTail(ss)
+	}
 	sub := &subscription{s: s, ss: ss, runID: runID, limits: s.cfg.ClientQueue,
 		wake: make(chan struct{}, 1), closed: make(chan struct{})}
 	var res SubscribeResult

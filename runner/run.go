@@ -465,6 +465,23 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	if p.LoopGuard == nil || !p.LoopGuard.Disabled {
 		s.bindLoopGuard(&hooks)
 	}
+	if bt := p.BeforeTool; bt != nil {
+		next := hooks.BeforeToolCall
+		hooks.BeforeToolCall = func(ctx context.Context, call tool.Call) (tool.Call, *tool.Result) {
+			if next != nil {
+				c, res := next(ctx, call)
+				if res != nil {
+					return c, res
+				}
+				call = c
+			}
+			if err := bt(ctx, call, reg != nil && reg.ReadOnly(call), s.h.scope); err != nil {
+				res := tool.ErrorResult("The call was not run: " + err.Error())
+				return call, &res
+			}
+			return call, nil
+		}
+	}
 
 	a := agent.New(agent.Config{Model: model, Tools: reg, ToolSpecs: toolSpecs, SystemPrompt: p.SystemPrompt, Options: p.Options,
 		Messages: history, MaxTurns: p.MaxTurns, TransformContext: transform, Hooks: hooks, Now: p.Now,

@@ -306,6 +306,7 @@ type params struct {
 	Now             func() int64
 	Harness         harness.Harness
 	HarnessFallback bool
+	BeforeTool      func(ctx context.Context, call tool.Call, readOnly bool, sc *Scope) error
 }
 
 // Request is one run: what it says, where it goes, and what it may
@@ -377,6 +378,14 @@ type Request struct {
 	Profiles, MaxIterations int
 	Retry                   *RetryPolicy
 
+	// BeforeTool, when set, is called just before each tool call runs
+	// (after its approval and the before_tool_call hooks), with whether
+	// the call only reads and the run's Scope: a caller records that a
+	// call that may change things has started (package cluster's
+	// tool_started entry, fenced). An error refuses the call, which gets
+	// the error as its result.
+	BeforeTool func(ctx context.Context, call tool.Call, readOnly bool, sc *Scope) error
+
 	// OnEvent, when set, receives every event of the run in one total
 	// order, synchronously: it must not block. Run.Events hands out the
 	// same events to a reader that may.
@@ -405,7 +414,7 @@ func (r *Runner) params(q Request) params {
 		CompactionTimeout: q.CompactionTimeout, MaxCost: q.MaxCost, MaxTokens: q.MaxTokens,
 		AuthProfiles: q.AuthProfiles, UseProfile: q.UseProfile, Auth: c.Auth, Windows: c.Windows,
 		Profiles: q.Profiles, MaxIterations: q.MaxIterations, Retry: q.Retry, OnEvent: q.OnEvent, Now: c.Now,
-		Harness: q.Harness, HarnessFallback: q.HarnessFallback,
+		Harness: q.Harness, HarnessFallback: q.HarnessFallback, BeforeTool: q.BeforeTool,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -146,7 +147,7 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	}
 	defer spill.close()
 
-	store, storeAt, closeStore, err := openServeStore(ctx, f.store, sessionsDir(rf, home))
+	store, node, storeAt, closeStore, err := openServeStore(ctx, env.getenv, f.store, sessionsDir(rf, home))
 	if err != nil {
 		return err
 	}
@@ -239,6 +240,7 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 		},
 		Tokens: tokens, AllowOrigins: f.allowOrigins,
 		StateDir: filepath.Join(home, "gateway"),
+		Cluster:  node,
 	})
 	if err != nil {
 		return err
@@ -294,13 +296,9 @@ func listen(addr string) (net.Listener, string, error) {
 		if path == "" {
 			return nil, "", errors.New("--listen unix:// needs a path: unix:///run/agentloop.sock")
 		}
-		ln, err := net.Listen("unix", path)
+		ln, err := listenUnix(path)
 		if err != nil {
-			return nil, "", fmt.Errorf("listen on %s: %w (a stale socket file? remove it)", path, err)
-		}
-		if err := os.Chmod(path, 0o600); err != nil {
-			ln.Close()
-			return nil, "", err
+			return nil, "", fmt.Errorf("listen on %s: %w", path, err)
 		}
 		return ln, addr, nil
 	}
@@ -309,4 +307,34 @@ func listen(addr string) (net.Listener, string, error) {
 		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	return ln, "http://" + ln.Addr().String(), nil
+}
+
+// listenUnix listens on a Unix socket at path that only this user can
+// reach from its first moment: the socket is made in a private directory
+// beside path, set to mode 0600, then linked to path (which fails, and
+// clobbers nothing, when path exists) and unlinked from its first name.
+func listenUnix(path string) (net.Listener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".agentloop-sock-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "s")
+	ln, err := net.Listen("unix", tmp)
+	if err != nil {
+		return nil, err
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // its name moves to path
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := os.Link(tmp, path); err != nil {
+		ln.Close()
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("%s exists (a stale socket file? remove it)", path)
+		}
+		return nil, err
+	}
+	return ln, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentloop/agentloop/cluster"
 	"github.com/agentloop/agentloop/internal/pgtest"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/session/pgstore"
@@ -182,7 +183,7 @@ func TestServeStorePostgresKilledServer(t *testing.T) {
 				break
 			}
 		}
-		if time.Since(killed) > serveLeaseTTL+10*time.Second {
+		if time.Since(killed) > cluster.DefaultLeaseTTL+10*time.Second {
 			t.Fatalf("no run succeeded on the session %s after the server was killed: %s", time.Since(killed), b.stderr)
 		}
 		time.Sleep(500 * time.Millisecond)

@@ -35,7 +35,7 @@ func (f *sessionFlags) addStore(cmd *cobra.Command) {
 // anyStore is the store the flags name, and what closes it.
 func (f *sessionFlags) anyStore(ctx context.Context, env *cliEnv) (session.Store, func(), error) {
 	if f.pg != "" {
-		st, _, closeStore, err := openPostgresStore(ctx, f.pg, 0)
+		st, _, closeStore, err := openPostgresStore(ctx, f.pg, 0, 0)
 		return st, closeStore, err
 	}
 	st, err := f.store(env)
