@@ -60,6 +60,10 @@ type Attempt struct {
 	Approval *tool.Approval
 	// Emit receives the attempt's events, in order; nil drops them.
 	Emit func(agent.Event)
+	// Warn tells the user something about the attempt without ending it
+	// (an engine that has gone quiet); nil drops it. It is called on the
+	// goroutine that runs RunAttempt.
+	Warn func(msg string)
 	// Binding is the native session from the transcript; nil starts one.
 	Binding *Binding
 	// Continuation, on a retry, is what the failed attempt completed.

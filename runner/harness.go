@@ -110,7 +110,7 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 		s.notice(EventAttemptStart, Notice{Attempt: s.iterations, Max: attempts + 1})
 		a := &harness.Attempt{SessionID: s.h.sessionID, RunID: s.h.id, Attempt: s.iterations, Prompt: prompt,
 			History: history, System: s.p.SystemPrompt, Tools: reg, Model: s.p.Model, ModelID: s.p.Info.ID, Options: s.p.Options, Cwd: cwd,
-			Approval: s.p.Approval, Emit: s.emitAgent, Binding: bound, Continuation: cont, Mirror: record,
+			Approval: s.p.Approval, Emit: s.emitAgent, Warn: s.warn, Binding: bound, Continuation: cont, Mirror: record,
 			ObserveToolTerminal: tracker.Observe}
 		res, _, err := harness.Run(ctx, []harness.Harness{h}, a)
 		if err == nil && res.Err != nil && errors.Is(res.Err, harness.ErrBindingLost) {

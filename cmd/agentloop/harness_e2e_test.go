@@ -411,3 +411,28 @@ func TestE2EHarnessClaudeCodeUsesOurTools(t *testing.T) {
 		t.Errorf("no result of mcp__agentloop__read in the transcript")
 	}
 }
+
+// Issue 25: an ACP agent that stalls mid-turn is a visible warning on the
+// CLI (AGENTLOOP_ACP_IDLE_WARN shortens the 5-minute default), not a
+// silent hang, and the turn still ends with the agent's answer.
+func TestE2EHarnessACPIdleWarn(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	script, _ := json.Marshal(fakeacp.Config{Dir: t.TempDir(), Turns: [][]fakeacp.Step{
+		{{Text: "thinking "}, {PauseMS: 1500}, {Text: "answer"}}}})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{envFakeACP + "=" + string(script), "ANTHROPIC_API_KEY=sk-unused", "AGENTLOOP_ACP_IDLE_WARN=400ms"}
+	code, out, errs := execCLI(t, env, home, "run", "--harness", "acp:"+self, "--model", "anthropic/mock-claude", "--cwd", ws, "hi")
+	if code != 0 || !strings.Contains(out, "thinking answer") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if strings.Count(errs, "no update and no answer from the agent") != 1 {
+		t.Errorf("want one idle warning on stderr:\n%s", errs)
+	}
+	code, _, errs = execCLI(t, []string{"AGENTLOOP_ACP_IDLE_WARN=soon", "ANTHROPIC_API_KEY=sk-unused"}, home, "run", "--harness", "acp:"+self, "--model", "anthropic/mock-claude", "hi")
+	if code == 0 || !strings.Contains(errs, "AGENTLOOP_ACP_IDLE_WARN") {
+		t.Errorf("a bad duration: exit %d\n%s", code, errs)
+	}
+}

@@ -34,6 +34,10 @@ import (
 // AbortWait bounds the wait for a cancelled prompt's answer.
 const AbortWait = 10 * time.Second
 
+// DefaultIdleWarn is how long a prompt may go without an update or an
+// answer from the agent before the user is warned (Config.IdleWarn).
+const DefaultIdleWarn = 5 * time.Minute
+
 // Config says how to start the agent.
 type Config struct {
 	// Name makes the harness id "acp:<Name>"; "" means the command's base.
@@ -42,6 +46,12 @@ type Config struct {
 	Command string
 	Args    []string
 	Env     []string
+	// IdleWarn: a prompt turn that gets no session update, no permission
+	// request and no answer for this long sends a warning (once per quiet
+	// stretch), never a silent hang; the turn goes on. 0 is
+	// DefaultIdleWarn. A permission question waiting on our side is not
+	// the agent's silence.
+	IdleWarn time.Duration
 }
 
 // Harness runs attempts on one ACP agent.
@@ -147,6 +157,28 @@ type client struct {
 	err       error
 	cancelled chan struct{}
 	cancelMu  sync.Once
+	// last is when the agent last showed life; asking counts the
+	// permission questions waiting on us (the watchdog waits too).
+	last   time.Time
+	asking int
+}
+
+// alive records a sign of life from the agent.
+func (c *client) alive() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last = time.Now()
+}
+
+// quiet returns how long the agent has been silent, 0 while a permission
+// question is ours to answer.
+func (c *client) quiet() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.asking > 0 {
+		return 0
+	}
+	return time.Since(c.last)
 }
 
 func (c *client) run(ctx context.Context, conn *acpsdk.ClientSideConnection, dir string) error {
@@ -201,18 +233,48 @@ func (c *client) run(ctx context.Context, conn *acpsdk.ClientSideConnection, dir
 		r, err := conn.Prompt(bg, acpsdk.PromptRequest{SessionId: acpsdk.SessionId(c.session()), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(prompt)}})
 		done <- answer{r, err}
 	}()
+	idle := c.h.cfg.IdleWarn
+	if idle <= 0 {
+		idle = DefaultIdleWarn
+	}
+	c.alive()
+	watch := time.NewTimer(idle)
+	defer watch.Stop()
+	warned := false
 	var ans answer
-	select {
-	case ans = <-done:
-	case <-conn.Done():
-		ans = answer{err: errors.New("the agent closed the connection")}
-	case <-ctx.Done():
-		c.cancelMu.Do(func() { close(c.cancelled) }) // pending permissions answer cancelled
-		_ = conn.Cancel(bg, acpsdk.CancelNotification{SessionId: acpsdk.SessionId(c.session())})
+wait:
+	for {
 		select {
 		case ans = <-done:
+			break wait
 		case <-conn.Done():
-		case <-time.After(AbortWait):
+			ans = answer{err: errors.New("the agent closed the connection")}
+			break wait
+		case <-watch.C:
+			q := c.quiet()
+			switch {
+			case q < idle:
+				warned = false // it spoke since: a new quiet stretch starts
+				watch.Reset(idle - q)
+			case !warned:
+				warned = true
+				if c.a.Warn != nil {
+					c.a.Warn(fmt.Sprintf("%s: no update and no answer from the agent for %s; it may be stuck (the turn goes on: interrupt to abort it)",
+						c.h.ID(), roundDur(q)))
+				}
+				watch.Reset(idle)
+			default:
+				watch.Reset(idle)
+			}
+		case <-ctx.Done():
+			c.cancelMu.Do(func() { close(c.cancelled) }) // pending permissions answer cancelled
+			_ = conn.Cancel(bg, acpsdk.CancelNotification{SessionId: acpsdk.SessionId(c.session())})
+			select {
+			case ans = <-done:
+			case <-conn.Done():
+			case <-time.After(AbortWait):
+			}
+			break wait
 		}
 	}
 	c.mu.Lock()
@@ -308,6 +370,7 @@ func (c *client) finish() *harness.Result {
 func (c *client) SessionUpdate(ctx context.Context, n acpsdk.SessionNotification) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.last = time.Now()
 	u := n.Update
 	switch {
 	case u.AgentMessageChunk != nil:
@@ -398,6 +461,15 @@ func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissi
 	}
 	id := string(p.ToolCall.ToolCallId)
 	c.mu.Lock()
+	c.asking++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.asking--
+		c.last = time.Now() // the agent resumes from our answer
+		c.mu.Unlock()
+	}()
+	c.mu.Lock()
 	cl := c.calls[id]
 	name := ""
 	var args json.RawMessage
@@ -483,6 +555,14 @@ func contentText(cs []acpsdk.ToolCallContent) string {
 		}
 	}
 	return b.String()
+}
+
+// roundDur rounds a quiet stretch for a person to read.
+func roundDur(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
 }
 
 func orStr(a, b string) string {

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -28,6 +29,9 @@ type Step struct {
 	Tool *Tool `json:"tool,omitempty"`
 	// Crash ends the process with exit status 3.
 	Crash bool `json:"crash,omitempty"`
+	// PauseMS keeps the agent silent this many milliseconds (a stall),
+	// or until the turn is cancelled.
+	PauseMS int `json:"pauseMs,omitempty"`
 }
 
 // Tool is a scripted tool call.
@@ -152,6 +156,11 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 		switch {
 		case st.Crash:
 			os.Exit(3)
+		case st.PauseMS > 0:
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(st.PauseMS) * time.Millisecond):
+			}
 		case st.Text != "":
 			if err := a.update(bg, p.SessionId, acp.UpdateAgentMessageText(st.Text)); err != nil {
 				return acp.PromptResponse{}, err
