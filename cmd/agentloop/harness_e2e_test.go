@@ -436,3 +436,46 @@ func TestE2EHarnessACPIdleWarn(t *testing.T) {
 		t.Errorf("a bad duration: exit %d\n%s", code, errs)
 	}
 }
+
+// Issue 25: an ACP agent that accepts HTTP MCP servers gets the run's own
+// tools in session/new; its call of our read tool runs in our registry, in
+// the workspace, under our approval (--approve never lets a read through,
+// not a write).
+func TestE2EHarnessACPUsesOurTools(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("the secret word is plum\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read := fakeacp.Step{Tool: &fakeacp.Tool{ID: "r1", Title: "read hello", Kind: "read", MCP: "read", Input: map[string]any{"path": "hello.txt"}}}
+	write := fakeacp.Step{Tool: &fakeacp.Tool{ID: "w1", Title: "write out", Kind: "edit", MCP: "write", Input: map[string]any{"path": "out.txt", "content": "x"}}}
+	script, _ := json.Marshal(fakeacp.Config{Dir: t.TempDir(), Turns: [][]fakeacp.Step{{read, write, {Text: "done"}}}})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{envFakeACP + "=" + string(script), "ANTHROPIC_API_KEY=sk-unused"}
+	code, out, errs := execCLI(t, env, home, "run", "--harness", "acp:"+self, "--model", "anthropic/mock-claude", "--cwd", ws, "--approve", "never", "read hello.txt")
+	if code != 0 || !strings.Contains(out, "done") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "out.txt")); err == nil {
+		t.Error("our write tool ran under --approve never")
+	}
+	msgs, _ := mirrored(t, home, sessionOf(t, errs))
+	got := strings.Join(msgs, " | ")
+	if !strings.Contains(got, "call:read hello | result:read hello | call:write out | result:write out:error") {
+		t.Errorf("transcript %s", got)
+	}
+	tr, err := session.NewJSONLStore(filepath.Join(home, "sessions")).Load(context.Background(), sessionOf(t, errs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range tr.Context("").Messages {
+		if m.Role == "toolResult" && m.ToolCallID == "r1" && !strings.Contains(m.Text(), "plum") {
+			t.Errorf("our read tool's result %q", m.Text())
+		}
+		if m.Role == "toolResult" && m.ToolCallID == "w1" && !strings.Contains(m.Text(), `approval mode "never"`) {
+			t.Errorf("the refused write's result %q does not say our approval refused it", m.Text())
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/harness/internal/jsonl"
+	"github.com/agentloop/agentloop/harness/internal/toolserver"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -104,7 +105,7 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		return nil, &harness.PreflightError{Harness: h.ID(), Err: err}
 	}
 	c := &client{h: h, a: a, m: harness.NewMirror(a), tracker: &harness.Tracker{}, res: &harness.Result{},
-		calls: map[string]*call{}, cancelled: make(chan struct{})}
+		calls: map[string]*call{}, approved: map[string]int{}, cancelled: make(chan struct{})}
 	conn := acpsdk.NewClientSideConnection(c, p.Stdin, p.Stdout)
 	err = c.run(ctx, conn, dir)
 	if err != nil && c.sessionID == "" {
@@ -161,6 +162,9 @@ type client struct {
 	// permission questions waiting on us (the watchdog waits too).
 	last   time.Time
 	asking int
+	// approved counts, by canonical arguments, the permission requests we
+	// allowed that no MCP call of our tools has used yet.
+	approved map[string]int
 }
 
 // alive records a sign of life from the agent.
@@ -188,13 +192,18 @@ func (c *client) run(ctx context.Context, conn *acpsdk.ClientSideConnection, dir
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
+	servers, ts, err := c.offerTools(init.AgentCapabilities.McpCapabilities)
+	if err != nil {
+		return err
+	}
+	defer ts.Close()
 	if b := c.a.Binding; b != nil {
 		var err error
 		switch caps := init.AgentCapabilities; {
 		case caps.SessionCapabilities.Resume != nil:
-			_, err = conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(b.NativeID), Cwd: dir, McpServers: []acpsdk.McpServer{}})
+			_, err = conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(b.NativeID), Cwd: dir, McpServers: servers})
 		case caps.LoadSession:
-			_, err = conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(b.NativeID), Cwd: dir, McpServers: []acpsdk.McpServer{}})
+			_, err = conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(b.NativeID), Cwd: dir, McpServers: servers})
 		default:
 			err = errors.New("the agent can neither resume nor load a session")
 		}
@@ -203,7 +212,7 @@ func (c *client) run(ctx context.Context, conn *acpsdk.ClientSideConnection, dir
 		}
 		c.setSession(b.NativeID)
 	} else {
-		s, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: dir, McpServers: []acpsdk.McpServer{}})
+		s, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: dir, McpServers: servers})
 		if err != nil {
 			return fmt.Errorf("session/new: %w", err)
 		}
@@ -297,6 +306,56 @@ wait:
 		c.res.Usage.Add(llm.Usage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens})
 	}
 	return nil
+}
+
+// offerTools serves the run's tools to an agent that accepts HTTP MCP
+// servers (mcpCapabilities.http); every ACP agent must take stdio ones,
+// which would need a process of ours per attempt: not offered.
+func (c *client) offerTools(caps acpsdk.McpCapabilities) ([]acpsdk.McpServer, *toolserver.Server, error) {
+	servers := []acpsdk.McpServer{}
+	if !caps.Http {
+		return servers, nil, nil
+	}
+	ts, err := toolserver.Serve(c.a.Tools, c.gate)
+	if err != nil || ts == nil {
+		if err != nil {
+			err = fmt.Errorf("serve the run's tools: %w", err)
+		}
+		return servers, nil, err
+	}
+	servers = append(servers, acpsdk.McpServer{Http: &acpsdk.McpServerHttpInline{Type: "http", Name: toolserver.Name, Url: ts.URL,
+		Headers: []acpsdk.HttpHeader{{Name: "Authorization", Value: "Bearer " + ts.Token}}}})
+	return servers, ts, nil
+}
+
+// gate judges a call of one of our tools the agent makes over MCP: a call
+// whose arguments the agent's permission request already had approved
+// runs (that answer is used up); any other is put to the run's approval
+// under our tool's name, since an agent need not ask before MCP calls.
+func (c *client) gate(ctx context.Context, call tool.Call) (bool, string) {
+	key := canonical(call.Args)
+	c.mu.Lock()
+	if c.approved[key] > 0 {
+		c.approved[key]--
+		c.mu.Unlock()
+		return true, ""
+	}
+	c.mu.Unlock()
+	if c.a.Approval == nil {
+		return true, ""
+	}
+	return c.a.Approval.Approve(ctx, call)
+}
+
+// canonical is JSON with its object keys sorted, so equal arguments
+// compare equal.
+func canonical(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func (c *client) setSession(id string) {
@@ -501,6 +560,9 @@ func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissi
 	want := []acpsdk.PermissionOptionKind{acpsdk.PermissionOptionKindRejectOnce, acpsdk.PermissionOptionKindRejectAlways}
 	if allow {
 		want = []acpsdk.PermissionOptionKind{acpsdk.PermissionOptionKindAllowOnce, acpsdk.PermissionOptionKindAllowAlways}
+		c.mu.Lock()
+		c.approved[canonical(args)]++
+		c.mu.Unlock()
 	} else if cl != nil {
 		c.mu.Lock()
 		cl.refused = true

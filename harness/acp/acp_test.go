@@ -248,6 +248,73 @@ func TestIdleWarn(t *testing.T) {
 	})
 }
 
+// TestOurToolsOverMCP: an agent that takes HTTP MCP servers gets the run's
+// tools in session/new; its call runs in our registry and is judged by our
+// approval under our tool's name, also when the agent does not ask first,
+// and an approval the agent did ask for is not asked again.
+func TestOurToolsOverMCP(t *testing.T) {
+	var ran []string
+	note := &tool.Func{ToolName: "note", ToolDescription: "Write a note.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`),
+		Run: func(_ context.Context, c tool.Call, _ func(tool.Partial)) (tool.Result, error) {
+			ran = append(ran, string(c.Args))
+			return tool.TextResult("noted"), nil
+		}}
+	reg, err := tool.NewRegistry(note)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(permission bool) fakeacp.Step {
+		return fakeacp.Step{Tool: &fakeacp.Tool{ID: "m1", Title: "note it", Kind: "edit", MCP: "note", Input: map[string]any{"text": "plum"}, Permission: permission}}
+	}
+	var asked []string
+	asker := &tool.Approval{Policy: func(context.Context, tool.Call, bool) tool.Decision { return tool.Decision{Verdict: tool.VerdictAsk} },
+		Ask: func(_ context.Context, c tool.Call, _ string) (tool.Answer, error) {
+			asked = append(asked, c.Name)
+			return tool.AnswerYes, nil
+		}}
+	cases := []struct {
+		name      string
+		noHTTP    bool
+		step      fakeacp.Step
+		ap        *tool.Approval
+		result    string
+		ran       int
+		questions string
+	}{
+		{name: "allowed", step: call(false), ap: &tool.Approval{}, result: "result:noted", ran: 1},
+		{name: "refused", step: call(false), ap: &tool.Approval{Policy: deny}, result: "result:no", ran: 0},
+		{name: "asked once", step: call(true), ap: asker, result: "result:noted", ran: 1, questions: "note it"},
+		{name: "asked by us", step: call(false), ap: asker, result: "result:noted", ran: 1, questions: "note"},
+		{name: "no http mcp", noHTTP: true, step: call(false), ap: &tool.Approval{}, result: `result:no MCP server of the client offers "note"`, ran: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ran, asked = nil, nil
+			e := newEnv(t, []fakeacp.Step{tc.step, {Text: "ok"}})
+			if tc.noHTTP {
+				script, _ := json.Marshal(fakeacp.Config{Dir: e.dir, Turns: [][]fakeacp.Step{{tc.step, {Text: "ok"}}}, NoHTTPMCP: true})
+				e.cfg.Env = append(os.Environ(), "AGENTLOOP_FAKEACP="+string(script))
+			}
+			a := e.attempt("note", tc.ap, nil)
+			a.Tools = reg
+			res, err := acp.New(e.cfg).RunAttempt(context.Background(), a)
+			if err != nil || res.Err != nil {
+				t.Fatalf("%v %+v", err, res)
+			}
+			if want := "user:note | call:note it | " + tc.result + " | assistant:ok"; lines(e.sess) != want {
+				t.Errorf("transcript\n got %s\nwant %s", lines(e.sess), want)
+			}
+			if len(ran) != tc.ran {
+				t.Errorf("our tool ran %d times, want %d", len(ran), tc.ran)
+			}
+			if got := strings.Join(asked, ","); got != tc.questions {
+				t.Errorf("questions %q, want %q", got, tc.questions)
+			}
+		})
+	}
+}
+
 func TestParse(t *testing.T) {
 	cfg, err := acp.Parse("acp:agentloop acp --model faux/demo")
 	if err != nil || cfg.Command != "agentloop" || strings.Join(cfg.Args, " ") != "acp --model faux/demo" {

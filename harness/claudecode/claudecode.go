@@ -21,6 +21,7 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/harness/internal/jsonl"
+	"github.com/agentloop/agentloop/harness/internal/toolserver"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -137,12 +138,12 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		return nil, &harness.PreflightError{Harness: ID, Err: err}
 	}
 	// The run's tools reach Claude Code as an MCP server of ours.
-	ts, err := serveTools(a.Tools)
+	ts, err := toolserver.Serve(a.Tools, nil)
 	if err != nil {
 		return nil, &harness.PreflightError{Harness: ID, Err: fmt.Errorf("serve the run's tools: %w", err)}
 	}
-	defer ts.close()
-	args = append(args, ts.args()...)
+	defer ts.Close()
+	args = append(args, mcpArgs(ts)...)
 	args = append(args, h.cfg.Args...)
 	dir := a.Cwd
 	if dir != "" {
