@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/internal/fakeacp"
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/session"
 )
 
@@ -394,22 +395,29 @@ func TestE2EHarnessClaudeCodeUsesOurTools(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}
-	tr, err := session.NewJSONLStore(filepath.Join(home, "sessions")).Load(context.Background(), sessionOf(t, errs))
+	if m := resultOf(t, home, sessionOf(t, errs), "mcp__agentloop__read"); m != nil && (m.IsError || !strings.Contains(m.Text(), "plum")) {
+		t.Errorf("our read tool's result %q (error %v)", m.Text(), m.IsError)
+	}
+}
+
+// resultOf returns the session's last result of the tool (an error when
+// there is none).
+func resultOf(t *testing.T, home, id, name string) *llm.Message {
+	t.Helper()
+	tr, err := session.NewJSONLStore(filepath.Join(home, "sessions")).Load(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
+	var found *llm.Message
 	for _, m := range tr.Context("").Messages {
-		if m.Role == "toolResult" && m.ToolName == "mcp__agentloop__read" {
-			found = true
-			if m.IsError || !strings.Contains(m.Text(), "plum") {
-				t.Errorf("our read tool's result %q (error %v)", m.Text(), m.IsError)
-			}
+		if m.Role == llm.RoleToolResult && m.ToolName == name {
+			found = &m
 		}
 	}
-	if !found {
-		t.Errorf("no result of mcp__agentloop__read in the transcript")
+	if found == nil {
+		t.Errorf("no result of %s in the transcript", name)
 	}
+	return found
 }
 
 // Issue 25: an ACP agent that stalls mid-turn is a visible warning on the
@@ -477,5 +485,34 @@ func TestE2EHarnessACPUsesOurTools(t *testing.T) {
 		if m.Role == "toolResult" && m.ToolCallID == "w1" && !strings.Contains(m.Text(), `approval mode "never"`) {
 			t.Errorf("the refused write's result %q does not say our approval refused it", m.Text())
 		}
+	}
+}
+
+// Issue 25: the run's tools that pi has no tool of its own for (here an
+// MCP server's tool) reach pi through an extension of ours; pi's call runs
+// in our registry, after our approval: allowed it returns the server's
+// answer, refused (--approve never: greet is not read-only) it never
+// reaches the server.
+func TestE2EHarnessPiUsesOurTools(t *testing.T) {
+	for _, tc := range []struct {
+		approve, want string
+		isError       bool
+	}{{"auto", "Hello, Ada", false}, {"never", `approval mode "never"`, true}} {
+		t.Run(tc.approve, func(t *testing.T) {
+			base := mockLLM(t, "-rounds", "1", "-text", "3", "-tool", "mcp__greeter__greet", "-args", `{"name":"Ada"}`)
+			home, ws := t.TempDir(), t.TempDir()
+			cfg := filepath.Join(t.TempDir(), "mcp.json")
+			if err := os.WriteFile(cfg, []byte(greeterServers(t)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := execCLI(t, piEnv(t, base), home, "run", "--harness", "pi", "--model", "anthropic/mock-claude",
+				"--cwd", ws, "--mcp-config", cfg, "--approve", tc.approve, "greet Ada")
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+			}
+			if m := resultOf(t, home, sessionOf(t, errs), "mcp__greeter__greet"); m != nil && (m.IsError != tc.isError || !strings.Contains(m.Text(), tc.want)) {
+				t.Errorf("the call's result %q (error %v), want %q (error %v)", m.Text(), m.IsError, tc.want, tc.isError)
+			}
+		})
 	}
 }
