@@ -367,7 +367,15 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		// retry decision. Steering does not reach it: Steer says false.
 		s.h.bind(nil, nil)
 		deactivate, stopTimer := s.activate(key), s.startTimer(cancel)
-		res, pre := s.runHarness(runCtx, reg, prompt, history)
+		var seams *agent.Hooks
+		if bus != nil {
+			// The engine's calls that pass through our approval meet the
+			// same PreToolUse/PostToolUse hooks as a built-in call.
+			h := bus.Seams(hook.SeamsOptions{Approval: p.Approval, Registry: reg, SessionID: sessionID,
+				Halt: func(reason string) { cancel(&HaltError{Reason: reason}) }})
+			seams = &h
+		}
+		res, pre := s.runHarness(runCtx, reg, prompt, history, seams)
 		deactivate()
 		stopTimer()
 		if pre == nil || !p.HarnessFallback {

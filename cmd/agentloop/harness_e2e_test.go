@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/internal/fakeacp"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/session"
@@ -512,6 +513,53 @@ func TestE2EHarnessPiUsesOurTools(t *testing.T) {
 			}
 			if m := resultOf(t, home, sessionOf(t, errs), "mcp__greeter__greet"); m != nil && (m.IsError != tc.isError || !strings.Contains(m.Text(), tc.want)) {
 				t.Errorf("the call's result %q (error %v), want %q (error %v)", m.Text(), m.IsError, tc.want, tc.isError)
+			}
+		})
+	}
+}
+
+// Issue 25: an engine's tool call that passes through our approval meets
+// the same PreToolUse/PostToolUse command hooks as a built-in call (real
+// hook scripts, the same fields); a PreToolUse hook that blocks refuses
+// the engine's call, and then no PostToolUse fires.
+func TestE2EHarnessACPCommandHooks(t *testing.T) {
+	for _, tc := range []struct {
+		name, guard, log string
+		ran              bool
+	}{
+		{"allowed", "exit 0", "pre edit notes e1 notes|post edit notes e1", true},
+		{"blocked", `echo "notes are read-only" >&2; exit 2`, "pre edit notes e1 notes", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home, ws := t.TempDir(), t.TempDir()
+			log := filepath.Join(t.TempDir(), "hooks.log")
+			pre := `in=$(cat); printf '%s\n' "$(printf '%s' "$in" | jq -r '["pre", .tool_name, .tool_use_id, .tool_input.path] | join(" ")')" >> ` + log + "; " + tc.guard
+			post := `printf '%s\n' "$(jq -r '["post", .tool_name, .tool_use_id] | join(" ")')" >> ` + log
+			entry := func(cmd string) []any {
+				return []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": cmd}}}}
+			}
+			settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": entry(pre), "PostToolUse": entry(post)}})
+			writeFile(t, filepath.Join(ws, ".agentloop", "settings.json"), string(settings))
+			if _, err := hook.Trust(home, ws); err != nil {
+				t.Fatal(err)
+			}
+			edit := fakeacp.Step{Tool: &fakeacp.Tool{ID: "e1", Title: "edit notes", Kind: "edit", Input: map[string]any{"path": "notes"}, Permission: true, Touch: "notes"}}
+			script, _ := json.Marshal(fakeacp.Config{Dir: t.TempDir(), Turns: [][]fakeacp.Step{{edit, {Text: "done"}}}})
+			self, err := os.Executable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := []string{envFakeACP + "=" + string(script), "ANTHROPIC_API_KEY=sk-unused"}
+			code, out, errs := execCLI(t, env, home, "run", "--harness", "acp:"+self, "--model", "anthropic/mock-claude", "--cwd", ws, "edit notes")
+			if code != 0 || !strings.Contains(out, "done") {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+			}
+			data, _ := os.ReadFile(log)
+			if got := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(data)), "\n", " | ")), " "); got != strings.ReplaceAll(tc.log, "|", " | ") {
+				t.Errorf("hook log %q, want %q", got, tc.log)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "notes")); (err == nil) != tc.ran {
+				t.Errorf("the edit ran: %v, want %v", err == nil, tc.ran)
 			}
 		})
 	}

@@ -139,6 +139,7 @@ type call struct {
 	args     json.RawMessage
 	started  bool
 	refused  bool
+	approved bool // our approval let it through: its end goes to AfterTool
 	finished bool
 }
 
@@ -341,10 +342,8 @@ func (c *client) gate(ctx context.Context, call tool.Call) (bool, string) {
 		return true, ""
 	}
 	c.mu.Unlock()
-	if c.a.Approval == nil {
-		return true, ""
-	}
-	return c.a.Approval.Approve(ctx, call)
+	_, ok, reason := c.a.Approve(ctx, call)
+	return ok, reason
 }
 
 // canonical is JSON with its object keys sorted, so equal arguments
@@ -506,6 +505,9 @@ func (c *client) resultLocked(ctx context.Context, id string, cl *call, text str
 	}
 	c.res.LastToolError = observe(r).LastToolError
 	res := tool.Result{Content: rm.Content, IsError: failed}
+	if cl.approved {
+		c.a.ToolDone(ctx, tool.Call{ID: id, Name: cl.name, Args: cl.args}, res, started)
+	}
 	c.emit(agent.Event{Type: agent.EventToolExecutionEnd, ToolCallID: id, ToolName: cl.name, Args: cl.args, Result: &res})
 }
 
@@ -543,11 +545,11 @@ func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissi
 		args, _ = json.Marshal(p.ToolCall.RawInput)
 	}
 	allow := true
-	if ap := c.a.Approval; ap != nil {
+	if c.a.Approval != nil || c.a.BeforeTool != nil {
 		type verdict struct{ ok bool }
 		ch := make(chan verdict, 1)
 		go func() {
-			ok, _ := ap.Approve(ctx, tool.Call{ID: id, Name: name, Args: args})
+			_, ok, _ := c.a.Approve(ctx, tool.Call{ID: id, Name: name, Args: args})
 			ch <- verdict{ok}
 		}()
 		select {
@@ -562,6 +564,9 @@ func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissi
 		want = []acpsdk.PermissionOptionKind{acpsdk.PermissionOptionKindAllowOnce, acpsdk.PermissionOptionKindAllowAlways}
 		c.mu.Lock()
 		c.approved[canonical(args)]++
+		if cl != nil {
+			cl.approved = true
+		}
 		c.mu.Unlock()
 	} else if cl != nil {
 		c.mu.Lock()

@@ -374,6 +374,9 @@ func (t *turn) terminal(msg *llm.Message) {
 	}
 	t.res.LastToolError = observe(r).LastToolError
 	res := tool.Result{Content: msg.Content, IsError: msg.IsError}
+	if t.allowed[msg.ToolCallID] {
+		t.a.ToolDone(context.Background(), tool.Call{ID: msg.ToolCallID, Name: name, Args: t.args[msg.ToolCallID]}, res, started)
+	}
 	t.emit(agent.Event{Type: agent.EventToolExecutionEnd, ToolCallID: msg.ToolCallID, ToolName: name, Args: t.args[msg.ToolCallID], Result: &res})
 }
 
@@ -397,10 +400,7 @@ func (t *turn) answer(ctx context.Context, ev *event) error {
 		Input      json.RawMessage `json:"input"`
 	}
 	_ = json.Unmarshal([]byte(ev.Payload), &q)
-	allow, reason := true, ""
-	if ap := t.a.Approval; ap != nil {
-		allow, reason = ap.Approve(ctx, tool.Call{ID: q.ToolCallID, Name: q.ToolName, Args: q.Input})
-	}
+	_, allow, reason := t.a.Approve(ctx, tool.Call{ID: q.ToolCallID, Name: q.ToolName, Args: q.Input})
 	value := "allow"
 	if allow {
 		t.allowed[q.ToolCallID] = true
