@@ -153,6 +153,12 @@ func (r *Result) Text() string {
 	return ""
 }
 
+// Forgetter is a harness that can delete an engine's own session: when
+// our session is deleted, the session it was bound to goes too.
+type Forgetter interface {
+	Forget(ctx context.Context, b Binding) error
+}
+
 // Binding is a native session an external engine owns.
 type Binding struct {
 	Harness, NativeID, Version, Cwd string

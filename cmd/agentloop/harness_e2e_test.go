@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -562,5 +563,36 @@ func TestE2EHarnessACPCommandHooks(t *testing.T) {
 				t.Errorf("the edit ran: %v, want %v", err == nil, tc.ran)
 			}
 		})
+	}
+}
+
+// Issue 25: deleting a session through the gateway (agentloop serve,
+// DELETE /v1/sessions/{id}) deletes the transcript, and with it the
+// binding, and the pi session file the session was bound to.
+func TestE2EHarnessDeleteForgetsPiSession(t *testing.T) {
+	base := mockLLM(t, "-rounds", "0", "-text", "3")
+	env := piEnv(t, base)
+	home, ws := t.TempDir(), t.TempDir()
+	code, out, errs := execCLI(t, env, home, "run", "--harness", "pi", "--model", "anthropic/mock-claude", "--cwd", ws, "hello")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	id := sessionOf(t, errs)
+	_, bindings := mirrored(t, home, id)
+	if len(bindings) != 1 {
+		t.Fatalf("bindings %v", bindings)
+	}
+	if _, err := os.Stat(bindings[0]); err != nil {
+		t.Fatalf("pi's session file: %v", err)
+	}
+	sc := startServe(t, ws, home, env, "--model", "anthropic/mock-claude")
+	if code := sc.call(t, "DELETE", "/v1/sessions/"+id, "", nil, nil); code != http.StatusOK {
+		t.Fatalf("delete: %d\n%s", code, sc.stderr)
+	}
+	if _, err := session.NewJSONLStore(filepath.Join(home, "sessions")).Load(context.Background(), id); err == nil {
+		t.Error("our transcript is still there")
+	}
+	if _, err := os.Stat(bindings[0]); err == nil {
+		t.Errorf("pi's session file %s is still there", bindings[0])
 	}
 }
