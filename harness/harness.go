@@ -67,6 +67,11 @@ type Attempt struct {
 	AfterTool  func(ctx context.Context, call tool.Call, res tool.Result)
 	// Emit receives the attempt's events, in order; nil drops them.
 	Emit func(agent.Event)
+	// SetSteer, when set, is how a harness whose engine takes messages
+	// mid-turn offers that while its turn runs: it calls SetSteer with the
+	// delivery (true: the engine took the message) once the turn started
+	// and with nil before RunAttempt returns. Without it Steer says false.
+	SetSteer func(deliver func(msg llm.Message) bool)
 	// Warn tells the user something about the attempt without ending it
 	// (an engine that has gone quiet); nil drops it. It is called on the
 	// goroutine that runs RunAttempt.

@@ -113,6 +113,7 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 			History: history, System: s.p.SystemPrompt, Tools: reg, Model: s.p.Model, ModelID: s.p.Info.ID, Options: s.p.Options, Cwd: cwd,
 			Approval: s.p.Approval, Emit: s.emitAgent, Warn: s.warn, Binding: bound, Continuation: cont, Mirror: record,
 			ObserveToolTerminal: tracker.Observe}
+		a.SetSteer = s.h.bindExternal
 		if seams != nil {
 			a.BeforeTool = seams.BeforeToolCall
 			a.AfterTool = func(ctx context.Context, call tool.Call, res tool.Result) {

@@ -364,7 +364,8 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	if s.external() {
 		// The engine owns its loop, its context and its compaction; the
 		// core keeps the transcript, the tools, the approvals and the
-		// retry decision. Steering does not reach it: Steer says false.
+		// retry decision. Steering reaches it only where the engine
+		// takes messages mid-turn (harness.Attempt.SetSteer).
 		s.h.bind(nil, nil)
 		deactivate, stopTimer := s.activate(key), s.startTimer(cancel)
 		var seams *agent.Hooks

@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/harness/pi"
+	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/runner"
 	"net/http"
 	"os"
 	"os/exec"
@@ -594,5 +598,75 @@ func TestE2EHarnessDeleteForgetsPiSession(t *testing.T) {
 	}
 	if _, err := os.Stat(bindings[0]); err == nil {
 		t.Errorf("pi's session file %s is still there", bindings[0])
+	}
+}
+
+// Issue 25: a steer reaches pi at its native boundary (rpc `steer`: after
+// the running tool, before the next model call): the model's next request
+// carries it and the transcript mirrors it once, after the tool's result.
+// Driven through the runner with the real pi, as a program that embeds
+// agentloop steers a run (Run.Steer).
+func TestE2EHarnessPiSteer(t *testing.T) {
+	capture := filepath.Join(t.TempDir(), "requests.jsonl")
+	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "sleep 2; echo slept", "-capture", capture)
+	env := piEnv(t, base)
+	cmd, model := "", ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, envPiCommand+"="); ok {
+			cmd = v
+		}
+		if v, ok := strings.CutPrefix(kv, envPiModel+"="); ok {
+			model = v
+		}
+	}
+	store := session.NewJSONLStore(t.TempDir())
+	rn, err := runner.New(runner.Config{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, 1)
+	h := pi.New(&pi.Config{Command: cmd, Model: model, Env: append(os.Environ(), env...)})
+	m := faux.New(faux.Say("unused"))
+	run, err := rn.Start(t.Context(), runner.Request{Prompt: "take a nap", Model: m, Info: m.ModelInfo(), Harness: h,
+		Session: runner.SessionSpec{Cwd: t.TempDir()}, OnEvent: func(ev runner.Event) {
+			if ev.Type == agent.EventToolExecutionStart {
+				select {
+				case started <- struct{}{}:
+				default:
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("pi's tool never started")
+	}
+	if !run.Steer("also check the README") {
+		t.Error("Steer refused a message pi takes mid-turn")
+	}
+	res, err := run.Wait()
+	if err != nil || !res.OK() {
+		t.Fatalf("%v %+v", err, res)
+	}
+	reqs, _ := os.ReadFile(capture)
+	lines := strings.Split(strings.TrimSpace(string(reqs)), "\n")
+	if len(lines) < 2 || !strings.Contains(lines[len(lines)-1], "also check the README") || strings.Contains(lines[0], "also check the README") {
+		t.Errorf("the steer is not in the model request after the tool (%d requests)", len(lines))
+	}
+	tr, err := store.Load(context.Background(), res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, msg := range tr.Context("").Messages {
+		got = append(got, string(msg.Role)+":"+msg.Text())
+	}
+	joined := strings.Join(got, " | ")
+	if strings.Count(joined, "also check the README") != 1 || !strings.Contains(joined, "slept") ||
+		strings.Index(joined, "also check the README") < strings.Index(joined, "slept") {
+		t.Errorf("transcript %s: want the steer once, after the tool's result", joined)
 	}
 }

@@ -230,6 +230,8 @@ type turn struct {
 	res     *harness.Result
 	native  string
 	refused map[string]bool
+	// prompted: the turn's prompt came back; later user messages are steers.
+	prompted bool
 	// allowed are the calls the approval gate let through: the only ones
 	// runTool carries out.
 	allowed map[string]bool
@@ -255,6 +257,14 @@ func (t *turn) run(ctx context.Context) error {
 	}
 	if err := t.conn.Send(map[string]any{"id": "prompt", "type": "prompt", "message": prompt}); err != nil {
 		return &harness.Error{Harness: ID, Reason: "disconnected", Err: err}
+	}
+	if set := t.a.SetSteer; set != nil {
+		// pi's rpc steer: delivered after the current tool batch, before
+		// its next model call; it comes back as a user message.
+		set(func(m llm.Message) bool {
+			return t.conn.Send(map[string]any{"type": "steer", "message": m.Text()}) == nil
+		})
+		defer set(nil)
 	}
 	var abort <-chan time.Time
 	done := ctx.Done()
@@ -307,9 +317,14 @@ func (t *turn) handle(ctx context.Context, ev *event) (bool, error) {
 		item := string(msg.Role) + "-" + strconv.FormatInt(msg.Timestamp, 10)
 		user := msg.Role == llm.RoleUser
 		switch {
+		case user && t.prompted:
+			user = false // a steer: mirrored, not the turn's prompt
+			item = "steer-" + strconv.FormatInt(msg.Timestamp, 10)
 		case user && t.a.Continuation != nil:
+			t.prompted = true
 			return false, nil // the continuation's nudge is not the user's turn
 		case user:
+			t.prompted = true
 			item = "user"
 		case msg.Role == llm.RoleToolResult:
 			item = "result-" + msg.ToolCallID
