@@ -5,21 +5,30 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/agentloop/agentloop/harness"
 )
 
-// sessionIDPattern is Claude Code's session id: a UUID. Anything else in a
-// binding is not a name to build a path from.
-var sessionIDPattern = regexp.MustCompile(`^[0-9a-fA-F-]{36}$`)
+// isSessionID says whether id is a Claude Code session id (a UUID): only
+// such an id is a name to build a path from.
+func isSessionID(id string) bool {
+	if len(id) != 36 {
+		return false
+	}
+	for _, c := range id {
+		if !(c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
 
 // Forget deletes the session a binding names from Claude Code's store
 // (<config dir>/projects/<project>/<id>.jsonl; the config dir is
 // CLAUDE_CONFIG_DIR, else ~/.claude, read from the engine's environment).
 func (h *Harness) Forget(_ context.Context, b harness.Binding) error {
-	if !sessionIDPattern.MatchString(b.NativeID) {
+	if !isSessionID(b.NativeID) {
 		return fmt.Errorf("claude-code binding %q is not a session id", b.NativeID)
 	}
 	dir := h.getenv("CLAUDE_CONFIG_DIR")
