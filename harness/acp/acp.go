@@ -105,7 +105,7 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		return nil, &harness.PreflightError{Harness: h.ID(), Err: err}
 	}
 	c := &client{h: h, a: a, m: harness.NewMirror(a), tracker: &harness.Tracker{}, res: &harness.Result{},
-		calls: map[string]*call{}, approved: map[string]int{}, cancelled: make(chan struct{})}
+		calls: map[string]*call{}, approved: map[string]int{}, allowedIDs: map[string]bool{}, cancelled: make(chan struct{})}
 	conn := acpsdk.NewClientSideConnection(c, p.Stdin, p.Stdout)
 	err = c.run(ctx, conn, dir)
 	if err != nil && c.sessionID == "" {
@@ -139,7 +139,6 @@ type call struct {
 	args     json.RawMessage
 	started  bool
 	refused  bool
-	approved bool // our approval let it through: its end goes to AfterTool
 	finished bool
 }
 
@@ -166,6 +165,9 @@ type client struct {
 	// approved counts, by canonical arguments, the permission requests we
 	// allowed that no MCP call of our tools has used yet.
 	approved map[string]int
+	// allowedIDs are the calls our approval let through: their ends go to
+	// AfterTool.
+	allowedIDs map[string]bool
 }
 
 // alive records a sign of life from the agent.
@@ -505,8 +507,10 @@ func (c *client) resultLocked(ctx context.Context, id string, cl *call, text str
 	}
 	c.res.LastToolError = observe(r).LastToolError
 	res := tool.Result{Content: rm.Content, IsError: failed}
-	if cl.approved {
-		c.a.ToolDone(ctx, tool.Call{ID: id, Name: cl.name, Args: cl.args}, res, started)
+	if c.allowedIDs[id] {
+		// Not the notification's context: the SDK may end it before a
+		// PostToolUse hook script is done.
+		c.a.ToolDone(context.WithoutCancel(ctx), tool.Call{ID: id, Name: cl.name, Args: cl.args}, res, started)
 	}
 	c.emit(agent.Event{Type: agent.EventToolExecutionEnd, ToolCallID: id, ToolName: cl.name, Args: cl.args, Result: &res})
 }
@@ -564,9 +568,9 @@ func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissi
 		want = []acpsdk.PermissionOptionKind{acpsdk.PermissionOptionKindAllowOnce, acpsdk.PermissionOptionKindAllowAlways}
 		c.mu.Lock()
 		c.approved[canonical(args)]++
-		if cl != nil {
-			cl.approved = true
-		}
+		// By id: the call's own announcement may not be handled yet (the
+		// SDK runs requests beside the notification queue).
+		c.allowedIDs[id] = true
 		c.mu.Unlock()
 	} else if cl != nil {
 		c.mu.Lock()
