@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/faux"
 	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/session"
 )
 
 // held is a reply kept open until release is closed.
@@ -358,5 +360,28 @@ func TestIdempotencyKeyWithAnotherBody(t *testing.T) {
 	}
 	if tsv.model.Calls() != 1 {
 		t.Fatalf("%d model calls", tsv.model.Calls())
+	}
+}
+
+// DELETE hands OnDelete the session's transcript as it was before it was
+// deleted (what a harness binding in it names can then be deleted too).
+func TestDeleteSessionOnDelete(t *testing.T) {
+	var got []*session.Transcript
+	tsv := newTestServer(t, []faux.Step{faux.Say("first")}, func(c *Config, _ *testServer) {
+		c.OnDelete = func(_ context.Context, tr *session.Transcript) error {
+			got = append(got, tr)
+			return errors.New("the engine is not reachable") // logged; the delete stands
+		}
+	})
+	sess := tsv.newSession()
+	tsv.runToIdle(sess.ID, "one", "a")
+	if code := tsv.do("DELETE", "/v1/sessions/"+sess.ID, nil, nil); code != http.StatusOK {
+		t.Fatalf("delete: %d", code)
+	}
+	if len(got) != 1 || got[0].Header.ID != sess.ID || len(got[0].Entries) == 0 {
+		t.Fatalf("OnDelete got %d transcripts %+v", len(got), got)
+	}
+	if _, err := tsv.store.Load(context.Background(), sess.ID); err == nil {
+		t.Fatal("the transcript is still there")
 	}
 }

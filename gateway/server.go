@@ -77,6 +77,11 @@ type Config struct {
 	// Cwd is the working directory of a session created without one; ""
 	// makes cwd required.
 	Cwd string
+	// OnDelete, when set, is given the transcript of a session that
+	// DeleteSession has just deleted, as it was read before (an external
+	// engine's own session it was bound to can then be deleted too). Its
+	// error is logged, not returned: our session is gone either way.
+	OnDelete func(ctx context.Context, t *session.Transcript) error
 	// CheckModel, when set, vets a model name of the model command or of a
 	// session's creation.
 	CheckModel func(ctx context.Context, model string) error

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -315,8 +316,17 @@ func (s *Server) DeleteSession(ctx context.Context, id string) *Error {
 		if !ok {
 			return errorf(CodeInvalidRequest, "this server's session store cannot delete sessions")
 		}
+		var before *session.Transcript
+		if s.cfg.OnDelete != nil {
+			before, _ = s.cfg.Store.Load(ctx, id)
+		}
 		if err := d.Delete(ctx, id); err != nil && !errors.Is(err, session.ErrNotFound) {
 			return errorf(CodeInternal, "delete session %s: %v", id, err)
+		}
+		if before != nil {
+			if err := s.cfg.OnDelete(ctx, before); err != nil {
+				slog.Warn("session deleted, but not its external engine's own session", "session", id, "err", err)
+			}
 		}
 	}
 	s.mu.Lock()

@@ -56,10 +56,26 @@ type Attempt struct {
 	Options llm.Options
 	Cwd     string
 	// Approval is the core's policy and asker: the harness asks it for
-	// native actions too (the engine's permission requests).
+	// native actions too (the engine's permission requests), through
+	// Attempt.Approve.
 	Approval *tool.Approval
+	// BeforeTool, when set, is the core's before-tool seam (PreToolUse
+	// command hooks, then Approval, as for a built-in call): Approve puts
+	// an engine's call to it instead of to Approval alone. AfterTool
+	// receives the end of each call BeforeTool let through (PostToolUse).
+	BeforeTool func(ctx context.Context, call tool.Call) (tool.Call, *tool.Result)
+	AfterTool  func(ctx context.Context, call tool.Call, res tool.Result)
 	// Emit receives the attempt's events, in order; nil drops them.
 	Emit func(agent.Event)
+	// SetSteer, when set, is how a harness whose engine takes messages
+	// mid-turn offers that while its turn runs: it calls SetSteer with the
+	// delivery (true: the engine took the message) once the turn started
+	// and with nil before RunAttempt returns. Without it Steer says false.
+	SetSteer func(deliver func(msg llm.Message) bool)
+	// Warn tells the user something about the attempt without ending it
+	// (an engine that has gone quiet); nil drops it. It is called on the
+	// goroutine that runs RunAttempt.
+	Warn func(msg string)
 	// Binding is the native session from the transcript; nil starts one.
 	Binding *Binding
 	// Continuation, on a retry, is what the failed attempt completed.
@@ -70,6 +86,33 @@ type Attempt struct {
 	// ObserveToolTerminal receives the end of every tool call (nil: the
 	// attempt keeps its own Tracker).
 	ObserveToolTerminal func(ToolTerminal) ToolResolution
+}
+
+// Approve puts an engine's tool call to the core before it runs: the
+// before-tool seam when there is one, else the approval (nil allows). It
+// returns the call as a hook may have rewritten it; an engine that cannot
+// take rewritten arguments runs its own.
+func (a *Attempt) Approve(ctx context.Context, call tool.Call) (out tool.Call, allow bool, reason string) {
+	if a.BeforeTool != nil {
+		c, res := a.BeforeTool(ctx, call)
+		if res != nil {
+			return call, false, res.Text()
+		}
+		return c, true, ""
+	}
+	if a.Approval == nil {
+		return call, true, ""
+	}
+	allow, reason = a.Approval.Approve(ctx, call)
+	return call, allow, reason
+}
+
+// ToolDone reports the end of a call Approve let through to the core's
+// after-tool seam; ran says whether the tool executed.
+func (a *Attempt) ToolDone(ctx context.Context, call tool.Call, res tool.Result, ran bool) {
+	if a.AfterTool != nil {
+		a.AfterTool(tool.WithExecuted(ctx, ran), call, res)
+	}
 }
 
 // Item is one mirrored message and its stable id.
@@ -113,6 +156,12 @@ func (r *Result) Text() string {
 		}
 	}
 	return ""
+}
+
+// Forgetter is a harness that can delete an engine's own session: when
+// our session is deleted, the session it was bound to goes too.
+type Forgetter interface {
+	Forget(ctx context.Context, b Binding) error
 }
 
 // Binding is a native session an external engine owns.

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -76,3 +77,30 @@ func (m *Mirror) Add(ctx context.Context, it Item, user bool) error {
 
 // Items returns the items mirrored so far, in order.
 func (m *Mirror) Items() []Item { return append([]Item(nil), m.items...) }
+
+// ForgetBindings tells the engines of every native session t was ever
+// bound to (each binding entry, transfers included) to delete it, where
+// the engine can (Forgetter); lookup returns the harness of an id. It is
+// for a deleted session: nothing of t is changed.
+func ForgetBindings(ctx context.Context, t *session.Transcript, lookup func(id string) (Harness, error)) error {
+	var errs []error
+	seen := map[Binding]bool{}
+	for _, e := range t.Entries {
+		b := Binding{Harness: e.Harness, NativeID: e.NativeID}
+		if e.Type != session.EntryHarnessBinding || e.NativeID == "" || seen[b] {
+			continue
+		}
+		seen[b] = true
+		h, err := lookup(e.Harness)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if f, ok := h.(Forgetter); ok {
+			if err := f.Forget(ctx, Binding{Harness: e.Harness, NativeID: e.NativeID, Version: e.Version, Cwd: e.Cwd}); err != nil {
+				errs = append(errs, fmt.Errorf("%s session %s: %w", e.Harness, e.NativeID, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

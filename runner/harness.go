@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/session"
@@ -63,7 +64,7 @@ func (s *run) binding(ctx context.Context) (*harness.Binding, error) {
 // It returns the preflight error of a first attempt that never started
 // (nothing was sent or mirrored) on a session without a binding: the one
 // failure after which the turn may still run on the built-in loop.
-func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Message, history []llm.Message) (Result, *harness.PreflightError) {
+func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Message, history []llm.Message, seams *agent.Hooks) (Result, *harness.PreflightError) {
 	h := s.p.Harness
 	bound, err := s.binding(ctx)
 	if err != nil {
@@ -110,8 +111,22 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 		s.notice(EventAttemptStart, Notice{Attempt: s.iterations, Max: attempts + 1})
 		a := &harness.Attempt{SessionID: s.h.sessionID, RunID: s.h.id, Attempt: s.iterations, Prompt: prompt,
 			History: history, System: s.p.SystemPrompt, Tools: reg, Model: s.p.Model, ModelID: s.p.Info.ID, Options: s.p.Options, Cwd: cwd,
-			Approval: s.p.Approval, Emit: s.emitAgent, Binding: bound, Continuation: cont, Mirror: record,
+			Approval: s.p.Approval, Emit: s.emitAgent, Warn: s.warn, Binding: bound, Continuation: cont, Mirror: record,
 			ObserveToolTerminal: tracker.Observe}
+		a.SetSteer = s.h.bindExternal
+		if seams != nil {
+			a.BeforeTool = seams.BeforeToolCall
+			a.AfterTool = func(ctx context.Context, call tool.Call, res tool.Result) {
+				if f := seams.AfterToolCall; f != nil {
+					f(ctx, call, res)
+				}
+				// PostToolUse command hooks fire here. What they would add
+				// to the result cannot reach the engine, which has it already.
+				if f := seams.ToolResultPersist; f != nil {
+					_ = f(ctx, call, res)
+				}
+			}
+		}
 		res, _, err := harness.Run(ctx, []harness.Harness{h}, a)
 		if err == nil && res.Err != nil && errors.Is(res.Err, harness.ErrBindingLost) {
 			err = res.Err

@@ -369,10 +369,19 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 	if s.external() {
 		// The engine owns its loop, its context and its compaction; the
 		// core keeps the transcript, the tools, the approvals and the
-		// retry decision. Steering does not reach it: Steer says false.
+		// retry decision. Steering reaches it only where the engine
+		// takes messages mid-turn (harness.Attempt.SetSteer).
 		s.h.bind(nil, nil)
 		deactivate, stopTimer := s.activate(key), s.startTimer(cancel)
-		res, pre := s.runHarness(runCtx, reg, prompt, history)
+		var seams *agent.Hooks
+		if bus != nil {
+			// The engine's calls that pass through our approval meet the
+			// same PreToolUse/PostToolUse hooks as a built-in call.
+			h := bus.Seams(hook.SeamsOptions{Approval: p.Approval, Registry: reg, SessionID: sessionID,
+				Halt: func(reason string) { cancel(&HaltError{Reason: reason}) }})
+			seams = &h
+		}
+		res, pre := s.runHarness(runCtx, reg, prompt, history, seams)
 		deactivate()
 		stopTimer()
 		if pre == nil || !p.HarnessFallback {

@@ -34,6 +34,9 @@ type Run struct {
 	compacting *atomic.Bool
 	pending    []queuedMessage
 	closing    bool
+	// external delivers a steer to an external engine's running turn
+	// (harness.Attempt.SetSteer); nil when none takes one.
+	external func(llm.Message) bool
 
 	// The events for Events, when the run was started by Start.
 	queued bool
@@ -160,7 +163,9 @@ func (h *Run) Abort() { h.cancel(ErrAborted) }
 // batch. It reports false when the message will not be delivered: the run
 // is compacting, or its agent loop has stopped taking messages (from
 // agent_end on, including between a failed attempt and its retry, and at
-// run_end).
+// run_end). On an external harness it is delivered to the engine whose
+// turn is running where the engine takes messages mid-turn (pi), and
+// false otherwise.
 func (h *Run) Steer(text string) bool { return h.inject(llm.UserText(text), false) }
 
 // FollowUp queues text as a user message for when the agent would stop. It
@@ -175,8 +180,11 @@ func (h *Run) inject(m llm.Message, follow bool) bool {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closing {
+	if h.closing && h.external == nil {
 		return false
+	}
+	if h.external != nil {
+		return !follow && h.external(m) // an engine's turn has no "when it would stop"
 	}
 	if h.agent == nil {
 		h.pending = append(h.pending, queuedMessage{m, follow})
@@ -225,6 +233,14 @@ func (h *Run) bind(a *agent.Agent, compacting *atomic.Bool) {
 		}
 	}
 	h.pending = nil
+}
+
+// bindExternal makes deliver where steering goes while an external
+// engine's turn runs (nil: nowhere, from then on).
+func (h *Run) bindExternal(deliver func(llm.Message) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.external = deliver
 }
 
 // Events yields the run's events in order, from its first (run_start) to

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +22,9 @@ const (
 	// envPiModel names pi's model as pi's own models.json does (default:
 	// the --model id).
 	envPiModel = "AGENTLOOP_PI_MODEL"
+	// envACPIdleWarn is how long an ACP agent may stay silent mid-turn
+	// before a warning (a Go duration; default 5m).
+	envACPIdleWarn = "AGENTLOOP_ACP_IDLE_WARN"
 )
 
 // harnessFor returns the harness --harness names: "" and "builtin" are the
@@ -38,6 +42,11 @@ func harnessFor(env *cliEnv, name string) (harness.Harness, error) {
 		cfg, err := acp.Parse(name)
 		if err != nil {
 			return nil, fmt.Errorf("--harness %w", err)
+		}
+		if v := env.getenv(envACPIdleWarn); v != "" {
+			if cfg.IdleWarn, err = time.ParseDuration(v); err != nil || cfg.IdleWarn <= 0 {
+				return nil, fmt.Errorf("%s=%q: want a positive duration such as 30s", envACPIdleWarn, v)
+			}
 		}
 		return acp.New(cfg), nil
 	}

@@ -4,6 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/harness/pi"
+	"github.com/agentloop/agentloop/llm/faux"
+	"github.com/agentloop/agentloop/runner"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/internal/fakeacp"
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/session"
 )
 
@@ -394,20 +401,272 @@ func TestE2EHarnessClaudeCodeUsesOurTools(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}
+	if m := resultOf(t, home, sessionOf(t, errs), "mcp__agentloop__read"); m != nil && (m.IsError || !strings.Contains(m.Text(), "plum")) {
+		t.Errorf("our read tool's result %q (error %v)", m.Text(), m.IsError)
+	}
+}
+
+// resultOf returns the session's last result of the tool (an error when
+// there is none).
+func resultOf(t *testing.T, home, id, name string) *llm.Message {
+	t.Helper()
+	tr, err := session.NewJSONLStore(filepath.Join(home, "sessions")).Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *llm.Message
+	for _, m := range tr.Context("").Messages {
+		if m.Role == llm.RoleToolResult && m.ToolName == name {
+			found = &m
+		}
+	}
+	if found == nil {
+		t.Errorf("no result of %s in the transcript", name)
+	}
+	return found
+}
+
+// Issue 25: an ACP agent that stalls mid-turn is a visible warning on the
+// CLI (AGENTLOOP_ACP_IDLE_WARN shortens the 5-minute default), not a
+// silent hang, and the turn still ends with the agent's answer.
+func TestE2EHarnessACPIdleWarn(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	script, _ := json.Marshal(fakeacp.Config{Dir: t.TempDir(), Turns: [][]fakeacp.Step{
+		{{Text: "thinking "}, {PauseMS: 1500}, {Text: "answer"}}}})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{envFakeACP + "=" + string(script), "ANTHROPIC_API_KEY=sk-unused", "AGENTLOOP_ACP_IDLE_WARN=400ms"}
+	code, out, errs := execCLI(t, env, home, "run", "--harness", "acp:"+self, "--model", "anthropic/mock-claude", "--cwd", ws, "hi")
+	if code != 0 || !strings.Contains(out, "thinking answer") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if strings.Count(errs, "no update and no answer from the agent") != 1 {
+		t.Errorf("want one idle warning on stderr:\n%s", errs)
+	}
+	code, _, errs = execCLI(t, []string{"AGENTLOOP_ACP_IDLE_WARN=soon", "ANTHROPIC_API_KEY=sk-unused"}, home, "run", "--harness", "acp:"+self, "--model", "anthropic/mock-claude", "hi")
+	if code == 0 || !strings.Contains(errs, "AGENTLOOP_ACP_IDLE_WARN") {
+		t.Errorf("a bad duration: exit %d\n%s", code, errs)
+	}
+}
+
+// Issue 25: an ACP agent that accepts HTTP MCP servers gets the run's own
+// tools in session/new; its call of our read tool runs in our registry, in
+// the workspace, under our approval (--approve never lets a read through,
+// not a write).
+func TestE2EHarnessACPUsesOurTools(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("the secret word is plum\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read := fakeacp.Step{Tool: &fakeacp.Tool{ID: "r1", Title: "read hello", Kind: "read", MCP: "read", Input: map[string]any{"path": "hello.txt"}}}
+	write := fakeacp.Step{Tool: &fakeacp.Tool{ID: "w1", Title: "write out", Kind: "edit", MCP: "write", Input: map[string]any{"path": "out.txt", "content": "x"}}}
+	script, _ := json.Marshal(fakeacp.Config{Dir: t.TempDir(), Turns: [][]fakeacp.Step{{read, write, {Text: "done"}}}})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{envFakeACP + "=" + string(script), "ANTHROPIC_API_KEY=sk-unused"}
+	code, out, errs := execCLI(t, env, home, "run", "--harness", "acp:"+self, "--model", "anthropic/mock-claude", "--cwd", ws, "--approve", "never", "read hello.txt")
+	if code != 0 || !strings.Contains(out, "done") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "out.txt")); err == nil {
+		t.Error("our write tool ran under --approve never")
+	}
+	msgs, _ := mirrored(t, home, sessionOf(t, errs))
+	got := strings.Join(msgs, " | ")
+	if !strings.Contains(got, "call:read hello | result:read hello | call:write out | result:write out:error") {
+		t.Errorf("transcript %s", got)
+	}
 	tr, err := session.NewJSONLStore(filepath.Join(home, "sessions")).Load(context.Background(), sessionOf(t, errs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
 	for _, m := range tr.Context("").Messages {
-		if m.Role == "toolResult" && m.ToolName == "mcp__agentloop__read" {
-			found = true
-			if m.IsError || !strings.Contains(m.Text(), "plum") {
-				t.Errorf("our read tool's result %q (error %v)", m.Text(), m.IsError)
-			}
+		if m.Role == "toolResult" && m.ToolCallID == "r1" && !strings.Contains(m.Text(), "plum") {
+			t.Errorf("our read tool's result %q", m.Text())
+		}
+		if m.Role == "toolResult" && m.ToolCallID == "w1" && !strings.Contains(m.Text(), `approval mode "never"`) {
+			t.Errorf("the refused write's result %q does not say our approval refused it", m.Text())
 		}
 	}
-	if !found {
-		t.Errorf("no result of mcp__agentloop__read in the transcript")
+}
+
+// Issue 25: the run's tools that pi has no tool of its own for (here an
+// MCP server's tool) reach pi through an extension of ours; pi's call runs
+// in our registry, after our approval: allowed it returns the server's
+// answer, refused (--approve never: greet is not read-only) it never
+// reaches the server.
+func TestE2EHarnessPiUsesOurTools(t *testing.T) {
+	for _, tc := range []struct {
+		approve, want string
+		isError       bool
+	}{{"auto", "Hello, Ada", false}, {"never", `approval mode "never"`, true}} {
+		t.Run(tc.approve, func(t *testing.T) {
+			base := mockLLM(t, "-rounds", "1", "-text", "3", "-tool", "mcp__greeter__greet", "-args", `{"name":"Ada"}`)
+			home, ws := t.TempDir(), t.TempDir()
+			cfg := filepath.Join(t.TempDir(), "mcp.json")
+			if err := os.WriteFile(cfg, []byte(greeterServers(t)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := execCLI(t, piEnv(t, base), home, "run", "--harness", "pi", "--model", "anthropic/mock-claude",
+				"--cwd", ws, "--mcp-config", cfg, "--approve", tc.approve, "greet Ada")
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+			}
+			if m := resultOf(t, home, sessionOf(t, errs), "mcp__greeter__greet"); m != nil && (m.IsError != tc.isError || !strings.Contains(m.Text(), tc.want)) {
+				t.Errorf("the call's result %q (error %v), want %q (error %v)", m.Text(), m.IsError, tc.want, tc.isError)
+			}
+		})
+	}
+}
+
+// Issue 25: an engine's tool call that passes through our approval meets
+// the same PreToolUse/PostToolUse command hooks as a built-in call (real
+// hook scripts, the same fields); a PreToolUse hook that blocks refuses
+// the engine's call, and then no PostToolUse fires.
+func TestE2EHarnessACPCommandHooks(t *testing.T) {
+	for _, tc := range []struct {
+		name, guard, log string
+		ran              bool
+	}{
+		{"allowed", "exit 0", "pre edit notes e1 notes|post edit notes e1", true},
+		{"blocked", `echo "notes are read-only" >&2; exit 2`, "pre edit notes e1 notes", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home, ws := t.TempDir(), t.TempDir()
+			log := filepath.Join(t.TempDir(), "hooks.log")
+			pre := `in=$(cat); printf '%s\n' "$(printf '%s' "$in" | jq -r '["pre", .tool_name, .tool_use_id, .tool_input.path] | join(" ")')" >> ` + log + "; " + tc.guard
+			post := `printf '%s\n' "$(jq -r '["post", .tool_name, .tool_use_id] | join(" ")')" >> ` + log
+			entry := func(cmd string) []any {
+				return []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": cmd}}}}
+			}
+			settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": entry(pre), "PostToolUse": entry(post)}})
+			writeFile(t, filepath.Join(ws, ".agentloop", "settings.json"), string(settings))
+			if _, err := hook.Trust(home, ws); err != nil {
+				t.Fatal(err)
+			}
+			edit := fakeacp.Step{Tool: &fakeacp.Tool{ID: "e1", Title: "edit notes", Kind: "edit", Input: map[string]any{"path": "notes"}, Permission: true, Touch: "notes"}}
+			script, _ := json.Marshal(fakeacp.Config{Dir: t.TempDir(), Turns: [][]fakeacp.Step{{edit, {Text: "done"}}}})
+			self, err := os.Executable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := []string{envFakeACP + "=" + string(script), "ANTHROPIC_API_KEY=sk-unused"}
+			code, out, errs := execCLI(t, env, home, "run", "--harness", "acp:"+self, "--model", "anthropic/mock-claude", "--cwd", ws, "edit notes")
+			if code != 0 || !strings.Contains(out, "done") {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+			}
+			data, _ := os.ReadFile(log)
+			if got := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(data)), "\n", " | ")), " "); got != strings.ReplaceAll(tc.log, "|", " | ") {
+				t.Errorf("hook log %q, want %q", got, tc.log)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "notes")); (err == nil) != tc.ran {
+				t.Errorf("the edit ran: %v, want %v", err == nil, tc.ran)
+			}
+		})
+	}
+}
+
+// Issue 25: deleting a session through the gateway (agentloop serve,
+// DELETE /v1/sessions/{id}) deletes the transcript, and with it the
+// binding, and the pi session file the session was bound to.
+func TestE2EHarnessDeleteForgetsPiSession(t *testing.T) {
+	base := mockLLM(t, "-rounds", "0", "-text", "3")
+	env := piEnv(t, base)
+	home, ws := t.TempDir(), t.TempDir()
+	code, out, errs := execCLI(t, env, home, "run", "--harness", "pi", "--model", "anthropic/mock-claude", "--cwd", ws, "hello")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	id := sessionOf(t, errs)
+	_, bindings := mirrored(t, home, id)
+	if len(bindings) != 1 {
+		t.Fatalf("bindings %v", bindings)
+	}
+	if _, err := os.Stat(bindings[0]); err != nil {
+		t.Fatalf("pi's session file: %v", err)
+	}
+	sc := startServe(t, ws, home, env, "--model", "anthropic/mock-claude")
+	if code := sc.call(t, "DELETE", "/v1/sessions/"+id, "", nil, nil); code != http.StatusOK {
+		t.Fatalf("delete: %d\n%s", code, sc.stderr)
+	}
+	if _, err := session.NewJSONLStore(filepath.Join(home, "sessions")).Load(context.Background(), id); err == nil {
+		t.Error("our transcript is still there")
+	}
+	if _, err := os.Stat(bindings[0]); err == nil {
+		t.Errorf("pi's session file %s is still there", bindings[0])
+	}
+}
+
+// Issue 25: a steer reaches pi at its native boundary (rpc `steer`: after
+// the running tool, before the next model call): the model's next request
+// carries it and the transcript mirrors it once, after the tool's result.
+// Driven through the runner with the real pi, as a program that embeds
+// agentloop steers a run (Run.Steer).
+func TestE2EHarnessPiSteer(t *testing.T) {
+	capture := filepath.Join(t.TempDir(), "requests.jsonl")
+	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "sleep 2; echo slept", "-capture", capture)
+	env := piEnv(t, base)
+	cmd, model := "", ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, envPiCommand+"="); ok {
+			cmd = v
+		}
+		if v, ok := strings.CutPrefix(kv, envPiModel+"="); ok {
+			model = v
+		}
+	}
+	store := session.NewJSONLStore(t.TempDir())
+	rn, err := runner.New(runner.Config{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, 1)
+	h := pi.New(&pi.Config{Command: cmd, Model: model, Env: append(os.Environ(), env...)})
+	m := faux.New(faux.Say("unused"))
+	run, err := rn.Start(t.Context(), runner.Request{Prompt: "take a nap", Model: m, Info: m.ModelInfo(), Harness: h,
+		Session: runner.SessionSpec{Cwd: t.TempDir()}, OnEvent: func(ev runner.Event) {
+			if ev.Type == agent.EventToolExecutionStart {
+				select {
+				case started <- struct{}{}:
+				default:
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("pi's tool never started")
+	}
+	if !run.Steer("also check the README") {
+		t.Error("Steer refused a message pi takes mid-turn")
+	}
+	res, err := run.Wait()
+	if err != nil || !res.OK() {
+		t.Fatalf("%v %+v", err, res)
+	}
+	reqs, _ := os.ReadFile(capture)
+	lines := strings.Split(strings.TrimSpace(string(reqs)), "\n")
+	if len(lines) < 2 || !strings.Contains(lines[len(lines)-1], "also check the README") || strings.Contains(lines[0], "also check the README") {
+		t.Errorf("the steer is not in the model request after the tool (%d requests)", len(lines))
+	}
+	tr, err := store.Load(context.Background(), res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, msg := range tr.Context("").Messages {
+		got = append(got, string(msg.Role)+":"+msg.Text())
+	}
+	joined := strings.Join(got, " | ")
+	if strings.Count(joined, "also check the README") != 1 || !strings.Contains(joined, "slept") ||
+		strings.Index(joined, "also check the README") < strings.Index(joined, "slept") {
+		t.Errorf("transcript %s: want the steer once, after the tool's result", joined)
 	}
 }

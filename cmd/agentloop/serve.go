@@ -17,10 +17,12 @@ import (
 	"github.com/agentloop/agentloop/auth"
 	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/gateway"
+	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/loopguard"
 	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/session"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -237,6 +239,17 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 			g.model = model
 			_, err := resolveModel(ctx, env, &g, home, thinking, idle)
 			return err
+		},
+		// A deleted session takes the engines' own sessions it was bound to
+		// with it, where the engine has a delete (pi, Claude Code).
+		OnDelete: func(ctx context.Context, t *session.Transcript) error {
+			return harness.ForgetBindings(ctx, t, func(id string) (harness.Harness, error) {
+				h, err := harnessFor(env, id)
+				if err == nil && h == nil {
+					err = fmt.Errorf("harness %q has no native sessions", id)
+				}
+				return h, err
+			})
 		},
 		Tokens: tokens, AllowOrigins: f.allowOrigins,
 		StateDir: filepath.Join(home, "gateway"),

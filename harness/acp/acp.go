@@ -27,12 +27,17 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/harness/internal/jsonl"
+	"github.com/agentloop/agentloop/harness/internal/toolserver"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
 
 // AbortWait bounds the wait for a cancelled prompt's answer.
 const AbortWait = 10 * time.Second
+
+// DefaultIdleWarn is how long a prompt may go without an update or an
+// answer from the agent before the user is warned (Config.IdleWarn).
+const DefaultIdleWarn = 5 * time.Minute
 
 // Config says how to start the agent.
 type Config struct {
@@ -42,6 +47,12 @@ type Config struct {
 	Command string
 	Args    []string
 	Env     []string
+	// IdleWarn: a prompt turn that gets no session update, no permission
+	// request and no answer for this long sends a warning (once per quiet
+	// stretch), never a silent hang; the turn goes on. 0 is
+	// DefaultIdleWarn. A permission question waiting on our side is not
+	// the agent's silence.
+	IdleWarn time.Duration
 }
 
 // Harness runs attempts on one ACP agent.
@@ -94,7 +105,7 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		return nil, &harness.PreflightError{Harness: h.ID(), Err: err}
 	}
 	c := &client{h: h, a: a, m: harness.NewMirror(a), tracker: &harness.Tracker{}, res: &harness.Result{},
-		calls: map[string]*call{}, cancelled: make(chan struct{})}
+		calls: map[string]*call{}, approved: map[string]int{}, allowedIDs: map[string]bool{}, cancelled: make(chan struct{})}
 	conn := acpsdk.NewClientSideConnection(c, p.Stdin, p.Stdout)
 	err = c.run(ctx, conn, dir)
 	if err != nil && c.sessionID == "" {
@@ -147,6 +158,34 @@ type client struct {
 	err       error
 	cancelled chan struct{}
 	cancelMu  sync.Once
+	// last is when the agent last showed life; asking counts the
+	// permission questions waiting on us (the watchdog waits too).
+	last   time.Time
+	asking int
+	// approved counts, by canonical arguments, the permission requests we
+	// allowed that no MCP call of our tools has used yet.
+	approved map[string]int
+	// allowedIDs are the calls our approval let through: their ends go to
+	// AfterTool.
+	allowedIDs map[string]bool
+}
+
+// alive records a sign of life from the agent.
+func (c *client) alive() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last = time.Now()
+}
+
+// quiet returns how long the agent has been silent, 0 while a permission
+// question is ours to answer.
+func (c *client) quiet() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.asking > 0 {
+		return 0
+	}
+	return time.Since(c.last)
 }
 
 func (c *client) run(ctx context.Context, conn *acpsdk.ClientSideConnection, dir string) error {
@@ -156,13 +195,18 @@ func (c *client) run(ctx context.Context, conn *acpsdk.ClientSideConnection, dir
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
+	servers, ts, err := c.offerTools(init.AgentCapabilities.McpCapabilities)
+	if err != nil {
+		return err
+	}
+	defer ts.Close()
 	if b := c.a.Binding; b != nil {
 		var err error
 		switch caps := init.AgentCapabilities; {
 		case caps.SessionCapabilities.Resume != nil:
-			_, err = conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(b.NativeID), Cwd: dir, McpServers: []acpsdk.McpServer{}})
+			_, err = conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: acpsdk.SessionId(b.NativeID), Cwd: dir, McpServers: servers})
 		case caps.LoadSession:
-			_, err = conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(b.NativeID), Cwd: dir, McpServers: []acpsdk.McpServer{}})
+			_, err = conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(b.NativeID), Cwd: dir, McpServers: servers})
 		default:
 			err = errors.New("the agent can neither resume nor load a session")
 		}
@@ -171,7 +215,7 @@ func (c *client) run(ctx context.Context, conn *acpsdk.ClientSideConnection, dir
 		}
 		c.setSession(b.NativeID)
 	} else {
-		s, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: dir, McpServers: []acpsdk.McpServer{}})
+		s, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: dir, McpServers: servers})
 		if err != nil {
 			return fmt.Errorf("session/new: %w", err)
 		}
@@ -201,18 +245,48 @@ func (c *client) run(ctx context.Context, conn *acpsdk.ClientSideConnection, dir
 		r, err := conn.Prompt(bg, acpsdk.PromptRequest{SessionId: acpsdk.SessionId(c.session()), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(prompt)}})
 		done <- answer{r, err}
 	}()
+	idle := c.h.cfg.IdleWarn
+	if idle <= 0 {
+		idle = DefaultIdleWarn
+	}
+	c.alive()
+	watch := time.NewTimer(idle)
+	defer watch.Stop()
+	warned := false
 	var ans answer
-	select {
-	case ans = <-done:
-	case <-conn.Done():
-		ans = answer{err: errors.New("the agent closed the connection")}
-	case <-ctx.Done():
-		c.cancelMu.Do(func() { close(c.cancelled) }) // pending permissions answer cancelled
-		_ = conn.Cancel(bg, acpsdk.CancelNotification{SessionId: acpsdk.SessionId(c.session())})
+wait:
+	for {
 		select {
 		case ans = <-done:
+			break wait
 		case <-conn.Done():
-		case <-time.After(AbortWait):
+			ans = answer{err: errors.New("the agent closed the connection")}
+			break wait
+		case <-watch.C:
+			q := c.quiet()
+			switch {
+			case q < idle:
+				warned = false // it spoke since: a new quiet stretch starts
+				watch.Reset(idle - q)
+			case !warned:
+				warned = true
+				if c.a.Warn != nil {
+					c.a.Warn(fmt.Sprintf("%s: no update and no answer from the agent for %s; it may be stuck (the turn goes on: interrupt to abort it)",
+						c.h.ID(), roundDur(q)))
+				}
+				watch.Reset(idle)
+			default:
+				watch.Reset(idle)
+			}
+		case <-ctx.Done():
+			c.cancelMu.Do(func() { close(c.cancelled) }) // pending permissions answer cancelled
+			_ = conn.Cancel(bg, acpsdk.CancelNotification{SessionId: acpsdk.SessionId(c.session())})
+			select {
+			case ans = <-done:
+			case <-conn.Done():
+			case <-time.After(AbortWait):
+			}
+			break wait
 		}
 	}
 	c.mu.Lock()
@@ -235,6 +309,54 @@ func (c *client) run(ctx context.Context, conn *acpsdk.ClientSideConnection, dir
 		c.res.Usage.Add(llm.Usage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens})
 	}
 	return nil
+}
+
+// offerTools serves the run's tools to an agent that accepts HTTP MCP
+// servers (mcpCapabilities.http); every ACP agent must take stdio ones,
+// which would need a process of ours per attempt: not offered.
+func (c *client) offerTools(caps acpsdk.McpCapabilities) ([]acpsdk.McpServer, *toolserver.Server, error) {
+	servers := []acpsdk.McpServer{}
+	if !caps.Http {
+		return servers, nil, nil
+	}
+	ts, err := toolserver.Serve(c.a.Tools, c.gate)
+	if err != nil || ts == nil {
+		if err != nil {
+			err = fmt.Errorf("serve the run's tools: %w", err)
+		}
+		return servers, nil, err
+	}
+	servers = append(servers, acpsdk.McpServer{Http: &acpsdk.McpServerHttpInline{Type: "http", Name: toolserver.Name, Url: ts.URL,
+		Headers: []acpsdk.HttpHeader{{Name: "Authorization", Value: "Bearer " + ts.Token}}}})
+	return servers, ts, nil
+}
+
+// gate judges a call of one of our tools the agent makes over MCP: a call
+// whose arguments the agent's permission request already had approved
+// runs (that answer is used up); any other is put to the run's approval
+// under our tool's name, since an agent need not ask before MCP calls.
+func (c *client) gate(ctx context.Context, call tool.Call) (bool, string) {
+	key := canonical(call.Args)
+	c.mu.Lock()
+	if c.approved[key] > 0 {
+		c.approved[key]--
+		c.mu.Unlock()
+		return true, ""
+	}
+	c.mu.Unlock()
+	_, ok, reason := c.a.Approve(ctx, call)
+	return ok, reason
+}
+
+// canonical is JSON with its object keys sorted, so equal arguments
+// compare equal.
+func canonical(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func (c *client) setSession(id string) {
@@ -308,6 +430,7 @@ func (c *client) finish() *harness.Result {
 func (c *client) SessionUpdate(ctx context.Context, n acpsdk.SessionNotification) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.last = time.Now()
 	u := n.Update
 	switch {
 	case u.AgentMessageChunk != nil:
@@ -384,6 +507,11 @@ func (c *client) resultLocked(ctx context.Context, id string, cl *call, text str
 	}
 	c.res.LastToolError = observe(r).LastToolError
 	res := tool.Result{Content: rm.Content, IsError: failed}
+	if c.allowedIDs[id] {
+		// Not the notification's context: the SDK may end it before a
+		// PostToolUse hook script is done.
+		c.a.ToolDone(context.WithoutCancel(ctx), tool.Call{ID: id, Name: cl.name, Args: cl.args}, res, started)
+	}
 	c.emit(agent.Event{Type: agent.EventToolExecutionEnd, ToolCallID: id, ToolName: cl.name, Args: cl.args, Result: &res})
 }
 
@@ -397,6 +525,15 @@ func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissi
 	default:
 	}
 	id := string(p.ToolCall.ToolCallId)
+	c.mu.Lock()
+	c.asking++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.asking--
+		c.last = time.Now() // the agent resumes from our answer
+		c.mu.Unlock()
+	}()
 	c.mu.Lock()
 	cl := c.calls[id]
 	name := ""
@@ -412,11 +549,11 @@ func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissi
 		args, _ = json.Marshal(p.ToolCall.RawInput)
 	}
 	allow := true
-	if ap := c.a.Approval; ap != nil {
+	if c.a.Approval != nil || c.a.BeforeTool != nil {
 		type verdict struct{ ok bool }
 		ch := make(chan verdict, 1)
 		go func() {
-			ok, _ := ap.Approve(ctx, tool.Call{ID: id, Name: name, Args: args})
+			_, ok, _ := c.a.Approve(ctx, tool.Call{ID: id, Name: name, Args: args})
 			ch <- verdict{ok}
 		}()
 		select {
@@ -429,6 +566,12 @@ func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissi
 	want := []acpsdk.PermissionOptionKind{acpsdk.PermissionOptionKindRejectOnce, acpsdk.PermissionOptionKindRejectAlways}
 	if allow {
 		want = []acpsdk.PermissionOptionKind{acpsdk.PermissionOptionKindAllowOnce, acpsdk.PermissionOptionKindAllowAlways}
+		c.mu.Lock()
+		c.approved[canonical(args)]++
+		// By id: the call's own announcement may not be handled yet (the
+		// SDK runs requests beside the notification queue).
+		c.allowedIDs[id] = true
+		c.mu.Unlock()
 	} else if cl != nil {
 		c.mu.Lock()
 		cl.refused = true
@@ -483,6 +626,14 @@ func contentText(cs []acpsdk.ToolCallContent) string {
 		}
 	}
 	return b.String()
+}
+
+// roundDur rounds a quiet stretch for a person to read.
+func roundDur(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
 }
 
 func orStr(a, b string) string {

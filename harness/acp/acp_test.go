@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 
 type env struct {
 	h    *acp.Harness
+	cfg  acp.Config
 	sess session.Session
 	dir  string // the agent's session store
 	cwd  string
@@ -48,7 +49,8 @@ func newEnv(t *testing.T, turns ...[]fakeacp.Step) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := acp.New(acp.Config{Name: "fake", Command: self, Env: append(os.Environ(), "AGENTLOOP_FAKEACP="+string(script))})
+	cfg := acp.Config{Name: "fake", Command: self, Env: append(os.Environ(), "AGENTLOOP_FAKEACP="+string(script))}
+	h := acp.New(cfg)
 	st := session.NewJSONLStore(t.TempDir())
 	cwd := t.TempDir()
 	sess, err := st.Create(context.Background(), session.CreateOptions{Cwd: cwd})
@@ -56,7 +58,7 @@ func newEnv(t *testing.T, turns ...[]fakeacp.Step) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sess.Close() })
-	return &env{h: h, sess: sess, dir: dir, cwd: cwd}
+	return &env{h: h, cfg: cfg, sess: sess, dir: dir, cwd: cwd}
 }
 
 func (e *env) attempt(prompt string, ap *tool.Approval, b *harness.Binding) *harness.Attempt {
@@ -188,6 +190,128 @@ func TestAgentCrashMidTurn(t *testing.T) {
 	var he *harness.Error
 	if !errors.As(res.Err, &he) || !res.SideEffects {
 		t.Fatalf("err %v side effects %v: a crash after a tool ran is a visible failure that is never replayed", res.Err, res.SideEffects)
+	}
+}
+
+// TestIdleWarn: an agent that goes quiet mid-turn (no update, no answer)
+// for IdleWarn gets one warning per quiet stretch, and the turn goes on; a
+// permission question waiting on us is not the agent's silence.
+func TestIdleWarn(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	run := func(t *testing.T, ap *tool.Approval, steps ...fakeacp.Step) (*harness.Result, []string) {
+		e := newEnv(t, steps)
+		e.cfg.IdleWarn = idle
+		h := acp.New(e.cfg)
+		a := e.attempt("hi", ap, nil)
+		var warns []string
+		a.Warn = func(m string) { warns = append(warns, m) }
+		res, err := h.RunAttempt(context.Background(), a)
+		if err != nil || res.Err != nil {
+			t.Fatalf("%v %+v", err, res)
+		}
+		return res, warns
+	}
+	t.Run("stall", func(t *testing.T) {
+		res, warns := run(t, nil, fakeacp.Step{Text: "a"}, fakeacp.Step{PauseMS: 1000}, fakeacp.Step{Text: "b"})
+		if res.Text() != "ab" {
+			t.Errorf("text %q: the turn must go on after the warning", res.Text())
+		}
+		if len(warns) != 1 || !strings.Contains(warns[0], "no update and no answer") || !strings.Contains(warns[0], "acp:fake") {
+			t.Errorf("warnings %q, want one", warns)
+		}
+	})
+	t.Run("two stalls", func(t *testing.T) {
+		_, warns := run(t, nil, fakeacp.Step{PauseMS: 500}, fakeacp.Step{Text: "a"}, fakeacp.Step{PauseMS: 500}, fakeacp.Step{Text: "b"})
+		if len(warns) != 2 {
+			t.Errorf("warnings %q, want one per quiet stretch", warns)
+		}
+	})
+	t.Run("busy agent", func(t *testing.T) {
+		var steps []fakeacp.Step
+		for range 6 {
+			steps = append(steps, fakeacp.Step{Text: "."}, fakeacp.Step{PauseMS: 100})
+		}
+		if _, warns := run(t, nil, steps...); len(warns) != 0 {
+			t.Errorf("an agent that keeps talking was warned about: %q", warns)
+		}
+	})
+	t.Run("our question", func(t *testing.T) {
+		slow := &tool.Approval{Policy: func(context.Context, tool.Call, bool) tool.Decision {
+			return tool.Decision{Verdict: tool.VerdictAsk}
+		}, Ask: func(context.Context, tool.Call, string) (tool.Answer, error) {
+			time.Sleep(3 * idle) // a person thinking
+			return tool.AnswerYes, nil
+		}}
+		if _, warns := run(t, slow, touch, fakeacp.Step{Text: "done"}); len(warns) != 0 {
+			t.Errorf("a question waiting on us was taken for the agent's silence: %q", warns)
+		}
+	})
+}
+
+// TestOurToolsOverMCP: an agent that takes HTTP MCP servers gets the run's
+// tools in session/new; its call runs in our registry and is judged by our
+// approval under our tool's name, also when the agent does not ask first,
+// and an approval the agent did ask for is not asked again.
+func TestOurToolsOverMCP(t *testing.T) {
+	var ran []string
+	note := &tool.Func{ToolName: "note", ToolDescription: "Write a note.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`),
+		Run: func(_ context.Context, c tool.Call, _ func(tool.Partial)) (tool.Result, error) {
+			ran = append(ran, string(c.Args))
+			return tool.TextResult("noted"), nil
+		}}
+	reg, err := tool.NewRegistry(note)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(permission bool) fakeacp.Step {
+		return fakeacp.Step{Tool: &fakeacp.Tool{ID: "m1", Title: "note it", Kind: "edit", MCP: "note", Input: map[string]any{"text": "plum"}, Permission: permission}}
+	}
+	var asked []string
+	asker := &tool.Approval{Policy: func(context.Context, tool.Call, bool) tool.Decision { return tool.Decision{Verdict: tool.VerdictAsk} },
+		Ask: func(_ context.Context, c tool.Call, _ string) (tool.Answer, error) {
+			asked = append(asked, c.Name)
+			return tool.AnswerYes, nil
+		}}
+	cases := []struct {
+		name      string
+		noHTTP    bool
+		step      fakeacp.Step
+		ap        *tool.Approval
+		result    string
+		ran       int
+		questions string
+	}{
+		{name: "allowed", step: call(false), ap: &tool.Approval{}, result: "result:noted", ran: 1},
+		{name: "refused", step: call(false), ap: &tool.Approval{Policy: deny}, result: "result:no", ran: 0},
+		{name: "asked once", step: call(true), ap: asker, result: "result:noted", ran: 1, questions: "note it"},
+		{name: "asked by us", step: call(false), ap: asker, result: "result:noted", ran: 1, questions: "note"},
+		{name: "no http mcp", noHTTP: true, step: call(false), ap: &tool.Approval{}, result: `result:no MCP server of the client offers "note"`, ran: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ran, asked = nil, nil
+			e := newEnv(t, []fakeacp.Step{tc.step, {Text: "ok"}})
+			if tc.noHTTP {
+				script, _ := json.Marshal(fakeacp.Config{Dir: e.dir, Turns: [][]fakeacp.Step{{tc.step, {Text: "ok"}}}, NoHTTPMCP: true})
+				e.cfg.Env = append(os.Environ(), "AGENTLOOP_FAKEACP="+string(script))
+			}
+			a := e.attempt("note", tc.ap, nil)
+			a.Tools = reg
+			res, err := acp.New(e.cfg).RunAttempt(context.Background(), a)
+			if err != nil || res.Err != nil {
+				t.Fatalf("%v %+v", err, res)
+			}
+			if want := "user:note | call:note it | " + tc.result + " | assistant:ok"; lines(e.sess) != want {
+				t.Errorf("transcript\n got %s\nwant %s", lines(e.sess), want)
+			}
+			if len(ran) != tc.ran {
+				t.Errorf("our tool ran %d times, want %d", len(ran), tc.ran)
+			}
+			if got := strings.Join(asked, ","); got != tc.questions {
+				t.Errorf("questions %q, want %q", got, tc.questions)
+			}
+		})
 	}
 }
 

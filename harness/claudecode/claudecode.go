@@ -21,6 +21,7 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/harness/internal/jsonl"
+	"github.com/agentloop/agentloop/harness/internal/toolserver"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -137,12 +138,12 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		return nil, &harness.PreflightError{Harness: ID, Err: err}
 	}
 	// The run's tools reach Claude Code as an MCP server of ours.
-	ts, err := serveTools(a.Tools)
+	ts, err := toolserver.Serve(a.Tools, nil)
 	if err != nil {
 		return nil, &harness.PreflightError{Harness: ID, Err: fmt.Errorf("serve the run's tools: %w", err)}
 	}
-	defer ts.close()
-	args = append(args, ts.args()...)
+	defer ts.Close()
+	args = append(args, mcpArgs(ts)...)
 	args = append(args, h.cfg.Args...)
 	dir := a.Cwd
 	if dir != "" {
@@ -154,7 +155,7 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 	if err != nil {
 		return nil, &harness.PreflightError{Harness: ID, Err: err}
 	}
-	t := &turn{h: h, a: a, conn: conn, m: harness.NewMirror(a), names: map[string]string{}, refused: map[string]bool{},
+	t := &turn{h: h, a: a, conn: conn, m: harness.NewMirror(a), names: map[string]string{}, refused: map[string]bool{}, approved: map[string]bool{},
 		tracker: &harness.Tracker{}, res: &harness.Result{}}
 	if a.Binding != nil {
 		t.native, t.version = a.Binding.NativeID, a.Binding.Version
@@ -205,6 +206,7 @@ type turn struct {
 	names     map[string]string // tool call id → tool name
 	args      map[string]json.RawMessage
 	refused   map[string]bool
+	approved  map[string]bool // our approval let these through: their ends go to AfterTool
 	n         int
 	gotResult bool
 }
@@ -349,6 +351,10 @@ func (t *turn) handle(ctx context.Context, l *line) (end bool, err error) {
 			}
 			t.res.LastToolError = t.observe(r).LastToolError
 			res := tool.Result{Content: rm.Content, IsError: b.IsError}
+			if t.approved[b.ToolUseID] {
+				own, _ := ownTool(name)
+				t.a.ToolDone(ctx, tool.Call{ID: b.ToolUseID, Name: orStr(own, name), Args: t.args[b.ToolUseID]}, res, started)
+			}
 			t.emit(agent.Event{Type: agent.EventToolExecutionEnd, ToolCallID: b.ToolUseID, ToolName: name, Args: t.args[b.ToolUseID], Result: &res})
 		}
 	case "control_request":
@@ -403,16 +409,15 @@ func (t *turn) permission(ctx context.Context, l *line) error {
 	if len(input) == 0 {
 		input = json.RawMessage(`{}`)
 	}
-	allow, reason := true, ""
 	name := r.ToolName
 	if own, ok := ownTool(name); ok {
 		name = own // one of the run's tools: the approval knows it by its own name
 	}
-	if ap := t.a.Approval; ap != nil {
-		allow, reason = ap.Approve(ctx, tool.Call{ID: r.ToolUseID, Name: name, Args: input})
-	}
-	answer := map[string]any{"behavior": "allow", "updatedInput": input}
-	if !allow {
+	c, allow, reason := t.a.Approve(ctx, tool.Call{ID: r.ToolUseID, Name: name, Args: input})
+	answer := map[string]any{"behavior": "allow", "updatedInput": c.Args} // a hook's rewrite included
+	if allow {
+		t.approved[r.ToolUseID] = true
+	} else {
 		t.refused[r.ToolUseID] = true
 		answer = map[string]any{"behavior": "deny", "message": orStr(reason, "denied by agentloop's approval policy")}
 	}

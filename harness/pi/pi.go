@@ -40,6 +40,45 @@ var approveJS []byte
 // approveTitle marks the extension's approval questions.
 const approveTitle = "agentloop:approve"
 
+//go:embed tools.js
+var toolsJS []byte
+
+// toolTitle marks the tools extension's calls of the run's tools.
+const toolTitle = "agentloop:tool"
+
+// builtinTools are pi's own tools: the run's tools of those names are
+// pi's (the same tools), not offered again.
+var builtinTools = map[string]bool{"read": true, "bash": true, "edit": true, "write": true, "grep": true, "find": true, "ls": true}
+
+// toolsExtension is the extension that offers the run's other tools to
+// pi, or nil when there is none.
+func toolsExtension(reg *tool.Registry) []byte {
+	if reg == nil {
+		return nil
+	}
+	type spec struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	var specs []spec
+	for _, s := range reg.Specs() {
+		if builtinTools[s.Name] {
+			continue
+		}
+		p := s.Parameters
+		if len(p) == 0 {
+			p = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		specs = append(specs, spec{s.Name, s.Description, p})
+	}
+	if len(specs) == 0 {
+		return nil
+	}
+	list, _ := json.Marshal(specs)
+	return append([]byte("const TOOLS = "+string(list)+";\n"), toolsJS...)
+}
+
 // Config says how to start pi.
 type Config struct {
 	// Command is the pi executable; "" means "pi" on PATH.
@@ -122,6 +161,13 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		return nil, &harness.PreflightError{Harness: ID, Err: err}
 	}
 	args := []string{"--mode", "rpc", "-e", ext}
+	if js := toolsExtension(a.Tools); js != nil {
+		tools := filepath.Join(dir, "agentloop-tools.js")
+		if err := os.WriteFile(tools, js, 0o600); err != nil {
+			return nil, &harness.PreflightError{Harness: ID, Err: err}
+		}
+		args = append(args, "-e", tools)
+	}
 	if m := orStr(h.cfg.Model, a.ModelID); m != "" {
 		args = append(args, "--model", m)
 	}
@@ -143,7 +189,7 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		return nil, &harness.PreflightError{Harness: ID, Err: err}
 	}
 	t := &turn{a: a, conn: conn, m: harness.NewMirror(a), tracker: &harness.Tracker{}, res: &harness.Result{},
-		refused: map[string]bool{}, args: map[string]json.RawMessage{}}
+		refused: map[string]bool{}, allowed: map[string]bool{}, args: map[string]json.RawMessage{}}
 	if a.Binding != nil {
 		t.native = a.Binding.NativeID
 	}
@@ -184,6 +230,11 @@ type turn struct {
 	res     *harness.Result
 	native  string
 	refused map[string]bool
+	// prompted: the turn's prompt came back; later user messages are steers.
+	prompted bool
+	// allowed are the calls the approval gate let through: the only ones
+	// runTool carries out.
+	allowed map[string]bool
 	args    map[string]json.RawMessage
 	ended   bool
 	last    *llm.Message
@@ -206,6 +257,14 @@ func (t *turn) run(ctx context.Context) error {
 	}
 	if err := t.conn.Send(map[string]any{"id": "prompt", "type": "prompt", "message": prompt}); err != nil {
 		return &harness.Error{Harness: ID, Reason: "disconnected", Err: err}
+	}
+	if set := t.a.SetSteer; set != nil {
+		// pi's rpc steer: delivered after the current tool batch, before
+		// its next model call; it comes back as a user message.
+		set(func(m llm.Message) bool {
+			return t.conn.Send(map[string]any{"type": "steer", "message": m.Text()}) == nil
+		})
+		defer set(nil)
 	}
 	var abort <-chan time.Time
 	done := ctx.Done()
@@ -258,9 +317,14 @@ func (t *turn) handle(ctx context.Context, ev *event) (bool, error) {
 		item := string(msg.Role) + "-" + strconv.FormatInt(msg.Timestamp, 10)
 		user := msg.Role == llm.RoleUser
 		switch {
+		case user && t.prompted:
+			user = false // a steer: mirrored, not the turn's prompt
+			item = "steer-" + strconv.FormatInt(msg.Timestamp, 10)
 		case user && t.a.Continuation != nil:
+			t.prompted = true
 			return false, nil // the continuation's nudge is not the user's turn
 		case user:
+			t.prompted = true
 			item = "user"
 		case msg.Role == llm.RoleToolResult:
 			item = "result-" + msg.ToolCallID
@@ -325,6 +389,9 @@ func (t *turn) terminal(msg *llm.Message) {
 	}
 	t.res.LastToolError = observe(r).LastToolError
 	res := tool.Result{Content: msg.Content, IsError: msg.IsError}
+	if t.allowed[msg.ToolCallID] {
+		t.a.ToolDone(context.Background(), tool.Call{ID: msg.ToolCallID, Name: name, Args: t.args[msg.ToolCallID]}, res, started)
+	}
 	t.emit(agent.Event{Type: agent.EventToolExecutionEnd, ToolCallID: msg.ToolCallID, ToolName: name, Args: t.args[msg.ToolCallID], Result: &res})
 }
 
@@ -336,6 +403,9 @@ func (t *turn) answer(ctx context.Context, ev *event) error {
 	default:
 		return nil // fire-and-forget
 	}
+	if ev.Method == "input" && ev.Title == toolTitle {
+		return t.runTool(ctx, ev)
+	}
 	if ev.Method != "input" || ev.Title != approveTitle {
 		return t.conn.Send(map[string]any{"type": "extension_ui_response", "id": ev.ID, "cancelled": true})
 	}
@@ -345,16 +415,42 @@ func (t *turn) answer(ctx context.Context, ev *event) error {
 		Input      json.RawMessage `json:"input"`
 	}
 	_ = json.Unmarshal([]byte(ev.Payload), &q)
-	allow, reason := true, ""
-	if ap := t.a.Approval; ap != nil {
-		allow, reason = ap.Approve(ctx, tool.Call{ID: q.ToolCallID, Name: q.ToolName, Args: q.Input})
-	}
+	_, allow, reason := t.a.Approve(ctx, tool.Call{ID: q.ToolCallID, Name: q.ToolName, Args: q.Input})
 	value := "allow"
-	if !allow {
+	if allow {
+		t.allowed[q.ToolCallID] = true
+	} else {
 		t.refused[q.ToolCallID] = true
 		value = orStr(reason, "Denied by agentloop's approval policy.")
 	}
 	return t.conn.Send(map[string]any{"type": "extension_ui_response", "id": ev.ID, "value": value})
+}
+
+// runTool carries out a call of one of the run's tools the tools extension
+// hands over (approved already by the gate's tool_call question) and
+// answers with its result.
+func (t *turn) runTool(ctx context.Context, ev *event) error {
+	var q struct {
+		ToolCallID string          `json:"toolCallId"`
+		ToolName   string          `json:"toolName"`
+		Input      json.RawMessage `json:"input"`
+	}
+	_ = json.Unmarshal([]byte(ev.Payload), &q)
+	out := struct {
+		Text    string `json:"text"`
+		IsError bool   `json:"isError"`
+	}{"the tool is not among the run's tools", true}
+	if !t.allowed[q.ToolCallID] {
+		out.Text = "agentloop's approval gate did not let this call through"
+	} else if reg := t.a.Tools; reg != nil && !builtinTools[q.ToolName] {
+		if len(q.Input) == 0 {
+			q.Input = json.RawMessage(`{}`)
+		}
+		res := reg.Execute(ctx, llm.ToolCall(q.ToolCallID, q.ToolName, q.Input), nil)
+		out.Text, out.IsError = res.Text(), res.IsError
+	}
+	value, _ := json.Marshal(out)
+	return t.conn.Send(map[string]any{"type": "extension_ui_response", "id": ev.ID, "value": string(value)})
 }
 
 func orStr(a, b string) string {

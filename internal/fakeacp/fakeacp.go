@@ -12,12 +12,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tool/mcp"
 )
 
 // Step is one thing a scripted turn does.
@@ -28,6 +34,9 @@ type Step struct {
 	Tool *Tool `json:"tool,omitempty"`
 	// Crash ends the process with exit status 3.
 	Crash bool `json:"crash,omitempty"`
+	// PauseMS keeps the agent silent this many milliseconds (a stall),
+	// or until the turn is cancelled.
+	PauseMS int `json:"pauseMs,omitempty"`
 }
 
 // Tool is a scripted tool call.
@@ -43,6 +52,10 @@ type Tool struct {
 	Touch string `json:"touch,omitempty"`
 	// Block keeps the tool running until the turn is cancelled.
 	Block bool `json:"block,omitempty"`
+	// MCP, when set, is the tool of the client's MCP servers (given in
+	// session/new or session/resume) this call runs, with Input as its
+	// arguments; its result is the call's result.
+	MCP string `json:"mcp,omitempty"`
 }
 
 // Config is the agent's script: Turns[i] is the i-th prompt of a session
@@ -50,11 +63,13 @@ type Tool struct {
 type Config struct {
 	Dir   string   `json:"dir"`
 	Turns [][]Step `json:"turns"`
+	// NoHTTPMCP leaves mcpCapabilities.http out of initialize.
+	NoHTTPMCP bool `json:"noHttpMcp,omitempty"`
 }
 
 // Serve runs the agent on in/out until the client goes away.
 func Serve(cfg Config, in io.Reader, out io.Writer) {
-	a := &agent{cfg: cfg, cancels: map[acp.SessionId]context.CancelFunc{}}
+	a := &agent{cfg: cfg, cancels: map[acp.SessionId]context.CancelFunc{}, mcp: map[acp.SessionId][]acp.McpServer{}}
 	conn := acp.NewAgentSideConnection(a, out, in)
 	a.conn = conn
 	<-conn.Done()
@@ -66,6 +81,7 @@ type agent struct {
 
 	mu      sync.Mutex
 	cancels map[acp.SessionId]context.CancelFunc
+	mcp     map[acp.SessionId][]acp.McpServer // the client's servers, per live session
 }
 
 type sessionFile struct {
@@ -90,9 +106,11 @@ func (a *agent) save(id acp.SessionId, s *sessionFile) error {
 }
 
 func (a *agent) Initialize(context.Context, acp.InitializeRequest) (acp.InitializeResponse, error) {
+	cfg := a.cfg
 	return acp.InitializeResponse{ProtocolVersion: acp.ProtocolVersionNumber, AuthMethods: []acp.AuthMethod{},
-		AgentInfo:         &acp.Implementation{Name: "fakeacp", Version: "0.1.0"},
-		AgentCapabilities: acp.AgentCapabilities{SessionCapabilities: acp.SessionCapabilities{Resume: &acp.SessionResumeCapabilities{}}}}, nil
+		AgentInfo: &acp.Implementation{Name: "fakeacp", Version: "0.1.0"},
+		AgentCapabilities: acp.AgentCapabilities{SessionCapabilities: acp.SessionCapabilities{Resume: &acp.SessionResumeCapabilities{}},
+			McpCapabilities: acp.McpCapabilities{Http: !cfg.NoHTTPMCP}}}, nil
 }
 
 func (a *agent) NewSession(_ context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
@@ -101,6 +119,7 @@ func (a *agent) NewSession(_ context.Context, p acp.NewSessionRequest) (acp.NewS
 	if err := a.save(id, &sessionFile{Cwd: p.Cwd}); err != nil {
 		return acp.NewSessionResponse{}, err
 	}
+	a.setMCP(id, p.McpServers)
 	return acp.NewSessionResponse{SessionId: id}, nil
 }
 
@@ -108,7 +127,52 @@ func (a *agent) ResumeSession(_ context.Context, p acp.ResumeSessionRequest) (ac
 	if _, err := a.load(p.SessionId); err != nil {
 		return acp.ResumeSessionResponse{}, &acp.RequestError{Code: -32002, Message: "Resource not found", Data: map[string]any{"sessionId": p.SessionId}}
 	}
+	a.setMCP(p.SessionId, p.McpServers)
 	return acp.ResumeSessionResponse{}, nil
+}
+
+func (a *agent) setMCP(id acp.SessionId, servers []acp.McpServer) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.mcp[id] = servers
+}
+
+// callMCP runs the tool name of the session's HTTP MCP servers with our
+// own MCP client.
+func (a *agent) callMCP(ctx context.Context, id acp.SessionId, name string, input map[string]any) (string, bool, error) {
+	a.mu.Lock()
+	servers := a.mcp[id]
+	a.mu.Unlock()
+	cfg := mcp.Config{Servers: map[string]mcp.ServerConfig{}}
+	for _, s := range servers {
+		if h := s.Http; h != nil {
+			headers := map[string]string{}
+			for _, kv := range h.Headers {
+				headers[kv.Name] = kv.Value
+			}
+			cfg.Servers[h.Name] = mcp.ServerConfig{Type: "http", URL: h.Url, Headers: headers}
+		}
+	}
+	m, err := mcp.Start(ctx, cfg, &mcp.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return "", false, err
+	}
+	defer m.Close()
+	for _, t := range m.Tools() {
+		if rt, ok := t.(interface{ RemoteName() string }); ok && rt.RemoteName() == name {
+			args, _ := json.Marshal(input)
+			res, err := t.Execute(ctx, tool.Call{ID: "mcp-1", Name: t.Name(), Args: args}, func(tool.Partial) {})
+			if err != nil {
+				return err.Error(), true, nil
+			}
+			var b strings.Builder
+			for _, c := range res.Content {
+				b.WriteString(c.Text)
+			}
+			return b.String(), res.IsError, nil
+		}
+	}
+	return "", false, fmt.Errorf("no MCP server of the client offers %q", name)
 }
 
 func (a *agent) Cancel(_ context.Context, p acp.CancelNotification) error {
@@ -152,6 +216,11 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 		switch {
 		case st.Crash:
 			os.Exit(3)
+		case st.PauseMS > 0:
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(st.PauseMS) * time.Millisecond):
+			}
 		case st.Text != "":
 			if err := a.update(bg, p.SessionId, acp.UpdateAgentMessageText(st.Text)); err != nil {
 				return acp.PromptResponse{}, err
@@ -193,6 +262,17 @@ func (a *agent) tool(ctx context.Context, id acp.SessionId, s *sessionFile, t *T
 	}
 	if err := a.update(bg, id, acp.UpdateToolCall(acp.ToolCallId(t.ID), acp.WithUpdateStatus(acp.ToolCallStatusInProgress))); err != nil {
 		return false, err
+	}
+	if t.MCP != "" {
+		text, failed, err := a.callMCP(ctx, id, t.MCP, t.Input)
+		switch {
+		case err != nil:
+			return false, fail(err.Error())
+		case failed:
+			return false, fail(text)
+		}
+		return false, a.update(bg, id, acp.UpdateToolCall(acp.ToolCallId(t.ID), acp.WithUpdateStatus(acp.ToolCallStatusCompleted),
+			acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(text))})))
 	}
 	if t.Touch != "" {
 		if err := os.WriteFile(filepath.Join(s.Cwd, t.Touch), []byte("touched\n"), 0o600); err != nil {
