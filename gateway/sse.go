@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -116,9 +118,9 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sessionID, 
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 32<<10)
-	fmt.Fprintf(bw, "retry: 2000\n\n")
-	if bw.Flush() != nil || rc.Flush() != nil {
+	bw := sseBuf{w: w}
+	fmt.Fprintf(bw.get(), "retry: 2000\n\n")
+	if bw.flush() != nil || rc.Flush() != nil {
 		return
 	}
 	if ended && res.Replayed == 0 && !res.Resync {
@@ -132,29 +134,60 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sessionID, 
 		case errors.Is(err, ErrSlowConsumer):
 			// The deadline was set to now; try to say why, then end.
 			_ = rc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-			fmt.Fprintf(bw, ": overflow\n\n")
-			_ = bw.Flush()
+			fmt.Fprintf(bw.get(), ": overflow\n\n")
+			_ = bw.flush()
 			return
 		case err != nil:
 			return
 		}
 		if frames == nil { // heartbeat
-			fmt.Fprintf(bw, ": keepalive %d\n\n", time.Now().UnixMilli())
+			fmt.Fprintf(bw.get(), ": keepalive %d\n\n", time.Now().UnixMilli())
 		}
 		end := ended && runID != "" // a replay of an ended run is all there is
 		for _, f := range frames {
-			writeFrame(bw, f)
+			writeFrame(bw.get(), f)
 			if runID != "" && f.typ == "run_end" && f.runID == runID && !f.noID {
 				end = true
 			}
 		}
-		if bw.Flush() != nil || rc.Flush() != nil {
+		if bw.flush() != nil || rc.Flush() != nil {
 			return
 		}
 		if end {
 			return
 		}
 	}
+}
+
+// sseBufs are the write buffers of SSE streams. A stream holds one only
+// while it writes a batch of frames, so an idle stream (most of them, most
+// of the time) costs no buffer.
+var sseBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
+
+// sseBuf lends a stream a buffer from sseBufs until its next flush.
+type sseBuf struct {
+	w  io.Writer
+	bw *bufio.Writer
+}
+
+func (b *sseBuf) get() *bufio.Writer {
+	if b.bw == nil {
+		b.bw = sseBufs.Get().(*bufio.Writer)
+		b.bw.Reset(b.w)
+	}
+	return b.bw
+}
+
+// flush writes what is buffered and gives the buffer back.
+func (b *sseBuf) flush() error {
+	if b.bw == nil {
+		return nil
+	}
+	err := b.bw.Flush()
+	b.bw.Reset(nil)
+	sseBufs.Put(b.bw)
+	b.bw = nil
+	return err
 }
 
 // writeFrame writes one SSE message.

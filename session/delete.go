@@ -28,6 +28,7 @@ func (s *JSONLStore) Delete(ctx context.Context, id string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
+	s.paths.CompareAndDelete(id, path)
 	if err := os.RemoveAll(strings.TrimSuffix(path, ".jsonl") + ".spill"); err != nil {
 		return fmt.Errorf("delete session %s: its command output: %w", id, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -99,6 +100,11 @@ type JSONLStore struct {
 	Dir string
 	// Sync is the fsync policy of the sessions it opens.
 	Sync SyncPolicy
+
+	// paths maps exact session ids to their files, as this store created
+	// or found them, so that Resolve need not scan Dir for a known id. A
+	// miss scans; a path that no longer exists is dropped and scanned for.
+	paths sync.Map
 }
 
 // DefaultStore returns the JSONL store in DefaultDir.
@@ -141,6 +147,7 @@ func (s *JSONLStore) Create(ctx context.Context, opts CreateOptions) (Session, e
 		lock.Release()
 		return nil, err
 	}
+	s.paths.Store(h.ID, path)
 	return fs, nil
 }
 
@@ -229,6 +236,12 @@ func (s *JSONLStore) Resolve(id string) (string, error) {
 		}
 		return id, nil
 	}
+	if p, ok := s.paths.Load(id); ok {
+		if _, err := os.Stat(p.(string)); err == nil {
+			return p.(string), nil
+		}
+		s.paths.CompareAndDelete(id, p) // moved or deleted by another process
+	}
 	files, err := filepath.Glob(filepath.Join(s.Dir, "*", "*_"+globEscape(id)+"*.jsonl"))
 	if err != nil {
 		return "", fmt.Errorf("find session %s: %w", id, err)
@@ -237,6 +250,7 @@ func (s *JSONLStore) Resolve(id string) (string, error) {
 	for _, f := range files {
 		sid := idFromPath(f)
 		if sid == id {
+			s.paths.Store(id, f)
 			return f, nil
 		}
 		if strings.HasPrefix(sid, id) {
@@ -358,6 +372,7 @@ func (s *JSONLStore) Fork(ctx context.Context, id, leafID string, opts CreateOpt
 	if err := writeFileAtomic(path, data, s.Sync != SyncNever); err != nil {
 		return "", fmt.Errorf("fork session %s: %w", t.Header.ID, err)
 	}
+	s.paths.Store(h.ID, path)
 	return h.ID, nil
 }
 
