@@ -349,7 +349,9 @@ func TestReducerSlashCommands(t *testing.T) {
 }
 
 // runCmds runs a command tree, leaving out ticks and prints, and returns
-// the messages it makes.
+// the messages it makes. Every command is waited for: a tick returns
+// within its 100 ms (and is dropped), so a slow machine cannot make a
+// real command pass for a tick and run on behind the test's back.
 func runCmds(cmd tea.Cmd) []tea.Msg {
 	if cmd == nil {
 		return nil
@@ -359,8 +361,10 @@ func runCmds(cmd tea.Cmd) []tea.Msg {
 	var msg tea.Msg
 	select {
 	case msg = <-done:
-	case <-time.After(50 * time.Millisecond): // a tick
-		go func() { <-done }()
+	case <-time.After(10 * time.Second):
+		panic("a command of the chat did not return within 10 s")
+	}
+	if _, tick := msg.(tickMsg); tick {
 		return nil
 	}
 	switch msg := msg.(type) {
