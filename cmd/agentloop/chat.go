@@ -131,10 +131,21 @@ func runChat(ctx context.Context, env *cliEnv, f *runFlags, s *chatSetup, fullsc
 	p := tea.NewProgram(m, chatProgramOptions(ctx, env, trace)...)
 	b.sendMsg = p.Send
 	approver.Send = p.Send
+	if s.store != nil && s.q.Tools != nil && !f.noTools && !f.noAgents {
+		if err := b.startAgents(ctx); err != nil {
+			return err
+		}
+	}
 	if s.prompt != "" {
 		go p.Send(tui.SendMsg{Text: s.prompt})
 	}
 	_, err = p.Run()
+	b.mu.Lock()
+	b.closing = true // a background result now starts no run
+	b.mu.Unlock()
+	if b.agents != nil {
+		b.agents.m.Close()
+	}
 	b.stop()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return exitError{code: exitInterrupted, msg: "interrupted"}
@@ -221,6 +232,8 @@ type chatBackend struct {
 	run     *runner.Run
 	approve string
 	pumps   sync.WaitGroup
+	closing bool
+	agents  *chatAgents // nil: --no-agents, --no-tools, --no-session
 }
 
 func (b *chatBackend) Send(text string) error {
@@ -243,11 +256,18 @@ func (b *chatBackend) Send(text string) error {
 	if err != nil {
 		return errors.New(describeError(err))
 	}
-	b.run = run
 	// The next turns continue this session (its copy, after a fork).
 	if id := run.SessionID(); id != "" {
 		b.q.Session = runner.SessionSpec{Cwd: b.q.Session.Cwd, ID: id, Opened: b.q.Session.Opened}
 	}
+	b.pump(run)
+	return nil
+}
+
+// pump makes run the chat's current run and hands its events to the
+// program; b.mu is held.
+func (b *chatBackend) pump(run *runner.Run) {
+	b.run = run
 	b.pumps.Add(1)
 	go func() {
 		defer b.pumps.Done()
@@ -265,7 +285,6 @@ func (b *chatBackend) Send(text string) error {
 			b.sendMsg(tui.EventMsg{Event: ev})
 		}
 	}()
-	return nil
 }
 
 func (b *chatBackend) current() *runner.Run {
@@ -394,7 +413,7 @@ func (b *chatBackend) Command(ctx context.Context, name, args string) (string, e
 	case "mcp":
 		return b.sub(ctx, b.trusted("mcp", "list", "--cwd", b.s.cwd)...)
 	case "agents":
-		return "no subagents: this build offers no agent tool, so no run has children to list or stop", nil
+		return b.agentsCommand(args)
 	}
 	return "", fmt.Errorf("/%s is not available in the chat", name)
 }

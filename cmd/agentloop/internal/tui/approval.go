@@ -16,7 +16,10 @@ type ApprovalMsg struct {
 	ID     int64
 	Call   tool.Call
 	Reason string
-	reply  chan approvalReply
+	// Task is the subagent task the call comes from ("" for the chat's
+	// own run): "t_… (general)", from tool.OriginOf.
+	Task  string
+	reply chan approvalReply
 }
 
 // approvalGoneMsg withdraws a question whose run went away (aborted,
@@ -45,6 +48,9 @@ type Approver struct {
 // or a line of text (a deny with that text), or for ctx to end.
 func (a *Approver) Ask(ctx context.Context, call tool.Call, reason string) (tool.Answer, error) {
 	m := ApprovalMsg{ID: a.next.Add(1), Call: call, Reason: reason, reply: make(chan approvalReply, 1)}
+	if o, ok := tool.OriginOf(ctx); ok {
+		m.Task = o.TaskID + " (" + o.Agent + ")"
+	}
 	a.Send(m)
 	select {
 	case r := <-m.reply:

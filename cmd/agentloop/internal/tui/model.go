@@ -460,6 +460,10 @@ func (m *Model) event(ev runner.Event) tea.Cmd {
 		if len(next) > 0 {
 			return m.send(strings.Join(next, "\n\n"))
 		}
+	case runner.EventSubagentStart, runner.EventSubagentEnd:
+		if sa := ev.Subagent; sa != nil {
+			m.commit(paint(styleNotice, subagentLine(ev.Type, sa)))
+		}
 	default:
 		if ev.Notice != nil && ev.Notice.Message != "" && noticeShown(ev.Type) {
 			m.commit(paint(styleNotice, "· "+ev.Notice.Message))
@@ -469,6 +473,19 @@ func (m *Model) event(ev runner.Event) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// subagentLine is the committed line of a child's start or end.
+func subagentLine(typ agent.EventType, sa *runner.Subagent) string {
+	mode := ""
+	if sa.Background {
+		mode = ", background"
+	}
+	if typ == runner.EventSubagentStart {
+		return fmt.Sprintf("⎿ agent %s (%s%s) %q started", sa.TaskID, sa.Agent, mode, sa.Description)
+	}
+	return fmt.Sprintf("⎿ agent %s (%s%s) %q: %s in %s, %d turns", sa.TaskID, sa.Agent, mode, sa.Description,
+		sa.Status, sa.Duration.Round(time.Millisecond), sa.Turns)
 }
 
 // noticeShown says which runner notices are worth a line: the user should

@@ -83,7 +83,11 @@ func argsSummary(name string, raw json.RawMessage) string {
 // diff for an edit, and the answers.
 func approvalBox(a ApprovalMsg, width int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s wants to run:\n", a.Call.Name)
+	who := ""
+	if a.Task != "" {
+		who = "subagent " + a.Task + ": "
+	}
+	fmt.Fprintf(&b, "%s%s wants to run:\n", who, a.Call.Name)
 	var args struct {
 		Command string  `json:"command"`
 		Path    string  `json:"path"`
