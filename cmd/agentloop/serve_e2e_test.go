@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -215,16 +216,7 @@ func TestServeCurlARun(t *testing.T) {
 	if text == "" || text != wantText {
 		t.Fatalf("streamed text %q, --json streamed %q", text, wantText)
 	}
-	if len(got) != len(want) {
-		t.Fatalf("%d events over SSE, %d from --json", len(got), len(want))
-	}
-	for i := range want {
-		if !reflect.DeepEqual(got[i], want[i]) {
-			g, _ := json.Marshal(got[i])
-			w, _ := json.Marshal(want[i])
-			t.Errorf("event %d differs:\nSSE:    %s\n--json: %s", i, g, w)
-		}
-	}
+	sameEventStrands(t, "SSE", got, want)
 	var r struct{ Status string }
 	sc.call(t, "GET", "/v1/runs/"+run.RunID, "", nil, &r)
 	if r.Status != "succeeded" {
@@ -337,6 +329,50 @@ func TestServeTokenFileChecks(t *testing.T) {
 		for _, w := range c.want {
 			if !strings.Contains(errs, w) {
 				t.Errorf("%s: %q not in %s", c.name, w, errs)
+			}
+		}
+	}
+}
+
+// sameEventStrands compares the events of two runs of one script. A tool
+// that starts while the reply still streams (a read-only call) sends its
+// tool_execution_* events beside the model's: within each strand (the
+// run's own events, and each tool call's) the order is fixed and must be
+// equal event for event, while how two strands interleave is up to the
+// scheduler and differs from run to run.
+func sameEventStrands(t *testing.T, face string, got, want []any) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d events over %s, %d from --json", len(got), face, len(want))
+	}
+	strands := func(evs []any) map[string][]any {
+		out := map[string][]any{}
+		for _, e := range evs {
+			key := "run"
+			if m, ok := e.(map[string]any); ok {
+				if typ, _ := m["type"].(string); strings.HasPrefix(typ, "tool_execution_") {
+					key = fmt.Sprint("tool ", m["toolCallId"])
+				}
+			}
+			out[key] = append(out[key], e)
+		}
+		return out
+	}
+	gs, ws := strands(got), strands(want)
+	if len(gs) != len(ws) {
+		t.Fatalf("%d strands of events over %s, %d from --json", len(gs), face, len(ws))
+	}
+	for key, w := range ws {
+		g := gs[key]
+		if len(g) != len(w) {
+			t.Errorf("%s: %d events over %s, %d from --json", key, len(g), face, len(w))
+			continue
+		}
+		for i := range w {
+			if !reflect.DeepEqual(g[i], w[i]) {
+				gj, _ := json.Marshal(g[i])
+				wj, _ := json.Marshal(w[i])
+				t.Errorf("%s, event %d differs:\n%s: %s\n--json: %s", key, i, face, gj, wj)
 			}
 		}
 	}

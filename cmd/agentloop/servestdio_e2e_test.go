@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -144,16 +143,7 @@ func TestServeStdio(t *testing.T) {
 		}
 		got = append(got, normalise(e))
 	}
-	if len(got) != len(want) {
-		t.Fatalf("%d events over stdio, %d from --json", len(got), len(want))
-	}
-	for i := range want {
-		if !reflect.DeepEqual(got[i], want[i]) {
-			g, _ := json.Marshal(got[i])
-			w, _ := json.Marshal(want[i])
-			t.Errorf("event %d differs:\nstdio:  %s\n--json: %s", i, g, w)
-		}
-	}
+	sameEventStrands(t, "stdio", got, want)
 	// The parent closes stdin: the server ends, exit 0.
 	stdin.Close()
 	for range lines {
