@@ -570,7 +570,10 @@ func TestE2ESecondWriterProcess(t *testing.T) {
 			id = v
 		}
 	}
-	slow := writeFile(t, filepath.Join(t.TempDir(), "s.json"), `{"steps":[{"text":"one two three four five six seven eight","delayMs":300}]}`)
+	slow := writeFile(t, filepath.Join(t.TempDir(), "s.json"), `{"steps":[{"text":"one two three four five six seven eight","delayMs":300,"tailMs":30000}]}`)
+	// The holder keeps the lock for half a minute (it is killed once the
+	// second writer has answered), so a slow start of the second process
+	// on a loaded machine still finds it held.
 	cmd := func(script string) *exec.Cmd {
 		c := exec.Command(os.Args[0], "run", "--session", id, "--script", script, "--cwd", ws, "more")
 		c.Env = append(os.Environ(), "AGENTLOOP_TEST_MAIN=1", "AGENTLOOP_HOME="+home)

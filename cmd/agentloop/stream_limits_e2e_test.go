@@ -84,7 +84,15 @@ func TestE2EEndlessReply(t *testing.T) {
 			rss := peak() // KiB
 			transcript := dirSize(t, filepath.Join(home, "sessions"))
 			t.Logf("%s: %v wall, %d MiB peak RSS, %d MiB transcript, %d MiB stdout, %d requests", c.name, wall.Round(10*time.Millisecond), rss>>10, transcript>>20, stdout.Len()>>20, requests.Load())
-			if wall > 3*time.Second {
+			// A run whose timeout falls in a compaction is given the
+			// compaction's grace once (by design); then the reply caps
+			// and the continuation limit end it instead of the clock. That
+			// happens on a loaded machine, where 4 MiB replies take longer.
+			graced := strings.Contains(stderr.String(), "the run timeout came during a compaction")
+			switch {
+			case ctx.Err() != nil:
+				t.Errorf("the run did not end within 30s\n%s", tail(stderr.String(), 1000))
+			case wall > 3*time.Second && !graced:
 				t.Errorf("the run took %v with --timeout 2s\n%s", wall, tail(stderr.String(), 1000))
 			}
 			if rss > 256<<10 {
