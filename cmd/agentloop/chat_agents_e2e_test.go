@@ -79,16 +79,16 @@ func TestE2EChatNoAgents(t *testing.T) {
 func TestE2EChatAgentBackgroundStop(t *testing.T) {
 	capture := filepath.Join(t.TempDir(), "capture.jsonl")
 	base := mockLLM(t, "-tool", "agent", "-args", `{"description":"slow survey","prompt":"look around","background":true}`,
-		"-rounds", "1", "-text", "3", "-delay", "3s", "-capture", capture)
+		"-rounds", "1", "-text", "3", "-delay", "8s", "-capture", capture) // the child lives ~8 s: time for /agents on a loaded machine
 	c := startChat(t, mockModels, "--model", "openai/mock-model", "--base-url", base+"/v1", "--approve", "auto")
 	c.send("survey in the background")
-	c.waitHistory(20*time.Second, "the parent's reply", func(s string) bool { return strings.Contains(s, "word word done") })
+	c.waitHistory(30*time.Second, "the parent's reply", func(s string) bool { return strings.Contains(s, "word word done") })
 	c.send("/agents")
 	h := c.waitHistory(5*time.Second, "the live child", func(s string) bool { return strings.Contains(s, "subagents running") })
 	id := regexpFind(t, h, `\n  (t_\w+)  general  "slow survey"  running, background  `)
 	c.send("/agents stop " + id)
 	c.waitHistory(5*time.Second, "the stop", func(s string) bool { return strings.Contains(s, "stopped "+id+": cancelled") })
-	h = c.waitHistory(20*time.Second, "the follow-up run's reply", func(s string) bool {
+	h = c.waitHistory(30*time.Second, "the follow-up run's reply", func(s string) bool {
 		return strings.Count(s, "word word done") >= 2
 	})
 	if !regexp.MustCompile(`⎿ agent ` + id + ` \(general, background\) "slow survey": cancelled`).MatchString(h) {
