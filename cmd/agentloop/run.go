@@ -422,15 +422,7 @@ func prepareRun(ctx context.Context, env *cliEnv, f *runFlags, home, cwd string,
 		// fallback too.
 		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{}},
 	}
-	cfg.ResolveModel = func(ctx context.Context, prov, model string) (llm.Model, llm.ModelInfo, error) {
-		g := *f
-		g.model = prov + "/" + model
-		r, err := resolveModel(ctx, env, &g, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain))
-		if err != nil {
-			return nil, llm.ModelInfo{}, err
-		}
-		return r.Model, r.Info, nil
-	}
+	cfg.ResolveModel = modelResolver(env, f, home, thinking, runner.ResolveIdleTimeout(idle, f.timeout, 0, runner.LaneMain))
 	// Cooldowns and learned context windows live in
 	// $AGENTLOOP_HOME/auth-state.json, shared with every other agentloop
 	// process (and agentloop auth status).
@@ -734,3 +726,17 @@ func (s *runSpill) opened(_, path string) {
 }
 
 func (s *runSpill) close() { os.RemoveAll(s.tmp) }
+
+// modelResolver is runner.Config.ResolveModel for the flags f: a model a
+// hook or a fallback names, resolved as --model would resolve it.
+func modelResolver(env *cliEnv, f *runFlags, home string, thinking llm.ThinkingLevel, idle time.Duration) func(context.Context, string, string) (llm.Model, llm.ModelInfo, error) {
+	return func(ctx context.Context, prov, model string) (llm.Model, llm.ModelInfo, error) {
+		g := *f
+		g.model = prov + "/" + model
+		r, err := resolveModel(ctx, env, &g, home, thinking, idle)
+		if err != nil {
+			return nil, llm.ModelInfo{}, err
+		}
+		return r.Model, r.Info, nil
+	}
+}

@@ -159,15 +159,7 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 		Hooks:      &hook.LoadOptions{Home: home, Workspace: cwd, ClaudeHome: claudeHome(env), Trust: rf.trust, NoHooks: rf.noHooks},
 		Compaction: &runner.CompactionSpec{Summarizer: &compact.Summarizer{}},
 	}
-	cfg.ResolveModel = func(ctx context.Context, prov, model string) (llm.Model, llm.ModelInfo, error) {
-		g := *rf
-		g.model = prov + "/" + model
-		r, err := resolveModel(ctx, env, &g, home, thinking, idle)
-		if err != nil {
-			return nil, llm.ModelInfo{}, err
-		}
-		return r.Model, r.Info, nil
-	}
+	cfg.ResolveModel = modelResolver(env, rf, home, thinking, idle)
 	authStore, err := auth.Open(&auth.Config{Path: filepath.Join(home, auth.StateFileName)})
 	if err != nil {
 		return err
