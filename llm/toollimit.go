@@ -25,3 +25,16 @@ func MaxTools(api API) int {
 	}
 	return MaxToolsDefault
 }
+
+// DocumentedMaxTools is the tool-count limit api's provider documents and
+// refuses a request over, or 0 where it documents none (Anthropic, and
+// APIs not named above): MaxTools is a cap of ours there, not theirs.
+func DocumentedMaxTools(api API) int {
+	switch api {
+	case APIOpenAICompletions, APIOpenAIResponses:
+		return MaxToolsOpenAI
+	case APIGoogleGenerativeAI:
+		return MaxToolsGoogle
+	}
+	return 0
+}

@@ -355,7 +355,11 @@ func (s *run) run(ctx context.Context, key, source string) (Result, error) {
 		specs = s.offeredSpecs()
 	}
 	if err := s.checkToolsFit(specs); err != nil {
-		return s.finish(Result{Err: err, Reason: string(llm.ReasonContextOverflow), Message: err.Error()}), err
+		reason := llm.ReasonContextOverflow
+		if te := (*ToolsOverflowError)(nil); errors.As(err, &te) && te.Limit > 0 {
+			reason = llm.ReasonFormat // the provider would refuse the request's form
+		}
+		return s.finish(Result{Err: err, Reason: string(reason), Message: err.Error()}), err
 	}
 
 	s.model = &attemptModel{model: p.Model}

@@ -204,9 +204,17 @@ type ToolsOverflowError struct {
 	// Catalog is set when tool search was already on: the tools offered
 	// directly are the ones too large.
 	Catalog bool
+	// Limit, when set, is the provider's documented tool-count limit that
+	// Tools passes (the definitions may fit the window); API names the wire.
+	Limit int
+	API   llm.API
 }
 
 func (e *ToolsOverflowError) Error() string {
+	if e.Limit > 0 {
+		return fmt.Sprintf("the run offers %d tools, more than the %d one request may carry on the %s API, which refuses such a request: %s",
+			e.Tools, e.Limit, e.API, e.advice())
+	}
 	return fmt.Sprintf("the definitions of %d tools and the system prompt take about %d tokens, more than the context window of %d tokens: %s",
 		e.Tools, e.Tokens, e.Window, e.advice())
 }
@@ -225,12 +233,15 @@ func (e *ToolsOverflowError) advice() string {
 // whatever compaction does.
 func (s *run) checkToolsFit(specs []llm.ToolSpec) error {
 	window := s.window
+	fixed := compact.SystemTokens(s.p.SystemPrompt) + compact.ToolsTokens(specs)
+	if window > 0 && fixed >= window {
+		return &ToolsOverflowError{Tools: len(specs), Tokens: fixed, Window: window, Catalog: s.catalog != nil}
+	}
+	if limit := llm.DocumentedMaxTools(s.p.Info.API); limit > 0 && len(specs) > limit {
+		return &ToolsOverflowError{Tools: len(specs), Limit: limit, API: s.p.Info.API, Catalog: s.catalog != nil}
+	}
 	if window <= 0 {
 		return nil
-	}
-	fixed := compact.SystemTokens(s.p.SystemPrompt) + compact.ToolsTokens(specs)
-	if fixed >= window {
-		return &ToolsOverflowError{Tools: len(specs), Tokens: fixed, Window: window, Catalog: s.catalog != nil}
 	}
 	reserve := 0
 	if c := s.p.Compaction; c != nil {

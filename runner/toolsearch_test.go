@@ -459,6 +459,61 @@ func TestToolSearchOffToolsOverflowWindow(t *testing.T) {
 	}
 }
 
+// 150 small tools fit a 1M window, but OpenAI refuses a request with more
+// than 128. With tool search off the run is refused before any request,
+// saying so and what to do; auto puts them behind tool_search. Anthropic
+// documents no such limit, so there the same run is sent.
+func TestToolSearchOffTooManyToolsForTheWire(t *testing.T) {
+	srv := &chatServer{script: func(int) chatStep { return chatStep{text: "ok"} }}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	run := func(api llm.API, mode ToolSearchMode) (Result, error) {
+		srv.mu.Lock()
+		srv.bodies = nil
+		srv.mu.Unlock()
+		info := llm.ModelInfo{Provider: "openai", ID: "big", API: api, ContextWindow: 1_000_000, MaxTokens: 4096}
+		model := openai.New(openai.Config{Info: info, APIKey: "sk-test", BaseURL: ts.URL + "/v1"})
+		rn := testRunner(&Config{ToolSources: []tool.Source{genServer(150)}})
+		defer rn.Close()
+		return rn.Run(context.Background(), Request{Prompt: "hi", Model: model, Info: info, Tools: builtinTools(t),
+			ToolSearch: &ToolSearch{Mode: mode}})
+	}
+	sent := func() int {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return len(srv.bodies)
+	}
+
+	res, err := run(llm.APIOpenAICompletions, ToolSearchOff)
+	var te *ToolsOverflowError
+	if !errors.As(err, &te) || res.OK() || res.Reason != string(llm.ReasonFormat) {
+		t.Fatalf("openai, off: want a ToolsOverflowError and reason format, got %v %+v", err, res)
+	}
+	if te.Tools != 154 || te.Limit != 128 {
+		t.Errorf("openai, off: error %+v", te)
+	}
+	if !strings.Contains(res.Message, "154 tools, more than the 128") || !strings.Contains(res.Message, "--tool-search on") {
+		t.Errorf("openai, off: message does not say what is wrong and what to do: %s", res.Message)
+	}
+	if n := sent(); n != 0 {
+		t.Fatalf("openai, off: %d requests were sent; want none", n)
+	}
+
+	if res, err = run(llm.APIOpenAICompletions, ToolSearchAuto); err != nil || !res.OK() {
+		t.Fatalf("openai, auto: %v %+v", err, res)
+	}
+	if got := wireTools(t, srv.body(0)); len(got) != 3 {
+		t.Errorf("openai, auto: %d tools offered, want 3 (read, bash, tool_search)", len(got))
+	}
+
+	if res, err = run(llm.APIAnthropicMessages, ToolSearchOff); err != nil || !res.OK() {
+		t.Fatalf("anthropic, off: %v %+v", err, res)
+	}
+	if n := sent(); n != 1 {
+		t.Fatalf("anthropic, off: %d requests sent, want 1", n)
+	}
+}
+
 // requestCompactor records the tools each model call's budget was told.
 type requestCompactor struct {
 	mu    sync.Mutex

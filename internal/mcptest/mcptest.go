@@ -31,12 +31,13 @@ const (
 )
 
 var verbs = []struct{ verb, text string }{
-	{"create", "Create a new %s in %s. Returns the id of the created %s."},
-	{"get", "Get one %s of %s by its id, with every field."},
-	{"list", "List the %ss of %s, newest first, filtered by the given fields; paginated."},
-	{"update", "Update fields of an existing %s in %s. Fields not given are left unchanged (%s)."},
-	{"delete", "Delete a %s from %s. This cannot be undone; the %s's history is kept for 30 days."},
-	{"search", "Search the %ss of %s by free text over titles and bodies; best matches first."},
+	// %[1]s is the noun, %[2]s the system it lives in.
+	{"create", "Create a new %[1]s in %[2]s. Returns the id of the created %[1]s."},
+	{"get", "Get one %[1]s of %[2]s by its id, with every field."},
+	{"list", "List the %[1]ss of %[2]s, newest first, filtered by the given fields; paginated."},
+	{"update", "Update fields of an existing %[1]s in %[2]s. Fields not given are left unchanged."},
+	{"delete", "Delete a %[1]s from %[2]s. This cannot be undone; the %[1]s's history is kept for 30 days."},
+	{"search", "Search the %[1]ss of %[2]s by free text over titles and bodies; best matches first."},
 }
 
 var nouns = []struct{ noun, system string }{
@@ -73,13 +74,18 @@ func Names(n int) []string {
 	return out
 }
 
+// description is the description of the i-th generated tool.
+func description(i int) string {
+	v, o := verbs[i%len(verbs)], nouns[(i/len(verbs))%len(nouns)]
+	return fmt.Sprintf(v.text, o.noun, o.system)
+}
+
 // NewServer returns a server with n generated tools, then RemoveTool and
 // AddTool when admin is set.
 func NewServer(n int, admin bool) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1"}, nil)
 	for i, name := range Names(n) {
-		v, o := verbs[i%len(verbs)], nouns[(i/len(verbs))%len(nouns)]
-		s.AddTool(generated(name, fmt.Sprintf(v.text, o.noun, o.system, o.noun), o.noun), echo(name))
+		s.AddTool(generated(name, description(i), nouns[(i/len(verbs))%len(nouns)].noun), echo(name))
 	}
 	if admin {
 		type nameIn struct {
