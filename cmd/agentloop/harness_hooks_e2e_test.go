@@ -122,3 +122,31 @@ func testHarnessHooksFireOnce(t *testing.T, eng engine, call string) {
 		t.Errorf("hook log\n got %q\nwant %q", got, want)
 	}
 }
+
+// Issue 25: a PreToolUse hook's rewritten arguments (updatedInput) of a
+// Claude Code call reach Claude Code, which runs the rewritten command;
+// they are not refused because Bash is no tool of our registry.
+func TestE2EHarnessClaudeCodeHookRewrite(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	rewrite := `cat >/dev/null; echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":"echo hi > rewritten.txt"}}}'`
+	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash",
+		"hooks": []any{map[string]any{"type": "command", "command": rewrite}}}}}})
+	writeFile(t, filepath.Join(ws, ".agentloop", "settings.json"), string(settings))
+	if _, err := hook.Trust(home, ws); err != nil {
+		t.Fatal(err)
+	}
+	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "echo hi > original.txt")
+	code, out, errs := execCLI(t, claudeEnv(t, base), home, "run", "--harness", "claude-code", "--model", "anthropic/mock-claude", "--cwd", ws, "go")
+	if code != 0 || !strings.Contains(out, "word word done") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	if m := resultOf(t, home, sessionOf(t, errs), "Bash"); m != nil && m.IsError {
+		t.Errorf("the rewritten call failed: %s", m.Text())
+	}
+	if _, err := os.Stat(filepath.Join(ws, "rewritten.txt")); err != nil {
+		t.Errorf("the rewritten command did not run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "original.txt")); err == nil {
+		t.Error("the original command ran")
+	}
+}
