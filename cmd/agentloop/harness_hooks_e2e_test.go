@@ -15,13 +15,13 @@ import (
 // deny rule of agentloop's settings refuses Claude Code's Read of .env,
 // even where the workspace's own .claude/settings.json allows Read, and
 // the model reads our refusal. Without the rule the read goes through
-// under --approve auto, and under never too (it only reads), without
-// anyone asked.
+// under --approve auto, and under never and ask too (it only reads),
+// without anyone asked (there is no terminal: a question would refuse it).
 func TestE2EHarnessClaudeCodeReadRules(t *testing.T) {
 	for _, tc := range []struct {
 		name, approve string
 		deny          bool
-	}{{"denied", "auto", true}, {"auto", "auto", false}, {"never", "never", false}} {
+	}{{"denied", "auto", true}, {"auto", "auto", false}, {"never", "never", false}, {"ask", "ask", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			home, ws := t.TempDir(), t.TempDir()
 			writeFile(t, filepath.Join(ws, ".env"), "SECRET=plum\n")
