@@ -108,7 +108,9 @@ func (r *run) beforeToolCall(ctx context.Context, call tool.Call) (tool.Call, *t
 	}
 	if len(out.Args) > 0 {
 		call.Args = out.Args
-		if r.opts.Registry != nil {
+		// An engine's own tool (Claude Code's Bash) is not in the registry:
+		// the engine checks the arguments it is handed back.
+		if _, ours := r.opts.Registry.Get(call.Name); ours {
 			c, bad := r.opts.Registry.Prepare(llm.ToolCall(call.ID, call.Name, call.Args))
 			if bad != nil {
 				return call, bad

@@ -413,6 +413,25 @@ func TestRewriteIsRevalidated(t *testing.T) {
 	}
 }
 
+// A rewrite of an engine's own call (Claude Code's Bash, no tool of the
+// run's registry) is handed back to the engine, which checks its own
+// arguments, instead of being refused as an unknown tool.
+func TestRewriteOfAnEnginesCall(t *testing.T) {
+	f := newFixture(t)
+	f.user(t, map[string][]cmdSpec{EventPreToolUse: {{matcher: "Bash", command: `cat >/dev/null; echo '{"hookSpecificOutput":{"updatedInput":{"command":"echo rewritten"}}}'`}}})
+	b, _ := f.load(t, nil)
+	reg, err := tool.NewRegistry(&tool.Func{ToolName: "bash", Run: func(context.Context, tool.Call, func(tool.Partial)) (tool.Result, error) {
+		return tool.TextResult(""), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call, res := b.Seams(SeamsOptions{Registry: reg}).BeforeToolCall(ctx, tool.Call{ID: "toolu_1", Name: "Bash", Args: json.RawMessage(`{"command":"echo original"}`)})
+	if res != nil || string(call.Args) != `{"command":"echo rewritten"}` {
+		t.Errorf("the engine's call: args %s, res %+v, want the rewrite", call.Args, res)
+	}
+}
+
 func TestPostToolUseFeedbackReachesTheModel(t *testing.T) {
 	f := newFixture(t)
 	f.user(t, map[string][]cmdSpec{EventPostToolUse: {

@@ -128,15 +128,16 @@ type Approval struct {
 	always map[string]bool
 }
 
-// Decide returns the policy's decision on call, with an ask turned into an
+// Decide returns the policy's decision on call (on its equivalent, when
+// ctx carries an Equivalent that knows it), with an ask turned into an
 // allow when the person already answered "always" for its tool.
 func (a *Approval) Decide(ctx context.Context, call Call) Decision {
 	policy := a.Policy
 	if policy == nil {
 		policy = ApproveAuto
 	}
-	ro := a.ReadOnly != nil && a.ReadOnly(call)
-	d := policy(ctx, call, ro)
+	judged, ro := a.judged(ctx, call)
+	d := policy(ctx, judged, ro)
 	if d.Verdict == VerdictAsk && a.remembered(call.Name) {
 		return Decision{Verdict: VerdictAllow}
 	}

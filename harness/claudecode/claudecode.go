@@ -144,6 +144,7 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 	}
 	defer ts.Close()
 	args = append(args, mcpArgs(ts)...)
+	args = append(args, settingsArgs()...)
 	args = append(args, h.cfg.Args...)
 	dir := a.Cwd
 	if dir != "" {
@@ -413,7 +414,7 @@ func (t *turn) permission(ctx context.Context, l *line) error {
 	if own, ok := ownTool(name); ok {
 		name = own // one of the run's tools: the approval knows it by its own name
 	}
-	c, allow, reason := t.a.Approve(ctx, tool.Call{ID: r.ToolUseID, Name: name, Args: input})
+	c, allow, reason := t.a.Approve(tool.WithEquivalent(ctx, equivalent), tool.Call{ID: r.ToolUseID, Name: name, Args: input})
 	answer := map[string]any{"behavior": "allow", "updatedInput": c.Args} // a hook's rewrite included
 	if allow {
 		t.approved[r.ToolUseID] = true
