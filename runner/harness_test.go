@@ -291,7 +291,9 @@ func TestHarnessPreflightFallback(t *testing.T) {
 func TestHarnessBudget(t *testing.T) {
 	e := newHarnessEnv(t)
 	reg, _ := touchRegistry(t)
-	m := faux.New(faux.Call("", "touch", map[string]string{"path": "a"}), faux.Reply().WithStop(llm.StopReasonStop), faux.Say("final"))
+	first := faux.Call("", "touch", map[string]string{"path": "a"})
+	first.Usage = &llm.Usage{Input: 1, Total: 1} // within the budget: the settled reply crosses it
+	m := faux.New(first, faux.Reply().WithStop(llm.StopReasonStop), faux.Say("final"))
 	res, err := e.r.Run(t.Context(), Request{Prompt: "touch a", Model: m, Tools: reg, Harness: e.fake,
 		Session: SessionSpec{Cwd: e.cwd}, MaxTokens: 1})
 	if err != nil {
@@ -299,5 +301,42 @@ func TestHarnessBudget(t *testing.T) {
 	}
 	if res.Reason != ReasonBudgetTokens || m.Calls() != 2 {
 		t.Fatalf("reason %s (%s) after %d calls, want budget_tokens before the finalization call", res.Reason, res.Message, m.Calls())
+	}
+}
+
+// Issue 25: a budget binds inside an external engine's turn, as the engine
+// reports its usage. Crossed at the second of five native model calls, the
+// turn stops there: the engine is aborted before that call's tool starts,
+// the run ends with the budget's reason and message, not retried, with the
+// binding and what was mirrored kept, and the usage counted once.
+func TestHarnessBudgetMidTurn(t *testing.T) {
+	e := newHarnessEnv(t)
+	reg, c := touchRegistry(t)
+	call := func() faux.Step {
+		s := faux.Call("", "touch", map[string]string{"path": "a"})
+		s.Usage = &llm.Usage{Input: 100, Output: 10, Total: 110}
+		return s
+	}
+	m := faux.New(call(), call(), call(), call(), faux.Say("done"))
+	res, err := e.r.Run(t.Context(), Request{Prompt: "touch a", Model: m, Tools: reg, Harness: e.fake,
+		Session: SessionSpec{Cwd: e.cwd}, MaxTokens: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != ReasonBudgetTokens || !strings.Contains(res.Message, "used 220 tokens, over its budget of 150 (--max-tokens)") {
+		t.Fatalf("reason %s (%s), want budget_tokens at the second call", res.Reason, res.Message)
+	}
+	if m.Calls() != 2 || c.N.Load() != 1 || res.Retries != 0 || e.fake.Runs() != 1 {
+		t.Errorf("%d model calls, %d tool runs, %d retries, %d attempts; want 2, 1, 0, 1", m.Calls(), c.N.Load(), res.Retries, e.fake.Runs())
+	}
+	if res.Usage.Total != 220 || res.Usage.Input != 200 {
+		t.Errorf("usage %+v, want the two calls counted once", res.Usage)
+	}
+	es := e.entries(t, res.SessionID)
+	if got := join(messagesOf(es)); got != "user:touch a | call:touch | toolResult:touched | call:touch | toolResult:aborted: the call was cancelled before it finished" {
+		t.Errorf("transcript %s, want both calls with their results", got)
+	}
+	if b := bindingsOf(es); len(b) != 1 {
+		t.Errorf("bindings %v, want the native thread kept", b)
 	}
 }
