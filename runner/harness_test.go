@@ -340,3 +340,24 @@ func TestHarnessBudgetMidTurn(t *testing.T) {
 		t.Errorf("bindings %v, want the native thread kept", b)
 	}
 }
+
+// Issue 25: an engine that reports each message's usage as it streams
+// and its totals at the end (Claude Code: a message's output tokens are
+// known only at its end) is counted once: the end adds only the rest. Cost
+// is the run's model prices on the engine's tokens, its own figure only
+// for a model without prices.
+func TestEngineMeterCountsOnce(t *testing.T) {
+	s := &run{}
+	m := &engineMeter{s: s}
+	m.streamed = llm.Usage{Input: 12200, Output: 1, Total: 12201}
+	total := llm.Usage{Input: 12200, Output: 30, Total: 12230, Cost: llm.Cost{Total: 0.05}}
+	if got := m.rest(total); got.Input != 0 || got.Output != 29 || got.Total != 29 || got.Cost.Total != 0.05 {
+		t.Errorf("rest %+v, want the 29 output tokens and the engine's cost", got)
+	}
+	s.p.Info.Cost = llm.Prices{Input: 1, Output: 10}
+	m.streamed = s.price(m.streamed)
+	got := m.rest(total)
+	if want := 29 * 10 / 1e6; got.Output != 29 || got.Cost.Input != 0 || got.Cost.Total < want*0.999 || got.Cost.Total > want*1.001 {
+		t.Errorf("rest %+v, want the 29 output tokens at our price (%g)", got, want)
+	}
+}
