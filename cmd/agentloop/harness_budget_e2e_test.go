@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,8 +35,15 @@ func testHarnessBudget(t *testing.T, eng engine) {
 		t.Fatalf("exit %d, stderr:\n%s\nstdout %s\nwant 1 and the budget message", code, errs, out)
 	}
 	reqs, _ := os.ReadFile(capture)
-	if n := bytes.Count(reqs, []byte("\n")); n == 0 || n >= rounds {
+	n := bytes.Count(reqs, []byte("\n"))
+	if n == 0 || n >= rounds {
 		t.Errorf("mockllm saw %d requests, want fewer than the script's %d rounds: the budget did not stop the turn", n, rounds)
+	}
+	// Each mockllm response has 10 output tokens: what the engine reports
+	// at the end of its turn (Claude Code's result totals) is not added to
+	// what its messages reported.
+	if want := fmt.Sprintf(", %d out", 10*n); !strings.Contains(errs, want) {
+		t.Errorf("usage line: want %q (each of %d responses counted once): %s", want, n, errs)
 	}
 	ran, _ := os.ReadFile(filepath.Join(ws, "rounds.txt"))
 	if n := bytes.Count(ran, []byte("\n")); n >= rounds-1 {
