@@ -66,11 +66,13 @@ func TestE2EHarnessTimeout(t *testing.T) {
 }
 
 func testHarnessTimeout(t *testing.T, eng engine) {
+	// The timeout must come after the engine started its tool: pi alone
+	// takes up to 16 s to start on a loaded machine.
 	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "echo started > slow.txt; tail -f /dev/null")
 	home, ws := t.TempDir(), t.TempDir()
 	start := time.Now()
 	code, out, errs := execCLI(t, eng.env(t, base), home, "run", "--harness", eng.name, "--model", "anthropic/mock-claude",
-		"--cwd", ws, "--timeout", "10s", "go slow")
+		"--cwd", ws, "--timeout", "20s", "go slow")
 	if code != 1 || !strings.Contains(errs, "stopped at its timeout (--timeout)") {
 		t.Fatalf("exit %d after %s, stderr:\n%s\nstdout %s\nwant 1 and the timeout message", code, time.Since(start).Round(time.Millisecond), errs, out)
 	}
