@@ -361,3 +361,29 @@ func TestEngineMeterCountsOnce(t *testing.T) {
 		t.Errorf("rest %+v, want the 29 output tokens at our price (%g)", got, want)
 	}
 }
+
+// Issue 25: --max-cost binds mid-turn too, on the engine's tokens at the
+// run's model prices (the engine reported no cost of its own here).
+func TestHarnessCostBudgetMidTurn(t *testing.T) {
+	e := newHarnessEnv(t)
+	reg, c := touchRegistry(t)
+	call := func() faux.Step {
+		s := faux.Call("", "touch", map[string]string{"path": "a"})
+		s.Usage = &llm.Usage{Input: 1000, Output: 100, Total: 1100}
+		return s
+	}
+	m := faux.New(call(), call(), call(), call(), faux.Say("done"))
+	info := m.ModelInfo()
+	info.Cost = llm.Prices{Input: 10, Output: 50} // $0.015 a call
+	res, err := e.r.Run(t.Context(), Request{Prompt: "touch a", Model: m, Info: info, Tools: reg, Harness: e.fake,
+		Session: SessionSpec{Cwd: e.cwd}, MaxCost: 0.02})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != ReasonBudgetCost || m.Calls() != 2 || c.N.Load() != 1 {
+		t.Fatalf("reason %s (%s) after %d calls and %d tool runs, want budget_cost at the second call", res.Reason, res.Message, m.Calls(), c.N.Load())
+	}
+	if got := res.Usage.Cost.Total; got < 0.0299 || got > 0.0301 {
+		t.Errorf("cost %g, want the two calls at the model's prices", got)
+	}
+}
