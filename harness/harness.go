@@ -65,7 +65,11 @@ type Attempt struct {
 	// receives the end of each call BeforeTool let through (PostToolUse).
 	BeforeTool func(ctx context.Context, call tool.Call) (tool.Call, *tool.Result)
 	AfterTool  func(ctx context.Context, call tool.Call, res tool.Result)
-	// Emit receives the attempt's events, in order; nil drops them.
+	// Emit receives the attempt's events, in order; nil drops them. An
+	// assistant message_end whose Message.Usage is set reports the usage
+	// of one native model call as the engine reports it, once per call
+	// (the core counts it against the run's budgets as it comes, and stops
+	// the turn, through ctx, when one is crossed).
 	Emit func(agent.Event)
 	// SetSteer, when set, is how a harness whose engine takes messages
 	// mid-turn offers that while its turn runs: it calls SetSteer with the
@@ -127,7 +131,9 @@ type Result struct {
 	// turn included when it was mirrored).
 	Items      []Item
 	StopReason llm.StopReason
-	Usage      llm.Usage
+	// Usage is the attempt's whole usage, what Emit reported included:
+	// the core counts only what it holds beyond that.
+	Usage llm.Usage
 	// Err is a *llm.ProviderError, an *Error or a *BindingLostError.
 	Err error
 	// Binding, when set, is the native session to persist.

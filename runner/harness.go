@@ -109,9 +109,10 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 	for {
 		s.iterations++
 		s.notice(EventAttemptStart, Notice{Attempt: s.iterations, Max: attempts + 1})
+		meter := &engineMeter{s: s}
 		a := &harness.Attempt{SessionID: s.h.sessionID, RunID: s.h.id, Attempt: s.iterations, Prompt: prompt,
 			History: history, System: s.p.SystemPrompt, Tools: reg, Model: s.p.Model, ModelID: s.p.Info.ID, Options: s.p.Options, Cwd: cwd,
-			Approval: s.p.Approval, Emit: s.emitAgent, Warn: s.warn, Binding: bound, Continuation: cont, Mirror: record,
+			Approval: s.p.Approval, Emit: meter.event, Warn: s.warn, Binding: bound, Continuation: cont, Mirror: record,
 			ObserveToolTerminal: tracker.Observe}
 		a.SetSteer = s.h.bindExternal
 		if seams != nil {
@@ -146,8 +147,10 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 			}
 			return done(Result{Reason: orStr(reason, string(llm.ReasonUnknown)), StopReason: llm.StopReasonError, Err: err, Message: err.Error()}), nil
 		}
-		s.usage.Add(res.Usage)
-		s.checkBudget(true) // the attempt is over: what it answered is kept
+		s.usage.Add(meter.rest(res.Usage))
+		if ctx.Err() == nil {
+			s.checkBudget(true) // the attempt is over: what it answered is kept
+		}
 		if b := res.Binding; b != nil && s.sess != nil && (bound == nil || *b != *bound) {
 			// A new native session, or the same session under a new id
 			// (a transfer): the last binding entry is the one in force.

@@ -291,7 +291,9 @@ func TestHarnessPreflightFallback(t *testing.T) {
 func TestHarnessBudget(t *testing.T) {
 	e := newHarnessEnv(t)
 	reg, _ := touchRegistry(t)
-	m := faux.New(faux.Call("", "touch", map[string]string{"path": "a"}), faux.Reply().WithStop(llm.StopReasonStop), faux.Say("final"))
+	first := faux.Call("", "touch", map[string]string{"path": "a"})
+	first.Usage = &llm.Usage{Input: 1, Total: 1} // within the budget: the settled reply crosses it
+	m := faux.New(first, faux.Reply().WithStop(llm.StopReasonStop), faux.Say("final"))
 	res, err := e.r.Run(t.Context(), Request{Prompt: "touch a", Model: m, Tools: reg, Harness: e.fake,
 		Session: SessionSpec{Cwd: e.cwd}, MaxTokens: 1})
 	if err != nil {
@@ -299,5 +301,89 @@ func TestHarnessBudget(t *testing.T) {
 	}
 	if res.Reason != ReasonBudgetTokens || m.Calls() != 2 {
 		t.Fatalf("reason %s (%s) after %d calls, want budget_tokens before the finalization call", res.Reason, res.Message, m.Calls())
+	}
+}
+
+// Issue 25: a budget binds inside an external engine's turn, as the engine
+// reports its usage. Crossed at the second of five native model calls, the
+// turn stops there: the engine is aborted before that call's tool starts,
+// the run ends with the budget's reason and message, not retried, with the
+// binding and what was mirrored kept, and the usage counted once.
+func TestHarnessBudgetMidTurn(t *testing.T) {
+	e := newHarnessEnv(t)
+	reg, c := touchRegistry(t)
+	call := func() faux.Step {
+		s := faux.Call("", "touch", map[string]string{"path": "a"})
+		s.Usage = &llm.Usage{Input: 100, Output: 10, Total: 110}
+		return s
+	}
+	m := faux.New(call(), call(), call(), call(), faux.Say("done"))
+	res, err := e.r.Run(t.Context(), Request{Prompt: "touch a", Model: m, Tools: reg, Harness: e.fake,
+		Session: SessionSpec{Cwd: e.cwd}, MaxTokens: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != ReasonBudgetTokens || !strings.Contains(res.Message, "used 220 tokens, over its budget of 150 (--max-tokens)") {
+		t.Fatalf("reason %s (%s), want budget_tokens at the second call", res.Reason, res.Message)
+	}
+	if m.Calls() != 2 || c.N.Load() != 1 || res.Retries != 0 || e.fake.Runs() != 1 {
+		t.Errorf("%d model calls, %d tool runs, %d retries, %d attempts; want 2, 1, 0, 1", m.Calls(), c.N.Load(), res.Retries, e.fake.Runs())
+	}
+	if res.Usage.Total != 220 || res.Usage.Input != 200 {
+		t.Errorf("usage %+v, want the two calls counted once", res.Usage)
+	}
+	es := e.entries(t, res.SessionID)
+	if got := join(messagesOf(es)); got != "user:touch a | call:touch | toolResult:touched | call:touch | toolResult:aborted: the call was cancelled before it finished" {
+		t.Errorf("transcript %s, want both calls with their results", got)
+	}
+	if b := bindingsOf(es); len(b) != 1 {
+		t.Errorf("bindings %v, want the native thread kept", b)
+	}
+}
+
+// Issue 25: an engine that reports each message's usage as it streams
+// and its totals at the end (Claude Code: a message's output tokens are
+// known only at its end) is counted once: the end adds only the rest. Cost
+// is the run's model prices on the engine's tokens, its own figure only
+// for a model without prices.
+func TestEngineMeterCountsOnce(t *testing.T) {
+	s := &run{}
+	m := &engineMeter{s: s}
+	m.streamed = llm.Usage{Input: 12200, Output: 1, Total: 12201}
+	total := llm.Usage{Input: 12200, Output: 30, Total: 12230, Cost: llm.Cost{Total: 0.05}}
+	if got := m.rest(total); got.Input != 0 || got.Output != 29 || got.Total != 29 || got.Cost.Total != 0.05 {
+		t.Errorf("rest %+v, want the 29 output tokens and the engine's cost", got)
+	}
+	s.p.Info.Cost = llm.Prices{Input: 1, Output: 10}
+	m.streamed = s.price(m.streamed)
+	got := m.rest(total)
+	if want := 29 * 10 / 1e6; got.Output != 29 || got.Cost.Input != 0 || got.Cost.Total < want*0.999 || got.Cost.Total > want*1.001 {
+		t.Errorf("rest %+v, want the 29 output tokens at our price (%g)", got, want)
+	}
+}
+
+// Issue 25: --max-cost binds mid-turn too, on the engine's tokens at the
+// run's model prices (the engine reported no cost of its own here).
+func TestHarnessCostBudgetMidTurn(t *testing.T) {
+	e := newHarnessEnv(t)
+	reg, c := touchRegistry(t)
+	call := func() faux.Step {
+		s := faux.Call("", "touch", map[string]string{"path": "a"})
+		s.Usage = &llm.Usage{Input: 1000, Output: 100, Total: 1100}
+		return s
+	}
+	m := faux.New(call(), call(), call(), call(), faux.Say("done"))
+	info := m.ModelInfo()
+	info.Cost = llm.Prices{Input: 10, Output: 50} // $0.015 a call
+	res, err := e.r.Run(t.Context(), Request{Prompt: "touch a", Model: m, Info: info, Tools: reg, Harness: e.fake,
+		Session: SessionSpec{Cwd: e.cwd}, MaxCost: 0.02})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != ReasonBudgetCost || m.Calls() != 2 || c.N.Load() != 1 {
+		t.Fatalf("reason %s (%s) after %d calls and %d tool runs, want budget_cost at the second call", res.Reason, res.Message, m.Calls(), c.N.Load())
+	}
+	if got := res.Usage.Cost.Total; got < 0.0299 || got > 0.0301 {
+		t.Errorf("cost %g, want the two calls at the model's prices", got)
 	}
 }

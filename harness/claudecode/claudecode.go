@@ -101,6 +101,7 @@ type (
 		Role    string      `json:"role"`
 		Model   string      `json:"model"`
 		Content []wireBlock `json:"content"`
+		Usage   *wireUsage  `json:"usage"`
 	}
 	wireBlock struct {
 		Type      string          `json:"type"`
@@ -210,6 +211,9 @@ type turn struct {
 	approved  map[string]bool // our approval let these through: their ends go to AfterTool
 	n         int
 	gotResult bool
+	// metered are the model messages whose usage was reported: Claude Code
+	// repeats a message, usage included, once per content block.
+	metered map[string]bool
 }
 
 func (t *turn) emit(ev agent.Event) {
@@ -311,6 +315,17 @@ func (t *turn) handle(ctx context.Context, l *line) (end bool, err error) {
 		}
 		if len(msg.Content) == 0 {
 			return false, nil
+		}
+		if u := wm.Usage; u != nil && (wm.ID == "" || !t.metered[wm.ID]) {
+			// The usage of this model call so far, reported as it comes so
+			// the run's budget binds mid-turn; the result's totals add
+			// what came after (its output tokens), and Result.Usage is them.
+			if t.metered == nil {
+				t.metered = map[string]bool{}
+			}
+			t.metered[wm.ID] = true
+			msg.Usage = &llm.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
+				Total: u.Input + u.Output + u.CacheRead + u.CacheWrite}
 		}
 		if err := t.add(ctx, l.UUID, msg); err != nil {
 			return true, err

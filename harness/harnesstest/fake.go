@@ -17,6 +17,8 @@ import (
 // runs its own small loop on Attempt.Model and Attempt.Tools, asks
 // Attempt.Approval for every call, and, like a real engine resuming a
 // thread, re-emits the items of earlier turns (with their stable ids).
+// Each model message it emits as message_end carries that call's usage,
+// as a real engine reports it mid-turn, so the core's budgets bind there.
 type Fake struct {
 	// Name is the harness id ("fake" when empty).
 	Name string
