@@ -105,7 +105,7 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		return nil, &harness.PreflightError{Harness: h.ID(), Err: err}
 	}
 	c := &client{h: h, a: a, m: harness.NewMirror(a), tracker: &harness.Tracker{}, res: &harness.Result{},
-		calls: map[string]*call{}, approved: map[string]int{}, allowedIDs: map[string]bool{}, cancelled: make(chan struct{})}
+		calls: map[string]*call{}, approved: map[string]int{}, allowedIDs: map[string]bool{}, gated: map[string]bool{}, cancelled: make(chan struct{})}
 	conn := acpsdk.NewClientSideConnection(c, p.Stdin, p.Stdout)
 	err = c.run(ctx, conn, dir)
 	if err != nil && c.sessionID == "" {
@@ -168,6 +168,10 @@ type client struct {
 	// allowedIDs are the calls our approval let through: their ends go to
 	// AfterTool.
 	allowedIDs map[string]bool
+	// gated are the agent's calls an MCP call of our tools was paired
+	// with (gateIDLocked); gateCalls counts those paired with none.
+	gated     map[string]bool
+	gateCalls int
 }
 
 // alive records a sign of life from the agent.
@@ -333,19 +337,48 @@ func (c *client) offerTools(caps acpsdk.McpCapabilities) ([]acpsdk.McpServer, *t
 
 // gate judges a call of one of our tools the agent makes over MCP: a call
 // whose arguments the agent's permission request already had approved
-// runs (that answer is used up); any other is put to the run's approval
-// under our tool's name, since an agent need not ask before MCP calls.
-func (c *client) gate(ctx context.Context, call tool.Call) (bool, string) {
+// runs (that answer is used up, and the agent's call reports its end); any
+// other is put to the run's approval under our tool's name, since an agent
+// need not ask before MCP calls, and its end goes to AfterTool
+// (PostToolUse) from here, where the tool ran.
+func (c *client) gate(ctx context.Context, call tool.Call) (bool, string, func(context.Context, tool.Result)) {
 	key := canonical(call.Args)
 	c.mu.Lock()
 	if c.approved[key] > 0 {
 		c.approved[key]--
 		c.mu.Unlock()
-		return true, ""
+		return true, "", nil
 	}
+	call.ID = c.gateIDLocked(key)
 	c.mu.Unlock()
 	_, ok, reason := c.a.Approve(ctx, call)
-	return ok, reason
+	if !ok {
+		c.mu.Lock()
+		if cl := c.calls[call.ID]; cl != nil {
+			cl.refused = true // the agent's call of it did not run
+		}
+		c.mu.Unlock()
+		return false, reason, nil
+	}
+	return true, "", func(ctx context.Context, res tool.Result) {
+		// Not the MCP request's context: a PostToolUse script may outlast it.
+		c.a.ToolDone(context.WithoutCancel(ctx), call, res, true)
+	}
+}
+
+// gateIDLocked names an MCP call of our tools for the hooks: the id of the
+// agent's own announced call with the same arguments, when it is there and
+// unfinished (the announcement travels on another stream and may come
+// later), else one of ours.
+func (c *client) gateIDLocked(key string) string {
+	for id, cl := range c.calls {
+		if !cl.finished && !c.gated[id] && canonical(cl.args) == key {
+			c.gated[id] = true
+			return id
+		}
+	}
+	c.gateCalls++
+	return "agentloop-mcp-" + strconv.Itoa(c.gateCalls)
 }
 
 // canonical is JSON with its object keys sorted, so equal arguments
