@@ -53,6 +53,13 @@ type Config struct {
 	// DefaultIdleWarn. A permission question waiting on our side is not
 	// the agent's silence.
 	IdleWarn time.Duration
+	// Bridge, when set, is the command line (command, then arguments) of
+	// a process that serves the run's tools over stdio MCP by calling
+	// ServeBridge: an agent that takes no HTTP MCP servers gets it as a
+	// stdio server, with the tool server's URL and token in its
+	// environment. nil offers such an agent none of our tools. The CLI
+	// sets it to its own executable ("agentloop mcp-bridge").
+	Bridge []string
 }
 
 // Harness runs attempts on one ACP agent.
@@ -315,12 +322,14 @@ wait:
 	return nil
 }
 
-// offerTools serves the run's tools to an agent that accepts HTTP MCP
-// servers (mcpCapabilities.http); every ACP agent must take stdio ones,
-// which would need a process of ours per attempt: not offered.
+// offerTools serves the run's tools to the agent: as an HTTP MCP server
+// to one that accepts those (mcpCapabilities.http), else, when there is a
+// Config.Bridge, as a stdio server that is that bridge process (every ACP
+// agent takes stdio servers); otherwise none.
 func (c *client) offerTools(caps acpsdk.McpCapabilities) ([]acpsdk.McpServer, *toolserver.Server, error) {
 	servers := []acpsdk.McpServer{}
-	if !caps.Http {
+	bridge := c.h.cfg.Bridge
+	if !caps.Http && len(bridge) == 0 {
 		return servers, nil, nil
 	}
 	ts, err := toolserver.Serve(c.a.Tools, c.gate)
@@ -329,6 +338,11 @@ func (c *client) offerTools(caps acpsdk.McpCapabilities) ([]acpsdk.McpServer, *t
 			err = fmt.Errorf("serve the run's tools: %w", err)
 		}
 		return servers, nil, err
+	}
+	if !caps.Http {
+		servers = append(servers, acpsdk.McpServer{Stdio: &acpsdk.McpServerStdio{Name: toolserver.Name, Command: bridge[0], Args: append([]string{}, bridge[1:]...),
+			Env: []acpsdk.EnvVariable{{Name: EnvBridgeURL, Value: ts.URL}, {Name: EnvBridgeToken, Value: ts.Token}}}})
+		return servers, ts, nil
 	}
 	servers = append(servers, acpsdk.McpServer{Http: &acpsdk.McpServerHttpInline{Type: "http", Name: toolserver.Name, Url: ts.URL,
 		Headers: []acpsdk.HttpHeader{{Name: "Authorization", Value: "Bearer " + ts.Token}}}})
