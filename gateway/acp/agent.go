@@ -114,11 +114,20 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	// The connection reads (and dispatches, and logs) from the moment it
 	// is made; nothing is read before its logger and a.conn are set.
 	gate := make(chan struct{})
-	conn := sdk.NewAgentSideConnection(a, out, &gatedReader{r: in, gate: gate})
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	w := &lockedWriter{w: out}
+	in = newLineLimit(in, maxMessage, func(h *head, size int) {
+		id, method := h.message()
+		if id == nil {
+			logger.Warn("acp: dropped a message longer than the SDK reads", "bytes", size, "method", method)
+			return
+		}
+		_, _ = w.Write(tooLongError(id, method, size))
+	})
+	conn := sdk.NewAgentSideConnection(a, w, &gatedReader{r: in, gate: gate})
 	conn.SetLogger(logger)
 	a.conn = conn
 	close(gate)
