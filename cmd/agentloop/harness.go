@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -47,6 +48,11 @@ func harnessFor(env *cliEnv, name string) (harness.Harness, error) {
 			if cfg.IdleWarn, err = time.ParseDuration(v); err != nil || cfg.IdleWarn <= 0 {
 				return nil, fmt.Errorf("%s=%q: want a positive duration such as 30s", envACPIdleWarn, v)
 			}
+		}
+		// An agent that takes only stdio MCP servers gets the run's tools
+		// from this binary's hidden mcp-bridge command.
+		if self, err := os.Executable(); err == nil {
+			cfg.Bridge = []string{self, "mcp-bridge"}
 		}
 		return acp.New(cfg), nil
 	}

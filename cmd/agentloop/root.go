@@ -45,6 +45,7 @@ model:
 		newCompactCmd(env),
 		newPermissionsCmd(env),
 		newServeCmd(env),
+		newMCPBridgeCmd(env),
 	)
 	return root
 }

@@ -114,11 +114,20 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	// The connection reads (and dispatches, and logs) from the moment it
 	// is made; nothing is read before its logger and a.conn are set.
 	gate := make(chan struct{})
-	conn := sdk.NewAgentSideConnection(a, out, &gatedReader{r: in, gate: gate})
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	w := &lockedWriter{w: out}
+	in = newLineLimit(in, maxMessage, func(h *head, size int) {
+		id, method := h.message()
+		if id == nil {
+			logger.Warn("acp: dropped a message longer than the SDK reads", "bytes", size, "method", method)
+			return
+		}
+		_, _ = w.Write(tooLongError(id, method, size))
+	})
+	conn := sdk.NewAgentSideConnection(a, w, &gatedReader{r: in, gate: gate})
 	conn.SetLogger(logger)
 	a.conn = conn
 	close(gate)
@@ -379,14 +388,10 @@ func (a *agent) open(ctx context.Context, id, cwd string, servers []sdk.McpServe
 	}
 	info := Session{ID: id, Cwd: filepath.Clean(cwd), MCP: cfg}
 	a.mu.Lock()
-	old := a.sessions[id]
-	closed := a.closed
+	err = a.replaceableLocked(id)
 	a.mu.Unlock()
-	if closed {
-		return nil, errors.New("the connection is closing")
-	}
-	if old != nil && old.running() {
-		return nil, sdk.NewInvalidRequest(map[string]any{"error": fmt.Sprintf("session %s is running a prompt", id)})
+	if err != nil {
+		return nil, err // before Open, which may start MCP servers
 	}
 	rn, err := a.cfg.Open(ctx, info)
 	if err != nil {
@@ -395,13 +400,35 @@ func (a *agent) open(ctx context.Context, id, cwd string, servers []sdk.McpServe
 	s := &sess{a: a, info: info, runner: rn, exists: exists,
 		set:         Settings{Mode: a.cfg.Mode, Model: a.cfg.Model},
 		allowAlways: map[string]bool{}, rejectAlways: map[string]bool{}, active: map[*promptRun]struct{}{}}
+	// Decided again at the swap: a prompt, a close or another load of the
+	// session may have come while Open ran. The check and the swap are one
+	// step under a.mu, as a prompt's claim of its session is (Prompt).
 	a.mu.Lock()
-	a.sessions[id] = s
+	old := a.sessions[id]
+	if err = a.replaceableLocked(id); err == nil {
+		a.sessions[id] = s
+	}
 	a.mu.Unlock()
+	if err != nil {
+		s.closeRunner()
+		return nil, err
+	}
 	if old != nil {
 		old.closeRunner()
 	}
 	return s, nil
+}
+
+// replaceableLocked says whether the session id may be (re)opened now: not
+// while the connection closes, nor while a prompt of it runs. a.mu is held.
+func (a *agent) replaceableLocked(id string) error {
+	if a.closed {
+		return errors.New("the connection is closing")
+	}
+	if old := a.sessions[id]; old != nil && old.claims > 0 {
+		return sdk.NewInvalidRequest(map[string]any{"error": fmt.Sprintf("session %s is running a prompt", id)})
+	}
+	return nil
 }
 
 // mcpConfig converts the editor's MCP servers to ours. SSE servers are

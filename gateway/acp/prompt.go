@@ -22,18 +22,27 @@ import (
 // Prompt runs one prompt and answers once the run has ended and every
 // update of it was sent.
 func (a *agent) Prompt(ctx context.Context, req sdk.PromptRequest) (sdk.PromptResponse, error) {
-	s := a.session(req.SessionId)
+	// The session is looked up and claimed in one step, so a load of it
+	// (open) never replaces and closes it under this prompt.
+	a.mu.Lock()
+	s := a.sessions[string(req.SessionId)]
 	if s == nil {
+		a.mu.Unlock()
 		return sdk.PromptResponse{}, unknownSession(req.SessionId)
 	}
-	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
 		return sdk.PromptResponse{}, errors.New("the connection is closing")
 	}
 	a.prompts.Add(1)
+	s.claims++
 	a.mu.Unlock()
-	defer a.prompts.Done()
+	defer func() {
+		a.mu.Lock()
+		s.claims--
+		a.mu.Unlock()
+		a.prompts.Done()
+	}()
 	s.prompts.Add(1)
 	defer s.prompts.Done()
 

@@ -26,6 +26,9 @@ type sess struct {
 	a      *agent
 	info   Session
 	runner *runner.Runner
+	// claims counts the prompts (and commands) that hold this session;
+	// guarded by a.mu, so a load never replaces a session a prompt holds.
+	claims int
 
 	mu           sync.Mutex
 	exists       bool // the transcript exists (a first prompt creates it)

@@ -53,6 +53,13 @@ type Config struct {
 	// DefaultIdleWarn. A permission question waiting on our side is not
 	// the agent's silence.
 	IdleWarn time.Duration
+	// Bridge, when set, is the command line (command, then arguments) of
+	// a process that serves the run's tools over stdio MCP by calling
+	// ServeBridge: an agent that takes no HTTP MCP servers gets it as a
+	// stdio server, with the tool server's URL and token in its
+	// environment. nil offers such an agent none of our tools. The CLI
+	// sets it to its own executable ("agentloop mcp-bridge").
+	Bridge []string
 }
 
 // Harness runs attempts on one ACP agent.
@@ -105,7 +112,7 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		return nil, &harness.PreflightError{Harness: h.ID(), Err: err}
 	}
 	c := &client{h: h, a: a, m: harness.NewMirror(a), tracker: &harness.Tracker{}, res: &harness.Result{},
-		calls: map[string]*call{}, approved: map[string]int{}, allowedIDs: map[string]bool{}, cancelled: make(chan struct{})}
+		calls: map[string]*call{}, approved: map[string]int{}, allowedIDs: map[string]bool{}, gated: map[string]bool{}, cancelled: make(chan struct{})}
 	conn := acpsdk.NewClientSideConnection(c, p.Stdin, p.Stdout)
 	err = c.run(ctx, conn, dir)
 	if err != nil && c.sessionID == "" {
@@ -168,6 +175,10 @@ type client struct {
 	// allowedIDs are the calls our approval let through: their ends go to
 	// AfterTool.
 	allowedIDs map[string]bool
+	// gated are the agent's calls an MCP call of our tools was paired
+	// with (gateIDLocked); gateCalls counts those paired with none.
+	gated     map[string]bool
+	gateCalls int
 }
 
 // alive records a sign of life from the agent.
@@ -311,12 +322,14 @@ wait:
 	return nil
 }
 
-// offerTools serves the run's tools to an agent that accepts HTTP MCP
-// servers (mcpCapabilities.http); every ACP agent must take stdio ones,
-// which would need a process of ours per attempt: not offered.
+// offerTools serves the run's tools to the agent: as an HTTP MCP server
+// to one that accepts those (mcpCapabilities.http), else, when there is a
+// Config.Bridge, as a stdio server that is that bridge process (every ACP
+// agent takes stdio servers); otherwise none.
 func (c *client) offerTools(caps acpsdk.McpCapabilities) ([]acpsdk.McpServer, *toolserver.Server, error) {
 	servers := []acpsdk.McpServer{}
-	if !caps.Http {
+	bridge := c.h.cfg.Bridge
+	if !caps.Http && len(bridge) == 0 {
 		return servers, nil, nil
 	}
 	ts, err := toolserver.Serve(c.a.Tools, c.gate)
@@ -326,6 +339,11 @@ func (c *client) offerTools(caps acpsdk.McpCapabilities) ([]acpsdk.McpServer, *t
 		}
 		return servers, nil, err
 	}
+	if !caps.Http {
+		servers = append(servers, acpsdk.McpServer{Stdio: &acpsdk.McpServerStdio{Name: toolserver.Name, Command: bridge[0], Args: append([]string{}, bridge[1:]...),
+			Env: []acpsdk.EnvVariable{{Name: EnvBridgeURL, Value: ts.URL}, {Name: EnvBridgeToken, Value: ts.Token}}}})
+		return servers, ts, nil
+	}
 	servers = append(servers, acpsdk.McpServer{Http: &acpsdk.McpServerHttpInline{Type: "http", Name: toolserver.Name, Url: ts.URL,
 		Headers: []acpsdk.HttpHeader{{Name: "Authorization", Value: "Bearer " + ts.Token}}}})
 	return servers, ts, nil
@@ -333,19 +351,48 @@ func (c *client) offerTools(caps acpsdk.McpCapabilities) ([]acpsdk.McpServer, *t
 
 // gate judges a call of one of our tools the agent makes over MCP: a call
 // whose arguments the agent's permission request already had approved
-// runs (that answer is used up); any other is put to the run's approval
-// under our tool's name, since an agent need not ask before MCP calls.
-func (c *client) gate(ctx context.Context, call tool.Call) (bool, string) {
+// runs (that answer is used up, and the agent's call reports its end); any
+// other is put to the run's approval under our tool's name, since an agent
+// need not ask before MCP calls, and its end goes to AfterTool
+// (PostToolUse) from here, where the tool ran.
+func (c *client) gate(ctx context.Context, call tool.Call) (bool, string, func(context.Context, tool.Result)) {
 	key := canonical(call.Args)
 	c.mu.Lock()
 	if c.approved[key] > 0 {
 		c.approved[key]--
 		c.mu.Unlock()
-		return true, ""
+		return true, "", nil
 	}
+	call.ID = c.gateIDLocked(key)
 	c.mu.Unlock()
 	_, ok, reason := c.a.Approve(ctx, call)
-	return ok, reason
+	if !ok {
+		c.mu.Lock()
+		if cl := c.calls[call.ID]; cl != nil {
+			cl.refused = true // the agent's call of it did not run
+		}
+		c.mu.Unlock()
+		return false, reason, nil
+	}
+	return true, "", func(ctx context.Context, res tool.Result) {
+		// Not the MCP request's context: a PostToolUse script may outlast it.
+		c.a.ToolDone(context.WithoutCancel(ctx), call, res, true)
+	}
+}
+
+// gateIDLocked names an MCP call of our tools for the hooks: the id of the
+// agent's own announced call with the same arguments, when it is there and
+// unfinished (the announcement travels on another stream and may come
+// later), else one of ours.
+func (c *client) gateIDLocked(key string) string {
+	for id, cl := range c.calls {
+		if !cl.finished && !c.gated[id] && canonical(cl.args) == key {
+			c.gated[id] = true
+			return id
+		}
+	}
+	c.gateCalls++
+	return "agentloop-mcp-" + strconv.Itoa(c.gateCalls)
 }
 
 // canonical is JSON with its object keys sorted, so equal arguments

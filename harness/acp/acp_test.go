@@ -254,16 +254,7 @@ func TestIdleWarn(t *testing.T) {
 // and an approval the agent did ask for is not asked again.
 func TestOurToolsOverMCP(t *testing.T) {
 	var ran []string
-	note := &tool.Func{ToolName: "note", ToolDescription: "Write a note.",
-		Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`),
-		Run: func(_ context.Context, c tool.Call, _ func(tool.Partial)) (tool.Result, error) {
-			ran = append(ran, string(c.Args))
-			return tool.TextResult("noted"), nil
-		}}
-	reg, err := tool.NewRegistry(note)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := noteRegistry(t, &ran)
 	call := func(permission bool) fakeacp.Step {
 		return fakeacp.Step{Tool: &fakeacp.Tool{ID: "m1", Title: "note it", Kind: "edit", MCP: "note", Input: map[string]any{"text": "plum"}, Permission: permission}}
 	}

@@ -63,13 +63,15 @@ type Tool struct {
 type Config struct {
 	Dir   string   `json:"dir"`
 	Turns [][]Step `json:"turns"`
-	// NoHTTPMCP leaves mcpCapabilities.http out of initialize.
+	// NoHTTPMCP leaves mcpCapabilities.http out of initialize: the agent
+	// takes stdio MCP servers only, as every ACP agent must.
 	NoHTTPMCP bool `json:"noHttpMcp,omitempty"`
 }
 
 // Serve runs the agent on in/out until the client goes away.
 func Serve(cfg Config, in io.Reader, out io.Writer) {
-	a := &agent{cfg: cfg, cancels: map[acp.SessionId]context.CancelFunc{}, mcp: map[acp.SessionId][]acp.McpServer{}}
+	a := &agent{cfg: cfg, cancels: map[acp.SessionId]context.CancelFunc{}, mcp: map[acp.SessionId][]acp.McpServer{},
+		stdio: map[acp.SessionId]*mcp.Manager{}}
 	conn := acp.NewAgentSideConnection(a, out, in)
 	a.conn = conn
 	<-conn.Done()
@@ -82,6 +84,7 @@ type agent struct {
 	mu      sync.Mutex
 	cancels map[acp.SessionId]context.CancelFunc
 	mcp     map[acp.SessionId][]acp.McpServer // the client's servers, per live session
+	stdio   map[acp.SessionId]*mcp.Manager    // the stdio ones started, per session
 }
 
 type sessionFile struct {
@@ -137,27 +140,50 @@ func (a *agent) setMCP(id acp.SessionId, servers []acp.McpServer) {
 	a.mcp[id] = servers
 }
 
-// callMCP runs the tool name of the session's HTTP MCP servers with our
-// own MCP client.
+// callMCP runs the tool name of the session's MCP servers with our own
+// MCP client. HTTP servers are connected for the call; stdio servers are
+// started on the session's first call and kept, as a real agent keeps
+// them, until the process ends (never closed: what ends them is their
+// stdin closing with us).
 func (a *agent) callMCP(ctx context.Context, id acp.SessionId, name string, input map[string]any) (string, bool, error) {
 	a.mu.Lock()
 	servers := a.mcp[id]
+	kept := a.stdio[id]
 	a.mu.Unlock()
 	cfg := mcp.Config{Servers: map[string]mcp.ServerConfig{}}
+	stdio := false
 	for _, s := range servers {
-		if h := s.Http; h != nil {
+		switch {
+		case s.Http != nil:
+			h := s.Http
 			headers := map[string]string{}
 			for _, kv := range h.Headers {
 				headers[kv.Name] = kv.Value
 			}
 			cfg.Servers[h.Name] = mcp.ServerConfig{Type: "http", URL: h.Url, Headers: headers}
+		case s.Stdio != nil:
+			env := map[string]string{}
+			for _, kv := range s.Stdio.Env {
+				env[kv.Name] = kv.Value
+			}
+			cfg.Servers[s.Stdio.Name] = mcp.ServerConfig{Type: "stdio", Command: s.Stdio.Command, Args: s.Stdio.Args, Env: env}
+			stdio = true
 		}
 	}
-	m, err := mcp.Start(ctx, cfg, &mcp.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return "", false, err
+	m := kept
+	if m == nil {
+		var err error
+		if m, err = mcp.Start(ctx, cfg, &mcp.Options{Logger: slog.New(slog.DiscardHandler)}); err != nil {
+			return "", false, err
+		}
+		if stdio {
+			a.mu.Lock()
+			a.stdio[id] = m
+			a.mu.Unlock()
+		} else {
+			defer m.Close()
+		}
 	}
-	defer m.Close()
 	for _, t := range m.Tools() {
 		if rt, ok := t.(interface{ RemoteName() string }); ok && rt.RemoteName() == name {
 			args, _ := json.Marshal(input)

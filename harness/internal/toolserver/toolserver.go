@@ -25,7 +25,10 @@ const Name = "agentloop"
 
 // Gate decides whether one call may run; reason is the refusal the engine
 // sees. nil runs every call (the engine asked our approval before it).
-type Gate func(ctx context.Context, c tool.Call) (ok bool, reason string)
+// done, when the gate returns one for a call it let through, receives that
+// call's result once the tool ran: the gate's own pairing of the call's
+// start and end (the engine's id for the call is not on the MCP wire).
+type Gate func(ctx context.Context, c tool.Call) (ok bool, reason string, done func(ctx context.Context, res tool.Result))
 
 // Server is one attempt's MCP server.
 type Server struct {
@@ -94,12 +97,18 @@ func addTool(s *sdk.Server, reg *tool.Registry, spec llm.ToolSpec, gate Gate) (o
 			if len(args) == 0 {
 				args = json.RawMessage(`{}`)
 			}
+			var done func(context.Context, tool.Result)
 			if gate != nil {
-				if ok, reason := gate(ctx, tool.Call{Name: name, Args: args}); !ok {
+				var ok bool
+				var reason string
+				if ok, reason, done = gate(ctx, tool.Call{Name: name, Args: args}); !ok {
 					return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: reason}}}, nil
 				}
 			}
 			res := reg.Execute(ctx, llm.ToolCall("", name, args), nil)
+			if done != nil {
+				done(ctx, res)
+			}
 			out := &sdk.CallToolResult{IsError: res.IsError}
 			for _, c := range res.Content {
 				if c.Type == llm.ContentText {
