@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/harness"
+	"github.com/agentloop/agentloop/harness/claudecode"
 	"github.com/agentloop/agentloop/harness/pi"
 	"github.com/agentloop/agentloop/llm/faux"
 	"github.com/agentloop/agentloop/runner"
@@ -607,25 +609,44 @@ func TestE2EHarnessDeleteForgetsPiSession(t *testing.T) {
 // Driven through the runner with the real pi, as a program that embeds
 // agentloop steers a run (Run.Steer).
 func TestE2EHarnessPiSteer(t *testing.T) {
+	testHarnessSteer(t, 0, func(t *testing.T, base string) harness.Harness {
+		env := piEnv(t, base)
+		cmd, model := "", ""
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, envPiCommand+"="); ok {
+				cmd = v
+			}
+			if v, ok := strings.CutPrefix(kv, envPiModel+"="); ok {
+				model = v
+			}
+		}
+		return pi.New(&pi.Config{Command: cmd, Model: model, Env: append(os.Environ(), env...)})
+	})
+}
+
+// TestE2EHarnessClaudeCodeSteer steers the real Claude Code while its Bash
+// call sleeps: the message reaches the second and last model request of
+// the same turn (after the tool's result; no turn of its own follows).
+func TestE2EHarnessClaudeCodeSteer(t *testing.T) {
+	testHarnessSteer(t, 2, func(t *testing.T, base string) harness.Harness {
+		env := append(os.Environ(), "HOME="+t.TempDir())
+		return claudecode.New(&claudecode.Config{Command: claudeCode(t), Env: append(env, claudeEnv(t, base)...)})
+	})
+}
+
+// testHarnessSteer steers the engine while its tool sleeps: the message is
+// in a model request after the tool's (want of them, 0: any number), and
+// mirrored once, after the tool's result.
+func testHarnessSteer(t *testing.T, want int, engine func(t *testing.T, base string) harness.Harness) {
 	capture := filepath.Join(t.TempDir(), "requests.jsonl")
 	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "sleep 2; echo slept", "-capture", capture)
-	env := piEnv(t, base)
-	cmd, model := "", ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, envPiCommand+"="); ok {
-			cmd = v
-		}
-		if v, ok := strings.CutPrefix(kv, envPiModel+"="); ok {
-			model = v
-		}
-	}
+	h := engine(t, base)
 	store := session.NewJSONLStore(t.TempDir())
 	rn, err := runner.New(runner.Config{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	started := make(chan struct{}, 1)
-	h := pi.New(&pi.Config{Command: cmd, Model: model, Env: append(os.Environ(), env...)})
 	m := faux.New(faux.Say("unused"))
 	run, err := rn.Start(t.Context(), runner.Request{Prompt: "take a nap", Model: m, Info: m.ModelInfo(), Harness: h,
 		Session: runner.SessionSpec{Cwd: t.TempDir()}, OnEvent: func(ev runner.Event) {
@@ -642,10 +663,10 @@ func TestE2EHarnessPiSteer(t *testing.T) {
 	select {
 	case <-started:
 	case <-time.After(60 * time.Second):
-		t.Fatal("pi's tool never started")
+		t.Fatalf("%s's tool never started", h.ID())
 	}
 	if !run.Steer("also check the README") {
-		t.Error("Steer refused a message pi takes mid-turn")
+		t.Errorf("Steer refused a message %s takes mid-turn", h.ID())
 	}
 	res, err := run.Wait()
 	if err != nil || !res.OK() {
@@ -653,8 +674,9 @@ func TestE2EHarnessPiSteer(t *testing.T) {
 	}
 	reqs, _ := os.ReadFile(capture)
 	lines := strings.Split(strings.TrimSpace(string(reqs)), "\n")
-	if len(lines) < 2 || !strings.Contains(lines[len(lines)-1], "also check the README") || strings.Contains(lines[0], "also check the README") {
-		t.Errorf("the steer is not in the model request after the tool (%d requests)", len(lines))
+	if len(lines) < 2 || (want > 0 && len(lines) != want) || !strings.Contains(lines[len(lines)-1], "also check the README") ||
+		strings.Contains(lines[0], "also check the README") {
+		t.Errorf("the steer is not in the model request after the tool (%d requests, want %d)", len(lines), want)
 	}
 	tr, err := store.Load(context.Background(), res.SessionID)
 	if err != nil {
