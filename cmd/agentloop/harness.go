@@ -31,6 +31,16 @@ const (
 // built-in loop (nil), "claude-code" and "pi" the engines of those names,
 // "acp:<command line>" any ACP agent that command starts.
 func harnessFor(env *cliEnv, name string) (harness.Harness, error) {
+	h, err := engineNamed(env, name)
+	if err != nil {
+		return nil, fmt.Errorf("--harness %w", err)
+	}
+	return h, nil
+}
+
+// engineNamed is harnessFor for any place a harness is named (a flag, a
+// variable, a settings key); its errors say what the name should be.
+func engineNamed(env *cliEnv, name string) (harness.Harness, error) {
 	switch {
 	case name == "" || name == harness.BuiltinID:
 		return nil, nil
@@ -41,7 +51,7 @@ func harnessFor(env *cliEnv, name string) (harness.Harness, error) {
 	case strings.HasPrefix(name, "acp:"):
 		cfg, err := acp.Parse(name)
 		if err != nil {
-			return nil, fmt.Errorf("--harness %w", err)
+			return nil, err
 		}
 		if v := env.getenv(envACPIdleWarn); v != "" {
 			if cfg.IdleWarn, err = time.ParseDuration(v); err != nil || cfg.IdleWarn <= 0 {
@@ -50,7 +60,7 @@ func harnessFor(env *cliEnv, name string) (harness.Harness, error) {
 		}
 		return acp.New(cfg), nil
 	}
-	return nil, fmt.Errorf("--harness %q: want builtin, claude-code, pi or acp:<command>", name)
+	return nil, fmt.Errorf("%q: want builtin, claude-code, pi or acp:<command>", name)
 }
 
 // engineByID returns the external engine of a binding's harness id, for
