@@ -609,7 +609,7 @@ func TestE2EHarnessDeleteForgetsPiSession(t *testing.T) {
 // Driven through the runner with the real pi, as a program that embeds
 // agentloop steers a run (Run.Steer).
 func TestE2EHarnessPiSteer(t *testing.T) {
-	testHarnessSteer(t, 0, func(t *testing.T, base string) harness.Harness {
+	testHarnessSteer(t, 0, false, func(t *testing.T, base string) harness.Harness {
 		env := piEnv(t, base)
 		cmd, model := "", ""
 		for _, kv := range env {
@@ -628,18 +628,37 @@ func TestE2EHarnessPiSteer(t *testing.T) {
 // call sleeps: the message reaches the second and last model request of
 // the same turn (after the tool's result; no turn of its own follows).
 func TestE2EHarnessClaudeCodeSteer(t *testing.T) {
-	testHarnessSteer(t, 2, func(t *testing.T, base string) harness.Harness {
-		env := append(os.Environ(), "HOME="+t.TempDir())
-		return claudecode.New(&claudecode.Config{Command: claudeCode(t), Env: append(env, claudeEnv(t, base)...)})
-	})
+	testHarnessSteer(t, 2, false, claudeSteered)
 }
 
-// testHarnessSteer steers the engine while its tool sleeps: the message is
-// in a model request after the tool's (want of them, 0: any number), and
-// mirrored once, after the tool's result.
-func testHarnessSteer(t *testing.T, want int, engine func(t *testing.T, base string) harness.Harness) {
+// TestE2EHarnessClaudeCodeSteerAfterLastTool steers the real Claude Code
+// once its only tool has finished, while the final answer is slow to come
+// (mockllm waits 2 s before each response). Claude Code answers the steer
+// in the same turn or in a turn of its own after the result (it did the
+// latter when this was written); either way the run waits for that answer
+// and mirrors the steer once.
+func TestE2EHarnessClaudeCodeSteerAfterLastTool(t *testing.T) {
+	testHarnessSteer(t, 0, true, claudeSteered)
+}
+
+func claudeSteered(t *testing.T, base string) harness.Harness {
+	env := append(os.Environ(), "HOME="+t.TempDir())
+	return claudecode.New(&claudecode.Config{Command: claudeCode(t), Env: append(env, claudeEnv(t, base)...)})
+}
+
+// testHarnessSteer steers the engine while its tool sleeps (late: once the
+// tool has finished, while the answer is slow): the message is in a model
+// request after the tool's (want of them, 0: any number), mirrored once,
+// after the tool's result, and answered by the run's last message.
+func testHarnessSteer(t *testing.T, want int, late bool, engine func(t *testing.T, base string) harness.Harness) {
 	capture := filepath.Join(t.TempDir(), "requests.jsonl")
-	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "sleep 2; echo slept", "-capture", capture)
+	args := []string{"-rounds", "1", "-text", "3", "-cmd", "sleep 2; echo slept", "-capture", capture}
+	trigger := agent.EventToolExecutionStart
+	if late {
+		args = append(args, "-delay", "2s", "-cmd", "echo slept")
+		trigger = agent.EventToolExecutionEnd
+	}
+	base := mockLLM(t, args...)
 	h := engine(t, base)
 	store := session.NewJSONLStore(t.TempDir())
 	rn, err := runner.New(runner.Config{Store: store})
@@ -650,7 +669,7 @@ func testHarnessSteer(t *testing.T, want int, engine func(t *testing.T, base str
 	m := faux.New(faux.Say("unused"))
 	run, err := rn.Start(t.Context(), runner.Request{Prompt: "take a nap", Model: m, Info: m.ModelInfo(), Harness: h,
 		Session: runner.SessionSpec{Cwd: t.TempDir()}, OnEvent: func(ev runner.Event) {
-			if ev.Type == agent.EventToolExecutionStart {
+			if ev.Type == trigger {
 				select {
 				case started <- struct{}{}:
 				default:
@@ -663,7 +682,7 @@ func testHarnessSteer(t *testing.T, want int, engine func(t *testing.T, base str
 	select {
 	case <-started:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("%s's tool never started", h.ID())
+		t.Fatalf("%s's tool never reached %s", h.ID(), trigger)
 	}
 	if !run.Steer("also check the README") {
 		t.Errorf("Steer refused a message %s takes mid-turn", h.ID())
@@ -683,7 +702,8 @@ func testHarnessSteer(t *testing.T, want int, engine func(t *testing.T, base str
 		t.Fatal(err)
 	}
 	var got []string
-	for _, msg := range tr.Context("").Messages {
+	msgs := tr.Context("").Messages
+	for _, msg := range msgs {
 		got = append(got, string(msg.Role)+":"+msg.Text())
 	}
 	joined := strings.Join(got, " | ")
@@ -691,4 +711,8 @@ func testHarnessSteer(t *testing.T, want int, engine func(t *testing.T, base str
 		strings.Index(joined, "also check the README") < strings.Index(joined, "slept") {
 		t.Errorf("transcript %s: want the steer once, after the tool's result", joined)
 	}
+	if last := msgs[len(msgs)-1]; last.Role != llm.RoleAssistant || last.Text() == "" || !strings.HasPrefix(got[len(got)-2], "user:also check") {
+		t.Errorf("transcript %s: want it to end with the answer that follows the steer", joined)
+	}
+	t.Logf("transcript: %s (%d model requests)", joined, len(lines))
 }
