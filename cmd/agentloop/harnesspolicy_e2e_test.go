@@ -95,6 +95,32 @@ func TestE2EHarnessFromSettings(t *testing.T) {
 		expect(t, code, out, errs, onACP)
 	})
 
+	t.Run("serve's runs too", func(t *testing.T) {
+		home, ws := t.TempDir(), t.TempDir()
+		settings(filepath.Join(home, "settings.json"), map[string]any{"providers": map[string]string{"openai": agent}})
+		sc := startServe(t, ws, home, env, "--model", "openai/mock-model", "--base-url", base+"/v1")
+		var sess struct{ ID string }
+		if st := sc.call(t, "POST", "/v1/sessions", "", map[string]any{"cwd": ws}, &sess); st != 201 || sess.ID == "" {
+			t.Fatalf("create session: %d", st)
+		}
+		var run struct {
+			RunID string
+			Error any
+		}
+		if st := sc.call(t, "POST", "/v1/sessions/"+sess.ID+"/runs", "", map[string]any{"input": "hello", "idempotencyKey": "k1"}, &run); st != 202 {
+			t.Fatalf("start run: %d %v", st, run.Error)
+		}
+		text := ""
+		for _, m := range sc.runEvents(t, run.RunID, "") {
+			if m["type"] == "message_update" && m["event"] == "text_delta" {
+				text += m["delta"].(string)
+			}
+		}
+		if !strings.Contains(text, onACP) {
+			t.Errorf("serve's run streamed %q, want the ACP agent's %q", text, onACP)
+		}
+	})
+
 	t.Run("bad values name the file and the key", func(t *testing.T) {
 		for _, tc := range []struct {
 			name string
