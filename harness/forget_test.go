@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,3 +82,36 @@ func TestForgetBindings(t *testing.T) {
 
 // harnessWithoutForget is an engine with no delete (ACP v1).
 type harnessWithoutForget struct{ harness.Harness }
+
+// ForgetEach tells each binding's outcome: gone (even when it was gone
+// before), kept by an engine without a delete, or why not.
+func TestForgetEach(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "gone.jsonl")
+	var tr session.Transcript
+	tr.Entries = []session.Entry{
+		session.HarnessBindingEntry(pi.ID, missing, "", ""),
+		session.HarnessBindingEntry("acp:agent", "s-1", "", ""),
+		session.HarnessBindingEntry(pi.ID, "relative.jsonl", "", ""),
+	}
+	var got []string
+	harness.ForgetEach(context.Background(), &tr, func(id string) (harness.Harness, error) {
+		if id == pi.ID {
+			return pi.New(nil), nil
+		}
+		return harnessWithoutForget{}, nil
+	}, func(b harness.Binding, err error) {
+		switch {
+		case err == nil:
+			got = append(got, b.NativeID+": gone")
+		case errors.Is(err, harness.ErrNoForget):
+			got = append(got, b.NativeID+": kept")
+		default:
+			got = append(got, b.NativeID+": failed")
+		}
+	})
+	want := []string{missing + ": gone", "s-1: kept", "relative.jsonl: failed"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

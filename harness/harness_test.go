@@ -41,6 +41,9 @@ func TestSelect(t *testing.T) {
 		{"nothing claims: builtin", harness.Route{Provider: "openai"}, harness.Policy{}, nil, "builtin"},
 		{"forced never falls back", harness.Route{Provider: "openai"}, harness.Policy{Force: "pi"}, nil, "pi"},
 		{"forced builtin", harness.Route{Provider: "fake"}, harness.Policy{Force: "builtin"}, nil, "builtin"},
+		{"default", harness.Route{Provider: "openai"}, harness.Policy{Default: "claude-code"}, nil, "claude-code,builtin"},
+		{"provider beats default", harness.Route{Provider: "anthropic"}, harness.Policy{ByProvider: pol.ByProvider, Default: "claude-code"}, nil, "pi,builtin"},
+		{"default builtin beats auto", harness.Route{Provider: "fake"}, harness.Policy{Default: "builtin"}, nil, "builtin"},
 		{"bound session is pinned", harness.Route{Provider: "fake"}, harness.Policy{Force: "builtin"}, &harness.Binding{Harness: "claude-code", NativeID: "s1"}, "claude-code"},
 	}
 	for _, c := range cases {

@@ -78,12 +78,28 @@ func (m *Mirror) Add(ctx context.Context, it Item, user bool) error {
 // Items returns the items mirrored so far, in order.
 func (m *Mirror) Items() []Item { return append([]Item(nil), m.items...) }
 
+// ErrNoForget is what ForgetEach reports for a binding whose engine has no
+// delete (not a Forgetter): its session is kept.
+var ErrNoForget = errors.New("the engine cannot delete its sessions: kept")
+
 // ForgetBindings tells the engines of every native session t was ever
 // bound to (each binding entry, transfers included) to delete it, where
 // the engine can (Forgetter); lookup returns the harness of an id. It is
 // for a deleted session: nothing of t is changed.
 func ForgetBindings(ctx context.Context, t *session.Transcript, lookup func(id string) (Harness, error)) error {
 	var errs []error
+	ForgetEach(ctx, t, lookup, func(b Binding, err error) {
+		if err != nil && !errors.Is(err, ErrNoForget) {
+			errs = append(errs, err)
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// ForgetEach is ForgetBindings telling done of each native session, once,
+// in the transcript's order: err nil when it is gone (deleted now or
+// before), ErrNoForget when its engine cannot delete it, else why not.
+func ForgetEach(ctx context.Context, t *session.Transcript, lookup func(id string) (Harness, error), done func(b Binding, err error)) {
 	seen := map[Binding]bool{}
 	for _, e := range t.Entries {
 		b := Binding{Harness: e.Harness, NativeID: e.NativeID}
@@ -91,16 +107,21 @@ func ForgetBindings(ctx context.Context, t *session.Transcript, lookup func(id s
 			continue
 		}
 		seen[b] = true
+		b.Version, b.Cwd = e.Version, e.Cwd
 		h, err := lookup(e.Harness)
 		if err != nil {
-			errs = append(errs, err)
+			done(b, err)
 			continue
 		}
-		if f, ok := h.(Forgetter); ok {
-			if err := f.Forget(ctx, Binding{Harness: e.Harness, NativeID: e.NativeID, Version: e.Version, Cwd: e.Cwd}); err != nil {
-				errs = append(errs, fmt.Errorf("%s session %s: %w", e.Harness, e.NativeID, err))
-			}
+		f, ok := h.(Forgetter)
+		if !ok {
+			done(b, ErrNoForget)
+			continue
 		}
+		if err := f.Forget(ctx, b); err != nil {
+			done(b, fmt.Errorf("%s session %s: %w", e.Harness, e.NativeID, err))
+			continue
+		}
+		done(b, nil)
 	}
-	return errors.Join(errs...)
 }

@@ -15,12 +15,17 @@ type Policy struct {
 	// ByModel ("provider/model") and ByProvider map routes to harness ids;
 	// a model-scoped choice beats a provider-scoped one, which beats auto.
 	ByModel, ByProvider map[string]string
+	// Default is the harness id of a route neither map names, before auto
+	// selection ("" or "auto": auto).
+	Default string
 	// NoFallback keeps a selected harness's preflight error instead of
 	// moving on to the built-in harness.
 	NoFallback bool
 }
 
-// Select returns the harnesses to try, in order: the chosen one, then,
+// Select returns the harnesses to try, in order: the chosen one (a
+// model-scoped choice, else a provider-scoped one, else the default, else
+// the keenest auto claim, else the built-in harness), then,
 // when a preflight error may move on, the built-in one. A session bound to
 // a harness is pinned to it (bound non-nil), without fallback: a fresh
 // native thread on another engine would hide the lost one.
@@ -56,8 +61,8 @@ func Select(ctx context.Context, hs []Harness, builtin Harness, r Route, p Polic
 		}
 		return []Harness{h, builtin}
 	}
-	for _, id := range []string{p.ByModel[r.Provider+"/"+r.Model], p.ByProvider[r.Provider]} {
-		if id == "" {
+	for _, id := range []string{p.ByModel[r.Provider+"/"+r.Model], p.ByProvider[r.Provider], p.Default} {
+		if id == "" || id == "auto" {
 			continue
 		}
 		h, err := byID(id)

@@ -164,7 +164,8 @@ func (h *Run) Abort() { h.cancel(ErrAborted) }
 // is compacting, or its agent loop has stopped taking messages (from
 // agent_end on, including between a failed attempt and its retry, and at
 // run_end). On an external harness it is delivered to the engine whose
-// turn is running where the engine takes messages mid-turn (pi), and
+// turn is running where the engine takes messages mid-turn (pi, Claude
+// Code), and
 // false otherwise.
 func (h *Run) Steer(text string) bool { return h.inject(llm.UserText(text), false) }
 

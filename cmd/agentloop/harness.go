@@ -32,6 +32,16 @@ const (
 // built-in loop (nil), "claude-code" and "pi" the engines of those names,
 // "acp:<command line>" any ACP agent that command starts.
 func harnessFor(env *cliEnv, name string) (harness.Harness, error) {
+	h, err := engineNamed(env, name)
+	if err != nil {
+		return nil, fmt.Errorf("--harness %w", err)
+	}
+	return h, nil
+}
+
+// engineNamed is harnessFor for any place a harness is named (a flag, a
+// variable, a settings key); its errors say what the name should be.
+func engineNamed(env *cliEnv, name string) (harness.Harness, error) {
 	switch {
 	case name == "" || name == harness.BuiltinID:
 		return nil, nil
@@ -42,7 +52,7 @@ func harnessFor(env *cliEnv, name string) (harness.Harness, error) {
 	case strings.HasPrefix(name, "acp:"):
 		cfg, err := acp.Parse(name)
 		if err != nil {
-			return nil, fmt.Errorf("--harness %w", err)
+			return nil, err
 		}
 		if v := env.getenv(envACPIdleWarn); v != "" {
 			if cfg.IdleWarn, err = time.ParseDuration(v); err != nil || cfg.IdleWarn <= 0 {
@@ -56,7 +66,69 @@ func harnessFor(env *cliEnv, name string) (harness.Harness, error) {
 		}
 		return acp.New(cfg), nil
 	}
-	return nil, fmt.Errorf("--harness %q: want builtin, claude-code, pi or acp:<command>", name)
+	return nil, fmt.Errorf("%q: want builtin, claude-code, pi or acp:<command>", name)
+}
+
+// engineByID returns the external engine of a binding's harness id, for
+// deleting the native sessions a deleted session was bound to.
+func engineByID(env *cliEnv) func(id string) (harness.Harness, error) {
+	return func(id string) (harness.Harness, error) {
+		h, err := harnessFor(env, id)
+		if err == nil && h == nil {
+			err = fmt.Errorf("harness %q has no native sessions", id)
+		}
+		return h, err
+	}
+}
+
+// newSessionsDeleteCmd is `agentloop sessions delete`.
+func newSessionsDeleteCmd(env *cliEnv) *cobra.Command {
+	var sf sessionFlags
+	cmd := &cobra.Command{
+		Use:   "delete ID",
+		Short: "Delete a session, and the external engines' sessions it was bound to",
+		Long: `Deletes the session's transcript (ID or a unique prefix of it), then the sessions of the external
+engines (--harness) it was ever bound to, where the engine has a delete: pi's session file, Claude
+Code's session. It asks nothing and prints what it deleted. A session whose run is live (its lock is
+held) is refused and kept. An engine session that cannot be deleted is reported on stderr; the
+session itself is gone either way.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			st, err := sf.store(env)
+			if err != nil {
+				return err
+			}
+			path, err := st.Resolve(args[0])
+			if err != nil {
+				return sessionLookupError(args[0], err)
+			}
+			t, err := session.LoadFile(path)
+			if err != nil {
+				return err
+			}
+			id := t.Header.ID
+			if err := st.Delete(c.Context(), id); err != nil {
+				if le := (*session.LockedError)(nil); errors.As(err, &le) {
+					return fmt.Errorf("not deleted: %w", le) // a live run
+				}
+				return err
+			}
+			fmt.Fprintf(env.stdout, "deleted session %s (%s)\n", id, path)
+			harness.ForgetEach(c.Context(), t, engineByID(env), func(b harness.Binding, err error) {
+				switch {
+				case err == nil:
+					fmt.Fprintf(env.stdout, "deleted its %s session %s\n", b.Harness, b.NativeID)
+				case errors.Is(err, harness.ErrNoForget):
+					fmt.Fprintf(env.stdout, "kept its %s session %s (the engine has no delete)\n", b.Harness, b.NativeID)
+				default:
+					fmt.Fprintf(env.stderr, "agentloop: warning: session %s deleted, but not its %s session %s: %v\n", id, b.Harness, b.NativeID, err)
+				}
+			})
+			return nil
+		},
+	}
+	sf.add(cmd)
+	return cmd
 }
 
 // newSessionsUnbindCmd is `agentloop sessions unbind`: the way out of a

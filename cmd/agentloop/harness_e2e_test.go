@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/harness"
+	"github.com/agentloop/agentloop/harness/claudecode"
 	"github.com/agentloop/agentloop/harness/pi"
 	"github.com/agentloop/agentloop/llm/faux"
 	"github.com/agentloop/agentloop/runner"
@@ -607,29 +609,67 @@ func TestE2EHarnessDeleteForgetsPiSession(t *testing.T) {
 // Driven through the runner with the real pi, as a program that embeds
 // agentloop steers a run (Run.Steer).
 func TestE2EHarnessPiSteer(t *testing.T) {
+	testHarnessSteer(t, 0, false, func(t *testing.T, base string) harness.Harness {
+		env := piEnv(t, base)
+		cmd, model := "", ""
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, envPiCommand+"="); ok {
+				cmd = v
+			}
+			if v, ok := strings.CutPrefix(kv, envPiModel+"="); ok {
+				model = v
+			}
+		}
+		return pi.New(&pi.Config{Command: cmd, Model: model, Env: append(os.Environ(), env...)})
+	})
+}
+
+// TestE2EHarnessClaudeCodeSteer steers the real Claude Code while its Bash
+// call sleeps: the message reaches the second and last model request of
+// the same turn (after the tool's result; no turn of its own follows).
+func TestE2EHarnessClaudeCodeSteer(t *testing.T) {
+	testHarnessSteer(t, 2, false, claudeSteered)
+}
+
+// TestE2EHarnessClaudeCodeSteerAfterLastTool steers the real Claude Code
+// once its only tool has finished, while the final answer is slow to come
+// (mockllm waits 2 s before each response). Claude Code answers the steer
+// in the same turn or in a turn of its own after the result (it did the
+// latter when this was written); either way the run waits for that answer
+// and mirrors the steer once.
+func TestE2EHarnessClaudeCodeSteerAfterLastTool(t *testing.T) {
+	testHarnessSteer(t, 0, true, claudeSteered)
+}
+
+func claudeSteered(t *testing.T, base string) harness.Harness {
+	env := append(os.Environ(), "HOME="+t.TempDir())
+	return claudecode.New(&claudecode.Config{Command: claudeCode(t), Env: append(env, claudeEnv(t, base)...)})
+}
+
+// testHarnessSteer steers the engine while its tool sleeps (late: once the
+// tool has finished, while the answer is slow): the message is in a model
+// request after the tool's (want of them, 0: any number), mirrored once,
+// after the tool's result, and answered by the run's last message.
+func testHarnessSteer(t *testing.T, want int, late bool, engine func(t *testing.T, base string) harness.Harness) {
 	capture := filepath.Join(t.TempDir(), "requests.jsonl")
-	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "sleep 2; echo slept", "-capture", capture)
-	env := piEnv(t, base)
-	cmd, model := "", ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, envPiCommand+"="); ok {
-			cmd = v
-		}
-		if v, ok := strings.CutPrefix(kv, envPiModel+"="); ok {
-			model = v
-		}
+	args := []string{"-rounds", "1", "-text", "3", "-cmd", "sleep 2; echo slept", "-capture", capture}
+	trigger := agent.EventToolExecutionStart
+	if late {
+		args = append(args, "-delay", "2s", "-cmd", "echo slept")
+		trigger = agent.EventToolExecutionEnd
 	}
+	base := mockLLM(t, args...)
+	h := engine(t, base)
 	store := session.NewJSONLStore(t.TempDir())
 	rn, err := runner.New(runner.Config{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	started := make(chan struct{}, 1)
-	h := pi.New(&pi.Config{Command: cmd, Model: model, Env: append(os.Environ(), env...)})
 	m := faux.New(faux.Say("unused"))
 	run, err := rn.Start(t.Context(), runner.Request{Prompt: "take a nap", Model: m, Info: m.ModelInfo(), Harness: h,
 		Session: runner.SessionSpec{Cwd: t.TempDir()}, OnEvent: func(ev runner.Event) {
-			if ev.Type == agent.EventToolExecutionStart {
+			if ev.Type == trigger {
 				select {
 				case started <- struct{}{}:
 				default:
@@ -642,10 +682,10 @@ func TestE2EHarnessPiSteer(t *testing.T) {
 	select {
 	case <-started:
 	case <-time.After(60 * time.Second):
-		t.Fatal("pi's tool never started")
+		t.Fatalf("%s's tool never reached %s", h.ID(), trigger)
 	}
 	if !run.Steer("also check the README") {
-		t.Error("Steer refused a message pi takes mid-turn")
+		t.Errorf("Steer refused a message %s takes mid-turn", h.ID())
 	}
 	res, err := run.Wait()
 	if err != nil || !res.OK() {
@@ -653,15 +693,17 @@ func TestE2EHarnessPiSteer(t *testing.T) {
 	}
 	reqs, _ := os.ReadFile(capture)
 	lines := strings.Split(strings.TrimSpace(string(reqs)), "\n")
-	if len(lines) < 2 || !strings.Contains(lines[len(lines)-1], "also check the README") || strings.Contains(lines[0], "also check the README") {
-		t.Errorf("the steer is not in the model request after the tool (%d requests)", len(lines))
+	if len(lines) < 2 || (want > 0 && len(lines) != want) || !strings.Contains(lines[len(lines)-1], "also check the README") ||
+		strings.Contains(lines[0], "also check the README") {
+		t.Errorf("the steer is not in the model request after the tool (%d requests, want %d)", len(lines), want)
 	}
 	tr, err := store.Load(context.Background(), res.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, msg := range tr.Context("").Messages {
+	msgs := tr.Context("").Messages
+	for _, msg := range msgs {
 		got = append(got, string(msg.Role)+":"+msg.Text())
 	}
 	joined := strings.Join(got, " | ")
@@ -669,4 +711,8 @@ func TestE2EHarnessPiSteer(t *testing.T) {
 		strings.Index(joined, "also check the README") < strings.Index(joined, "slept") {
 		t.Errorf("transcript %s: want the steer once, after the tool's result", joined)
 	}
+	if last := msgs[len(msgs)-1]; last.Role != llm.RoleAssistant || last.Text() == "" || !strings.HasPrefix(got[len(got)-2], "user:also check") {
+		t.Errorf("transcript %s: want it to end with the answer that follows the steer", joined)
+	}
+	t.Logf("transcript: %s (%d model requests)", joined, len(lines))
 }

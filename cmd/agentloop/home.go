@@ -28,21 +28,27 @@ func fileExists(path string) bool {
 // settingsFallbacks reads the "fallbacks" list (provider/id model specs) of
 // $AGENTLOOP_HOME/settings.json, the file that also holds the user's hooks.
 func settingsFallbacks(home string) ([]string, error) {
-	path := filepath.Join(home, "settings.json")
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var s struct {
 		Fallbacks []string `json:"fallbacks"`
 	}
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("%s: %v (fix the JSON, or move the file away)", path, err)
+	err := readSettings(filepath.Join(home, "settings.json"), &s)
+	return s.Fallbacks, err
+}
+
+// readSettings decodes the settings file at path into v; a missing file
+// leaves v as it is.
+func readSettings(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	return s.Fallbacks, nil
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %v (fix the JSON, or move the file away)", path, err)
+	}
+	return nil
 }
 
 // toolSettings is what $AGENTLOOP_HOME/settings.json says about tools:
@@ -72,16 +78,6 @@ type toolEnvSettings struct {
 // settingsTools reads the tool settings of $AGENTLOOP_HOME/settings.json.
 func settingsTools(home string) (toolSettings, error) {
 	var s toolSettings
-	path := filepath.Join(home, "settings.json")
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
-		return s, err
-	}
-	if err := json.Unmarshal(data, &s); err != nil {
-		return s, fmt.Errorf("%s: %v (fix the JSON, or move the file away)", path, err)
-	}
-	return s, nil
+	err := readSettings(filepath.Join(home, "settings.json"), &s)
+	return s, err
 }

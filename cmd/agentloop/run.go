@@ -243,9 +243,6 @@ func runAgent(ctx context.Context, env *cliEnv, f *runFlags, args []string) erro
 	defer plan.spill.close()
 	cfg, q := plan.cfg, plan.q
 	q.Prompt, q.Images = up.text, up.images
-	if q.Harness, err = harnessFor(env, f.harness); err != nil {
-		return usageError{err}
-	}
 	if !f.noSession {
 		q.Session.ID, q.Session.Continue, q.Session.Fork = f.session, f.cont, f.fork
 	}
@@ -385,6 +382,9 @@ func runRequest(ctx context.Context, env *cliEnv, f *runFlags, home, cwd string,
 	q.ToolSearch = &runner.ToolSearch{Mode: tsMode, Percent: f.toolSearchPercent}
 	if f.retryBase > 0 {
 		q.Retry = &runner.RetryPolicy{Base: f.retryBase}
+	}
+	if q.Harness, q.HarnessFallback, err = chooseHarness(ctx, env, f, home, cwd, resolved.Info); err != nil {
+		return runner.Request{}, err
 	}
 	return q, nil
 }

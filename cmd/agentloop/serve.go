@@ -235,13 +235,7 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 		// A deleted session takes the engines' own sessions it was bound to
 		// with it, where the engine has a delete (pi, Claude Code).
 		OnDelete: func(ctx context.Context, t *session.Transcript) error {
-			return harness.ForgetBindings(ctx, t, func(id string) (harness.Harness, error) {
-				h, err := harnessFor(env, id)
-				if err == nil && h == nil {
-					err = fmt.Errorf("harness %q has no native sessions", id)
-				}
-				return h, err
-			})
+			return harness.ForgetBindings(ctx, t, engineByID(env))
 		},
 		Tokens: tokens, AllowOrigins: f.allowOrigins,
 		StateDir: filepath.Join(home, "gateway"),

@@ -94,12 +94,12 @@ func sessionLookupError(ref string, err error) error {
 func newSessionsCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sessions",
-		Short: "List, show, export and repair stored sessions",
+		Short: "List, show, export, repair and delete stored sessions",
 		Long: `Every run is stored as a session: a JSONL transcript under $AGENTLOOP_HOME/sessions/<cwd>/.
 Resume one with "agentloop run --continue" (the latest for this directory) or "--session ID",
 or start a branch of it with "--fork ID".`,
 	}
-	cmd.AddCommand(newSessionsListCmd(env), newSessionsShowCmd(env), newSessionsExportCmd(env), newSessionsRepairCmd(env), newSessionsUnbindCmd(env))
+	cmd.AddCommand(newSessionsListCmd(env), newSessionsShowCmd(env), newSessionsExportCmd(env), newSessionsRepairCmd(env), newSessionsUnbindCmd(env), newSessionsDeleteCmd(env))
 	return cmd
 }
 

@@ -15,7 +15,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentloop/agentloop/agent"
@@ -89,6 +92,9 @@ type (
 		Model     string          `json:"model"`
 		CostUSD   float64         `json:"total_cost_usd"`
 		Parent    *string         `json:"parent_tool_use_id"`
+		// Replay marks a user message of ours echoed back
+		// (--replay-user-messages) where Claude Code took it.
+		Replay bool `json:"isReplay"`
 	}
 	wireUsage struct {
 		Input      int `json:"input_tokens"`
@@ -125,7 +131,7 @@ type (
 // RunAttempt runs one turn of Claude Code.
 func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.Result, error) {
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-		"--permission-prompt-tool", "stdio"}
+		"--permission-prompt-tool", "stdio", "--replay-user-messages"}
 	if a.Binding != nil {
 		args = append(args, "--resume", a.Binding.NativeID)
 	}
@@ -214,6 +220,17 @@ type turn struct {
 	// metered are the model messages whose usage was reported: Claude Code
 	// repeats a message, usage included, once per content block.
 	metered map[string]bool
+	inited    bool
+
+	// steerMu guards what a steer from another goroutine touches.
+	steerMu sync.Mutex
+	// steers are the texts of steered messages not yet echoed back: the
+	// turn does not end at a result while one is pending, since Claude
+	// Code answers it in a turn of its own.
+	steers []string
+	// closed: the final result came; a steer now would start a turn
+	// nobody reads.
+	closed bool
 }
 
 func (t *turn) emit(ev agent.Event) {
@@ -236,8 +253,16 @@ func (t *turn) run(ctx context.Context) error {
 		// carry on rather than to start over.
 		prompt = "Continue the previous request where it stopped; do not run again the tools that already finished.\n\n" + prompt
 	}
-	if err := t.conn.Send(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": prompt}}); err != nil {
+	if err := t.conn.Send(userLine(prompt)); err != nil {
 		return &harness.PreflightError{Harness: ID, Err: fmt.Errorf("write the prompt: %w", err)}
+	}
+	if set := t.a.SetSteer; set != nil {
+		// A user line written while the turn runs: Claude Code hands it
+		// to the model with the next tool result, or, when no tool call is
+		// left, answers it in a turn of its own after this one's result.
+		// Either way it is echoed back where it was taken.
+		set(t.steer)
+		defer set(nil)
 	}
 	t.args = map[string]json.RawMessage{}
 	var abort <-chan time.Time
@@ -281,12 +306,13 @@ func (t *turn) handle(ctx context.Context, l *line) (end bool, err error) {
 			if l.Version != "" {
 				t.version = l.Version
 			}
-			if t.a.Continuation == nil {
+			if t.a.Continuation == nil && !t.inited {
 				id := harness.MirrorID(ID, t.native, t.a.RunID, "user")
 				if err := t.m.Add(ctx, harness.Item{MirrorID: id, Message: t.a.Prompt}, true); err != nil {
 					return true, err
 				}
 			}
+			t.inited = true // a steer answered after the result starts another
 		}
 	case "assistant":
 		if l.Parent != nil && *l.Parent != "" {
@@ -337,6 +363,9 @@ func (t *turn) handle(ctx context.Context, l *line) (end bool, err error) {
 		if l.Parent != nil && *l.Parent != "" {
 			return false, nil
 		}
+		if l.Replay {
+			return false, t.echoed(ctx, l)
+		}
 		var wm wireMessage
 		if json.Unmarshal(l.Message, &wm) != nil {
 			return false, nil
@@ -377,6 +406,7 @@ func (t *turn) handle(ctx context.Context, l *line) (end bool, err error) {
 		return false, t.permission(ctx, l)
 	case "result":
 		t.gotResult = true
+		last := t.settle(ctx, l.IsError)
 		if u := l.Usage; u != nil {
 			t.res.Usage.Add(llm.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
 				Total: u.Input + u.Output + u.CacheRead + u.CacheWrite, Cost: llm.Cost{Total: l.CostUSD}})
@@ -395,9 +425,69 @@ func (t *turn) handle(ctx context.Context, l *line) (end bool, err error) {
 			}
 		}
 		t.res.StopReason = llm.StopReasonStop
-		return true, nil
+		return last, nil
 	}
 	return false, nil
+}
+
+func userLine(text string) map[string]any {
+	return map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}}
+}
+
+// steer writes a steered message to the running turn; false once the turn
+// has ended (or stdin is gone), so the caller knows it was not taken.
+func (t *turn) steer(m llm.Message) bool {
+	text := m.Text()
+	t.steerMu.Lock()
+	defer t.steerMu.Unlock()
+	if t.closed || text == "" || t.conn.Send(userLine(text)) != nil {
+		return false
+	}
+	t.steers = append(t.steers, text)
+	return true
+}
+
+// settle says whether a result ends the attempt: it does unless a steer is
+// still to be answered (and the turn was neither aborted nor failed). From
+// then on no steer is taken.
+func (t *turn) settle(ctx context.Context, failed bool) bool {
+	t.steerMu.Lock()
+	defer t.steerMu.Unlock()
+	if len(t.steers) > 0 && !failed && ctx.Err() == nil {
+		return false
+	}
+	t.closed = true
+	return true
+}
+
+// echoed handles a user message of ours coming back: the prompt (mirrored
+// at init already) or a steer, mirrored once where Claude Code took it.
+func (t *turn) echoed(ctx context.Context, l *line) error {
+	text := replayText(l.Message)
+	t.steerMu.Lock()
+	i := slices.Index(t.steers, text)
+	if i >= 0 {
+		t.steers = slices.Delete(t.steers, i, i+1)
+	}
+	t.steerMu.Unlock()
+	if i < 0 {
+		return nil // the prompt, or history a resume replays
+	}
+	msg := llm.UserText(text)
+	msg.Timestamp = llm.NowMillis()
+	return t.add(ctx, "steer-"+orStr(l.UUID, strconv.Itoa(t.n)), msg)
+}
+
+// replayText is the text of an echoed user message: a string or text
+// blocks.
+func replayText(raw json.RawMessage) string {
+	var m struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	return blockText(m.Content)
 }
 
 // add mirrors one native item under its stable id.

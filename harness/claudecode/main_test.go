@@ -1,11 +1,15 @@
 package claudecode
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
-// A turn reads Claude Code's output on goroutines of its own; nothing may
-// outlive the tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if sc := os.Getenv(fakeEnv); sc != "" {
+		os.Exit(fakeClaude(sc))
+	}
+	goleak.VerifyTestMain(m)
+}
