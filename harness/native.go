@@ -40,7 +40,7 @@ type NativeTool struct {
 var ClaudeCodeTools = []string{
 	"Task", "Agent", "Bash", "BashOutput", "KillShell", "Monitor", "TaskStop",
 	"Read", "NotebookRead", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep", "LS",
-	"ListAgents", "SendMessage", "TodoWrite", "ToolSearch", "ExitPlanMode",
+	"ListAgents", "SendMessage", "TodoWrite", "ToolSearch", "ExitPlanMode", "AskUserQuestion",
 	"WebFetch", "WebSearch", "Skill", "Workflow", "CronCreate", "CronDelete", "CronList", "ScheduleWakeup",
 	"EnterWorktree", "ExitWorktree", "ReportFindings",
 }
