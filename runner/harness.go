@@ -110,10 +110,11 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 		s.iterations++
 		s.notice(EventAttemptStart, Notice{Attempt: s.iterations, Max: attempts + 1})
 		a := &harness.Attempt{SessionID: s.h.sessionID, RunID: s.h.id, Attempt: s.iterations, Prompt: prompt,
-			History: history, System: s.p.SystemPrompt, Tools: reg, ToolPolicy: s.p.ToolPolicy, Model: s.p.Model, ModelID: s.p.Info.ID, Options: s.p.Options, Cwd: cwd,
+			History: history, System: s.p.SystemPrompt, Tools: reg, Model: s.p.Model, ModelID: s.p.Info.ID, Options: s.p.Options, Cwd: cwd,
 			Approval: s.p.Approval, Emit: s.emitAgent, Warn: s.warn, Binding: bound, Continuation: cont, Mirror: record,
 			ObserveToolTerminal: tracker.Observe}
 		a.SetSteer = s.h.bindExternal
+		a.ToolPolicy = s.p.ToolPolicy // the engine's own tools answer to it too
 		if seams != nil {
 			a.BeforeTool = seams.BeforeToolCall
 			a.AfterTool = func(ctx context.Context, call tool.Call, res tool.Result) {
