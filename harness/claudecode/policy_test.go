@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/harness/harnesstest"
 	"github.com/agentloop/agentloop/tool"
@@ -62,5 +64,40 @@ func TestRefuseNative(t *testing.T) {
 		if r := refuseNative(a, n); r != "" {
 			t.Errorf("%s refused: %q", n, r)
 		}
+	}
+}
+
+// fakeClaude is a claude in stream-json print mode that asks can_use_tool
+// about one Bash call and writes the answer it got to $HARNESSTEST_OUT.
+const fakeClaude = `#!/bin/sh
+read prompt
+echo '{"type":"system","subtype":"init","session_id":"s1","claude_code_version":"0"}'
+echo '{"type":"control_request","request_id":"q1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"echo hi > x"},"tool_use_id":"c1"}}'
+read answer; printf '%s\n' "$answer" > "$HARNESSTEST_OUT"
+echo '{"type":"result","subtype":"success","session_id":"s1","result":"ok"}'
+`
+
+// Issue 25: Claude Code's permission request for one of its own tools
+// that the run's tool policy leaves out (a Claude Code that offered it
+// anyway) is refused before the hooks and the approval, the policy named;
+// allowed, it goes to them.
+func TestPermissionRefusesToolsOutsideThePolicy(t *testing.T) {
+	defer goleak.VerifyNone(t) // no TestMain here: the process and its readers end with the attempt
+	for _, tc := range []struct {
+		name   string
+		policy *tool.Policy
+		tools  []string
+		want   string
+		asked  bool
+	}{
+		{"--read-only", &tool.Policy{ReadOnly: true}, []string{"read"}, "Denied: Bash (bash here) is not in this run's tools (--read-only)", false},
+		{"default", &tool.Policy{}, []string{"read", "bash"}, `"behavior":"allow"`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, asked := harnesstest.GateAnswer(t, func(c string, env []string) harness.Harness { return New(&Config{Command: c, Env: env}) }, fakeClaude, tc.tools, tc.policy)
+			if !strings.Contains(got, tc.want) || asked != tc.asked {
+				t.Errorf("answer %s (hooks and approval asked: %v), want %q (asked: %v)", got, asked, tc.want, tc.asked)
+			}
+		})
 	}
 }

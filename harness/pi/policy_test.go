@@ -1,15 +1,11 @@
 package pi
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/harness/harnesstest"
-	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -40,12 +36,12 @@ func TestToolsArgs(t *testing.T) {
 }
 
 // fakePi is a pi in rpc mode that asks our approval gate about one bash
-// call and writes the answer it got to $FAKEPI_OUT.
+// call and writes the answer it got to $HARNESSTEST_OUT.
 const fakePi = `#!/bin/sh
 read start; read prompt
 echo '{"type":"response","id":"start","command":"get_state","success":true,"data":{"sessionFile":"/nonexistent/s.jsonl"}}'
 echo '{"type":"extension_ui_request","id":"q1","method":"input","title":"agentloop:approve","placeholder":"{\"toolCallId\":\"c1\",\"toolName\":\"bash\",\"input\":{\"command\":\"echo hi > x\"}}"}'
-read answer; printf '%s\n' "$answer" > "$FAKEPI_OUT"
+read answer; printf '%s\n' "$answer" > "$HARNESSTEST_OUT"
 echo '{"type":"agent_end"}'
 read state
 echo '{"type":"response","id":"state","command":"get_state","success":true,"data":{"sessionFile":"/nonexistent/s.jsonl"}}'
@@ -55,11 +51,6 @@ echo '{"type":"response","id":"state","command":"get_state","success":true,"data
 // policy leaves out (a pi that offered it anyway) is refused before the
 // hooks and the approval, with the policy named; allowed, it goes to them.
 func TestApprovalGateRefusesToolsOutsideThePolicy(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "pi")
-	if err := os.WriteFile(bin, []byte(fakePi), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name   string
 		policy *tool.Policy
@@ -71,19 +62,8 @@ func TestApprovalGateRefusesToolsOutsideThePolicy(t *testing.T) {
 		{"default", &tool.Policy{}, []string{"read", "bash"}, `"value":"allow"`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "answer")
-			asked := false
-			a := &harness.Attempt{RunID: "r1", Prompt: llm.UserText("go"), Cwd: dir, Tools: harnesstest.Tools(t, tc.tools...), ToolPolicy: tc.policy,
-				BeforeTool: func(_ context.Context, c tool.Call) (tool.Call, *tool.Result) { asked = true; return c, nil }}
-			h := New(&Config{Command: bin, Env: append(os.Environ(), "FAKEPI_OUT="+out)})
-			if _, err := h.RunAttempt(context.Background(), a); err != nil {
-				t.Fatal(err)
-			}
-			got, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(string(got), tc.want) || asked != tc.asked {
+			got, asked := harnesstest.GateAnswer(t, func(c string, env []string) harness.Harness { return New(&Config{Command: c, Env: env}) }, fakePi, tc.tools, tc.policy)
+			if !strings.Contains(got, tc.want) || asked != tc.asked {
 				t.Errorf("answer %s (hooks and approval asked: %v), want %q (asked: %v)", got, asked, tc.want, tc.asked)
 			}
 		})
