@@ -55,6 +55,10 @@ type Attempt struct {
 	ModelID string
 	Options llm.Options
 	Cwd     string
+	// ToolPolicy is the run's tool policy, the one Tools was filtered by:
+	// the engine's own tools answer to it too (ToolAllowed). nil: the run
+	// has none, and the engine keeps all of its own tools.
+	ToolPolicy *tool.Policy
 	// Approval is the core's policy and asker: the harness asks it for
 	// native actions too (the engine's permission requests), through
 	// Attempt.Approve.

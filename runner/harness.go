@@ -115,6 +115,7 @@ func (s *run) runHarness(ctx context.Context, reg *tool.Registry, prompt llm.Mes
 			Approval: s.p.Approval, Emit: meter.event, Warn: s.warn, Binding: bound, Continuation: cont, Mirror: record,
 			ObserveToolTerminal: tracker.Observe}
 		a.SetSteer = s.h.bindExternal
+		a.ToolPolicy = s.p.ToolPolicy // the engine's own tools answer to it too
 		if seams != nil {
 			a.BeforeTool = seams.BeforeToolCall
 			a.AfterTool = func(ctx context.Context, call tool.Call, res tool.Result) {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/agentloop/agentloop/tool"
 )
 
 // GeneralAgent is the name of the built-in agent type.
@@ -165,16 +167,11 @@ func unquote(s string) string {
 	return s
 }
 
-// Claude Code's tool names, mapped to ours, so that a .claude/agents file's
-// tools list means the same tools here.
-var claudeTools = map[string]string{
-	"Bash": "bash", "Read": "read", "Write": "write", "Edit": "edit", "Grep": "grep", "Glob": "find", "LS": "ls",
-	"Task": "agent", "Agent": "agent",
-}
-
-// toolName maps a definition's tool name to ours.
+// toolName maps a definition's tool name to ours: Claude Code's names
+// (tool.ClaudeCounterpart) mean the same tools here, so that a
+// .claude/agents file's tools list does.
 func toolName(n string) string {
-	if o, ok := claudeTools[n]; ok {
+	if o, ok := tool.ClaudeCounterpart(n); ok {
 		return o
 	}
 	return n

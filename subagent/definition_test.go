@@ -43,6 +43,9 @@ func TestLoadDefinitions(t *testing.T) {
 	if toolName("Glob") != "find" || toolName("Task") != "agent" {
 		t.Fatal("Claude Code's tool names are not mapped")
 	}
+	if toolName("MultiEdit") != "edit" || toolName("mcp__gh__x") != "mcp__gh__x" { // the one table of package tool
+		t.Fatal("Claude Code's tool names are not mapped as its permission rules map them")
+	}
 	te := byName["tester"]
 	if te.Description != "Runs the tests" || !slices.Equal(te.Tools, []string{"bash", "read"}) || te.Model != "openai/gpt-5-mini" || te.SystemPrompt != "Run the tests." {
 		t.Fatalf("tester %+v", te)

@@ -65,16 +65,30 @@ func ParsePermissionRule(v Verdict, text, source string) (PermissionRule, error)
 }
 
 // claudeTools maps Claude Code's tool names to the built-in tools they
-// cover here.
+// cover here; the first is the tool's own counterpart (ClaudeCounterpart).
 var claudeTools = map[string][]string{
-	"Bash":      {"bash"},
-	"Read":      {"read", "grep", "find", "ls"},
-	"Edit":      {"edit", "write"},
-	"MultiEdit": {"edit"},
-	"Write":     {"write"},
-	"Grep":      {"grep"},
-	"Glob":      {"find"},
-	"LS":        {"ls"},
+	"Bash":         {"bash"},
+	"Read":         {"read", "grep", "find", "ls"},
+	"Edit":         {"edit", "write"},
+	"MultiEdit":    {"edit"},
+	"NotebookEdit": {"edit"},
+	"Write":        {"write"},
+	"Grep":         {"grep"},
+	"Glob":         {"find"},
+	"LS":           {"ls"},
+	"Task":         {"agent"},
+	"Agent":        {"agent"},
+}
+
+// ClaudeCounterpart returns the tool of ours that Claude Code's tool of
+// that name is (Bash is bash, Glob is find, Task is agent), and whether
+// there is one (WebFetch has none).
+func ClaudeCounterpart(name string) (string, bool) {
+	ts, ok := claudeTools[name]
+	if !ok {
+		return "", false
+	}
+	return ts[0], true
 }
 
 // pathTools are the tools whose calls name a path in "path" ("" is the

@@ -137,3 +137,25 @@ func TestPermissionRulesDeniedTools(t *testing.T) {
 		t.Errorf("denied tools %q, want %q", got, want)
 	}
 }
+
+// Issue 25: Claude Code's tools have one counterpart here each, the one
+// its rules cover first; a deny rule naming Claude Code's subagent tool
+// refuses ours whole.
+func TestClaudeCounterpart(t *testing.T) {
+	for name, want := range map[string]string{"Bash": "bash", "Read": "read", "Write": "write", "Edit": "edit",
+		"MultiEdit": "edit", "NotebookEdit": "edit", "Grep": "grep", "Glob": "find", "LS": "ls", "Task": "agent", "Agent": "agent"} {
+		if got, ok := ClaudeCounterpart(name); !ok || got != want {
+			t.Errorf("ClaudeCounterpart(%q) = %q, %v; want %q", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{"WebFetch", "WebSearch", "TodoWrite", "bash", ""} {
+		if got, ok := ClaudeCounterpart(name); ok {
+			t.Errorf("ClaudeCounterpart(%q) = %q, want none", name, got)
+		}
+	}
+	r, _ := ParsePermissionRule(VerdictDeny, "Task", "")
+	rs := PermissionRules{Rules: []PermissionRule{r}}
+	if got := strings.Join(rs.DeniedTools(), " "); got != "agent" {
+		t.Errorf("a deny of Task denies %q, want agent", got)
+	}
+}

@@ -534,13 +534,16 @@ func TestE2EHarnessACPCommandHooks(t *testing.T) {
 		name, guard, log string
 		ran              bool
 	}{
-		{"allowed", "exit 0", "pre edit notes e1 notes|post edit notes e1", true},
-		{"blocked", `echo "notes are read-only" >&2; exit 2`, "pre edit notes e1 notes", false},
+		// The hooks know the call as our tool (its kind), not by its
+		// title, under Claude Code's name and argument names (file_path,
+		// absolute), as for a built-in call.
+		{"allowed", "exit 0", "pre Edit e1 notes|post Edit e1", true},
+		{"blocked", `echo "notes are read-only" >&2; exit 2`, "pre Edit e1 notes", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home, ws := t.TempDir(), t.TempDir()
 			log := filepath.Join(t.TempDir(), "hooks.log")
-			pre := `in=$(cat); printf '%s\n' "$(printf '%s' "$in" | jq -r '["pre", .tool_name, .tool_use_id, .tool_input.path] | join(" ")')" >> ` + log + "; " + tc.guard
+			pre := `in=$(cat); printf '%s\n' "$(printf '%s' "$in" | jq -r '["pre", .tool_name, .tool_use_id, (.tool_input.file_path | split("/") | last)] | join(" ")')" >> ` + log + "; " + tc.guard
 			post := `printf '%s\n' "$(jq -r '["post", .tool_name, .tool_use_id] | join(" ")')" >> ` + log
 			entry := func(cmd string) []any {
 				return []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": cmd}}}}

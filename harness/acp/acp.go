@@ -147,6 +147,10 @@ type call struct {
 	started  bool
 	refused  bool
 	finished bool
+	// native and judged are the call as the run's policy, rules and hooks
+	// see it: our tool and arguments (harness.ACPCall).
+	native harness.NativeTool
+	judged json.RawMessage
 }
 
 // client is the client side of one attempt's connection.
@@ -179,6 +183,9 @@ type client struct {
 	// with (gateIDLocked); gateCalls counts those paired with none.
 	gated     map[string]bool
 	gateCalls int
+	// deniedIDs say why the run's tool policy refused a call, for its
+	// result (the agent cannot pass a reason on).
+	deniedIDs map[string]string
 }
 
 // alive records a sign of life from the agent.
@@ -496,6 +503,7 @@ func (c *client) SessionUpdate(ctx context.Context, n acpsdk.SessionNotification
 			args = json.RawMessage(`{}`)
 		}
 		cl := &call{name: orStr(tc.Title, string(tc.Kind)), kind: tc.Kind, args: args}
+		cl.native, cl.judged = harness.ACPCall(string(tc.Kind), tc.Title, args, locationPaths(tc.Locations))
 		c.calls[id] = cl
 		msg := llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.ToolCall(id, cl.name, args)}, Provider: c.h.ID(),
 			StopReason: llm.StopReasonToolUse, Timestamp: llm.NowMillis()}
@@ -536,6 +544,9 @@ func (c *client) resultLocked(ctx context.Context, id string, cl *call, text str
 		return
 	}
 	cl.finished = true
+	if why := c.deniedIDs[id]; why != "" && failed {
+		text = why // the agent could not be told why
+	}
 	started := cl.started && !cl.refused
 	mutating := !readOnlyKinds[cl.kind]
 	if started && mutating {
@@ -557,7 +568,9 @@ func (c *client) resultLocked(ctx context.Context, id string, cl *call, text str
 	if c.allowedIDs[id] {
 		// Not the notification's context: the SDK may end it before a
 		// PostToolUse hook script is done.
-		c.a.ToolDone(context.WithoutCancel(ctx), tool.Call{ID: id, Name: cl.name, Args: cl.args}, res, started)
+		// Under the name and arguments it was approved by (PostToolUse
+		// hooks see what PreToolUse saw).
+		c.a.ToolDone(context.WithoutCancel(ctx), tool.Call{ID: id, Name: orStr(cl.native.Tool, cl.name), Args: cl.judged}, res, started)
 	}
 	c.emit(agent.Event{Type: agent.EventToolExecutionEnd, ToolCallID: id, ToolName: cl.name, Args: cl.args, Result: &res})
 }
@@ -584,9 +597,10 @@ func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissi
 	c.mu.Lock()
 	cl := c.calls[id]
 	name := ""
-	var args json.RawMessage
+	var args, judged json.RawMessage
+	var native harness.NativeTool
 	if cl != nil {
-		name, args = cl.name, cl.args
+		name, args, native, judged = cl.name, cl.args, cl.native, cl.judged
 	}
 	c.mu.Unlock()
 	if p.ToolCall.Title != nil {
@@ -595,12 +609,23 @@ func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissi
 	if args == nil {
 		args, _ = json.Marshal(p.ToolCall.RawInput)
 	}
-	allow := true
-	if c.a.Approval != nil || c.a.BeforeTool != nil {
+	if native.Name == "" { // not announced yet: judged by the request itself
+		kind := ""
+		if k := p.ToolCall.Kind; k != nil {
+			kind = string(*k)
+		}
+		native, judged = harness.ACPCall(kind, name, args, locationPaths(p.ToolCall.Locations))
+	}
+	// A call whose counterpart the run's tool policy leaves out is refused
+	// before the hooks and the approval; the others are judged as the
+	// tool of ours they are (bash for an execute), so that permission
+	// rules, the read-only classifier and hooks see our names.
+	allow, denied := c.a.ToolAllowed(native)
+	if allow && (c.a.Approval != nil || c.a.BeforeTool != nil) {
 		type verdict struct{ ok bool }
 		ch := make(chan verdict, 1)
 		go func() {
-			_, ok, _ := c.a.Approve(ctx, tool.Call{ID: id, Name: name, Args: args})
+			_, ok, _ := c.a.Approve(ctx, tool.Call{ID: id, Name: orStr(native.Tool, name), Args: judged})
 			ch <- verdict{ok}
 		}()
 		select {
@@ -619,9 +644,17 @@ func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissi
 		// SDK runs requests beside the notification queue).
 		c.allowedIDs[id] = true
 		c.mu.Unlock()
-	} else if cl != nil {
+	} else {
 		c.mu.Lock()
-		cl.refused = true
+		if cl != nil {
+			cl.refused = true
+		}
+		if denied != "" {
+			if c.deniedIDs == nil {
+				c.deniedIDs = map[string]string{}
+			}
+			c.deniedIDs[id] = denied
+		}
 		c.mu.Unlock()
 	}
 	for _, k := range want {
@@ -663,6 +696,15 @@ func (c *client) ReleaseTerminal(context.Context, acpsdk.ReleaseTerminalRequest)
 
 func (c *client) WaitForTerminalExit(context.Context, acpsdk.WaitForTerminalExitRequest) (acpsdk.WaitForTerminalExitResponse, error) {
 	return acpsdk.WaitForTerminalExitResponse{}, errNotOffered
+}
+
+// locationPaths are the paths of a call's locations.
+func locationPaths(ls []acpsdk.ToolCallLocation) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Path)
+	}
+	return out
 }
 
 func contentText(cs []acpsdk.ToolCallContent) string {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/harness/acp"
+	"github.com/agentloop/agentloop/harness/harnesstest"
 	"github.com/agentloop/agentloop/internal/fakeacp"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/session"
@@ -275,7 +276,9 @@ func TestOurToolsOverMCP(t *testing.T) {
 	}{
 		{name: "allowed", step: call(false), ap: &tool.Approval{}, result: "result:noted", ran: 1},
 		{name: "refused", step: call(false), ap: &tool.Approval{Policy: deny}, result: "result:no", ran: 0},
-		{name: "asked once", step: call(true), ap: asker, result: "result:noted", ran: 1, questions: "note it"},
+		// The agent's own question is about an edit (its kind), our MCP
+		// server's is about our tool.
+		{name: "asked once", step: call(true), ap: asker, result: "result:noted", ran: 1, questions: "edit"},
 		{name: "asked by us", step: call(false), ap: asker, result: "result:noted", ran: 1, questions: "note"},
 		{name: "no http mcp", noHTTP: true, step: call(false), ap: &tool.Approval{}, result: `result:no MCP server of the client offers "note"`, ran: 0},
 	}
@@ -316,5 +319,65 @@ func TestParse(t *testing.T) {
 	}
 	if _, err := acp.Parse("acp:"); err == nil {
 		t.Error("an empty command was accepted")
+	}
+}
+
+// Issue 25: an ACP call is judged as the tool of ours it is (its kind and
+// rawInput), not under its title: an execute call is bash, so a run whose
+// tools are read only refuses it before anyone is asked, and a permission
+// rule written for bash (Bash(rm *)) refuses `rm -rf x` under --approve
+// auto; the model-facing result says which.
+func TestPermissionJudgedAsOurTool(t *testing.T) {
+	rm := fakeacp.Step{Tool: &fakeacp.Tool{ID: "x1", Title: "Clean up", Kind: "execute", Input: map[string]any{"command": "rm -rf x"},
+		Permission: true, Touch: "ran"}}
+	rule, err := tool.ParsePermissionRule(tool.VerdictDeny, "Bash(rm *)", "settings.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := &tool.PermissionRules{Rules: []tool.PermissionRule{rule}}
+	for _, tc := range []struct {
+		name   string
+		policy *tool.Policy
+		tools  []string
+		ap     *tool.Approval
+		ran    bool
+		asked  string // the call the approval saw
+		result string
+	}{
+		{"--tools read", &tool.Policy{Tools: []string{"read"}}, []string{"read"}, nil, false, "",
+			"Denied: Clean up (bash here) is not in this run's tools (--tools read)"},
+		{"deny rule", &tool.Policy{}, []string{"read", "bash"}, &tool.Approval{Policy: rules.Policy(tool.ApproveAuto)}, false,
+			`bash {"command":"rm -rf x"}`, "the user refused this call"},
+		{"allowed", &tool.Policy{}, []string{"read", "bash"}, &tool.Approval{}, true, `bash {"command":"rm -rf x"}`, "Clean up done"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, []fakeacp.Step{rm, {Text: "ok"}})
+			a := e.attempt("clean", tc.ap, nil)
+			a.Tools, a.ToolPolicy = harnesstest.Tools(t, tc.tools...), tc.policy
+			asked := ""
+			a.BeforeTool = func(ctx context.Context, c tool.Call) (tool.Call, *tool.Result) {
+				asked = c.Name + " " + string(c.Args)
+				if tc.ap == nil {
+					return c, nil
+				}
+				if ok, reason := tc.ap.Approve(ctx, c); !ok {
+					return c, &tool.Result{Content: []llm.Content{llm.Text(reason)}, IsError: true}
+				}
+				return c, nil
+			}
+			res, err := e.h.RunAttempt(context.Background(), a)
+			if err != nil || res.Err != nil {
+				t.Fatalf("%v %+v", err, res)
+			}
+			if _, err := os.Stat(filepath.Join(e.cwd, "ran")); (err == nil) != tc.ran {
+				t.Errorf("the call ran: %v, want %v", err == nil, tc.ran)
+			}
+			if asked != tc.asked {
+				t.Errorf("the approval saw %q, want %q", asked, tc.asked)
+			}
+			if got := lines(e.sess); !strings.Contains(got, "call:Clean up | result:"+tc.result) {
+				t.Errorf("transcript %s, want the result %q", got, tc.result)
+			}
+		})
 	}
 }

@@ -141,6 +141,7 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 	if a.System != "" {
 		args = append(args, "--append-system-prompt", a.System)
 	}
+	args = append(args, toolsArgs(a)...)
 	if _, err := exec.LookPath(h.cfg.Command); err != nil {
 		return nil, &harness.PreflightError{Harness: ID, Err: err}
 	}
@@ -519,7 +520,10 @@ func (t *turn) permission(ctx context.Context, l *line) error {
 	if own, ok := ownTool(name); ok {
 		name = own // one of the run's tools: the approval knows it by its own name
 	}
-	c, allow, reason := t.a.Approve(tool.WithEquivalent(ctx, equivalent), tool.Call{ID: r.ToolUseID, Name: name, Args: input})
+	c, allow, reason := tool.Call{ID: r.ToolUseID, Name: name, Args: input}, false, refuseNative(t.a, r.ToolName)
+	if reason == "" { // the run's tool policy lets it go on to the hooks and the approval
+		c, allow, reason = t.a.Approve(tool.WithEquivalent(ctx, equivalent), c)
+	}
 	answer := map[string]any{"behavior": "allow", "updatedInput": c.Args} // a hook's rewrite included
 	if allow {
 		t.approved[r.ToolUseID] = true

@@ -48,7 +48,13 @@ const toolTitle = "agentloop:tool"
 
 // builtinTools are pi's own tools: the run's tools of those names are
 // pi's (the same tools), not offered again.
-var builtinTools = map[string]bool{"read": true, "bash": true, "edit": true, "write": true, "grep": true, "find": true, "ls": true}
+var builtinTools = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range harness.PiTools {
+		m[n] = true
+	}
+	return m
+}()
 
 // toolsExtension is the extension that offers the run's other tools to
 // pi, or nil when there is none.
@@ -168,6 +174,7 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		}
 		args = append(args, "-e", tools)
 	}
+	args = append(args, toolsArgs(a)...)
 	if m := orStr(h.cfg.Model, a.ModelID); m != "" {
 		args = append(args, "--model", m)
 	}
@@ -415,7 +422,12 @@ func (t *turn) answer(ctx context.Context, ev *event) error {
 		Input      json.RawMessage `json:"input"`
 	}
 	_ = json.Unmarshal([]byte(ev.Payload), &q)
-	_, allow, reason := t.a.Approve(ctx, tool.Call{ID: q.ToolCallID, Name: q.ToolName, Args: q.Input})
+	// A tool the run's tool policy leaves out is refused before the hooks
+	// and the approval (--tools keeps pi from offering it at all).
+	allow, reason := t.a.ToolAllowed(harness.PiTool(q.ToolName, t.a.Tools))
+	if allow {
+		_, allow, reason = t.a.Approve(ctx, tool.Call{ID: q.ToolCallID, Name: q.ToolName, Args: q.Input})
+	}
 	value := "allow"
 	if allow {
 		t.allowed[q.ToolCallID] = true
