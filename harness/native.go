@@ -50,7 +50,7 @@ var ClaudeCodeTools = []string{
 // The tools its permission rules also name come from tool.ClaudeCounterpart.
 var claudeCompanions = map[string]string{
 	"BashOutput": "bash", "KillShell": "bash", "Monitor": "bash", "TaskStop": "bash",
-	"NotebookRead": "read", "ListAgents": "agent", "SendMessage": "agent",
+	"NotebookRead": "read", "NotebookEdit": "edit", "ListAgents": "agent", "SendMessage": "agent",
 }
 
 // claudeInternal are Claude Code's tools that touch only its own state.

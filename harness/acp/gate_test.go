@@ -14,7 +14,8 @@ import (
 // TestGateAfterTool: a call of our tools over MCP that our gate put to
 // BeforeTool has its end reported to AfterTool once, under the id
 // BeforeTool saw, with the tool's result; one the agent's permission
-// request covered is reported once, by the ACP path; a refused one never.
+// request covered is reported once, by the ACP path, under the tool of
+// ours its kind says it is (edit); a refused one never.
 func TestGateAfterTool(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -23,7 +24,7 @@ func TestGateAfterTool(t *testing.T) {
 		want       string
 	}{
 		{name: "gate", want: "before note m1 | after note m1 noted"},
-		{name: "permission", permission: true, want: "before note it m1 | after note it m1 noted"},
+		{name: "permission", permission: true, want: "before edit m1 | after edit m1 noted"},
 		{name: "refused", refuse: true, want: "before note m1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -221,7 +221,7 @@ type turn struct {
 	// metered are the model messages whose usage was reported: Claude Code
 	// repeats a message, usage included, once per content block.
 	metered map[string]bool
-	inited    bool
+	inited  bool
 
 	// steerMu guards what a steer from another goroutine touches.
 	steerMu sync.Mutex

@@ -3,6 +3,7 @@ package claudecode
 import (
 	"encoding/json"
 
+	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tool/builtin"
 )
@@ -26,11 +27,11 @@ const flagSettings = `{"permissions":{"ask":["*"]},"disableAllHooks":true}`
 // settingsArgs is the --settings flag of an attempt.
 func settingsArgs() []string { return []string{"--settings", flagSettings} }
 
-// native is one of Claude Code's own tools as our approval sees it: the
-// tool of ours it amounts to (as; "" keeps its name), how its argument
-// fields map onto that tool's, and whether it only reads.
+// native is one of Claude Code's own tools as our approval sees it: how
+// its argument fields map onto those of the tool of ours it amounts to
+// (harness.ClaudeCodeTool, the one table of counterparts; nil fields keep
+// its own name and arguments), and whether it only reads.
 type native struct {
-	as       string
 	fields   map[string]string // Claude Code's field → ours
 	readOnly bool
 }
@@ -45,16 +46,16 @@ var (
 // WebSearch, Task, MCP tools of its own settings) are judged by their own
 // name: not read-only, so --approve never refuses them and ask asks.
 var natives = map[string]native{
-	"Bash":         {as: "bash", fields: map[string]string{"command": "command"}},
-	"Read":         {as: "read", fields: map[string]string{"file_path": "path", "offset": "offset", "limit": "limit"}, readOnly: true},
-	"NotebookRead": {as: "read", fields: map[string]string{"notebook_path": "path"}, readOnly: true},
-	"Write":        {as: "write", fields: map[string]string{"file_path": "path", "content": "content"}},
-	"Edit":         {as: "edit", fields: fileFields},
-	"MultiEdit":    {as: "edit", fields: fileFields},
-	"NotebookEdit": {as: "edit", fields: map[string]string{"notebook_path": "path"}},
-	"Grep":         {as: "grep", fields: searchFields, readOnly: true},
-	"Glob":         {as: "find", fields: map[string]string{"pattern": "pattern", "path": "path"}, readOnly: true},
-	"LS":           {as: "ls", fields: map[string]string{"path": "path"}, readOnly: true},
+	"Bash":         {fields: map[string]string{"command": "command"}},
+	"Read":         {fields: map[string]string{"file_path": "path", "offset": "offset", "limit": "limit"}, readOnly: true},
+	"NotebookRead": {fields: map[string]string{"notebook_path": "path"}, readOnly: true},
+	"Write":        {fields: map[string]string{"file_path": "path", "content": "content"}},
+	"Edit":         {fields: fileFields},
+	"MultiEdit":    {fields: fileFields},
+	"NotebookEdit": {fields: map[string]string{"notebook_path": "path"}},
+	"Grep":         {fields: searchFields, readOnly: true},
+	"Glob":         {fields: map[string]string{"pattern": "pattern", "path": "path"}, readOnly: true},
+	"LS":           {fields: map[string]string{"path": "path"}, readOnly: true},
 	// Claude Code's bookkeeping: it changes nothing of the workspace.
 	"TodoWrite":  {readOnly: true},
 	"ToolSearch": {readOnly: true},
@@ -71,7 +72,8 @@ func equivalent(c tool.Call) (tool.Call, bool, bool) {
 	if !ok {
 		return tool.Call{}, false, false
 	}
-	if n.as == "" {
+	ours := harness.ClaudeCodeTool(c.Name).Tool
+	if n.fields == nil || ours == "" {
 		return c, n.readOnly, true
 	}
 	var in map[string]json.RawMessage
@@ -86,9 +88,9 @@ func equivalent(c tool.Call) (tool.Call, bool, bool) {
 	if err != nil {
 		b = json.RawMessage(`{}`)
 	}
-	as := tool.Call{ID: c.ID, Name: n.as, Args: b}
+	as := tool.Call{ID: c.ID, Name: ours, Args: b}
 	ro := n.readOnly
-	if n.as == "bash" {
+	if ours == "bash" {
 		var cmd string
 		_ = json.Unmarshal(in["command"], &cmd)
 		ro = builtin.IsReadOnlyCommand(cmd)

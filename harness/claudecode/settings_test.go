@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/agentloop/agentloop/harness"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -61,4 +62,15 @@ func TestFlagSettings(t *testing.T) {
 func sameJSON(a json.RawMessage, b string) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// The tools whose arguments are renamed for our approval have a
+// counterpart in the harness's one table, which --tools is built from
+// too: the two can never disagree about what Claude Code's tool is.
+func TestNativesHaveCounterparts(t *testing.T) {
+	for name, n := range natives {
+		if n.fields != nil && harness.ClaudeCodeTool(name).Tool == "" {
+			t.Errorf("%s maps fields but harness.ClaudeCodeTool knows no counterpart of it", name)
+		}
+	}
 }
