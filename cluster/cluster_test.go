@@ -569,3 +569,53 @@ func TestIdemKeyIsPerSession(t *testing.T) {
 		t.Fatalf("b again: %s %v %v", again, created, err)
 	}
 }
+
+// Two nodes racing to enqueue one idempotency key with different bodies:
+// for every key exactly one run is queued, and the other enqueue is
+// refused with the winner's run id; the same body again is the same run.
+func TestIdemKeyReusedWithAnotherBody(t *testing.T) {
+	ns, admin := nodes(t, 2, fast)
+	ctx := context.Background()
+	for i := range 20 {
+		key := fmt.Sprintf("race-%d", i)
+		type res struct {
+			id      string
+			created bool
+			err     error
+		}
+		out := make([]res, 2)
+		var wg sync.WaitGroup
+		for j := range 2 {
+			wg.Go(func() {
+				id, created, err := ns[j].Enqueue(ctx, EnqueueOptions{SessionID: "race", Cwd: "/r", IdemKey: key,
+					Input: json.RawMessage(fmt.Sprintf(`{"body":%d}`, j)), Body: fmt.Sprintf("body-%d", j)})
+				out[j] = res{id, created, err}
+			})
+		}
+		wg.Wait()
+		win, lose := out[0], out[1]
+		if !win.created {
+			win, lose = lose, win
+		}
+		if !win.created || win.err != nil {
+			t.Fatalf("%s: no enqueue won: %+v", key, out)
+		}
+		var reused *IdemKeyReusedError
+		if lose.created || !errors.As(lose.err, &reused) || !errors.Is(lose.err, ErrIdemKeyReused) || reused.RunID != win.id {
+			t.Fatalf("%s: the second enqueue with another body: %+v, want ErrIdemKeyReused naming %s", key, lose, win.id)
+		}
+		var runs int
+		_ = admin.QueryRow(ctx, `SELECT count(*) FROM runs WHERE session_id = 'race' AND idem_key = $1`, key).Scan(&runs)
+		if runs != 1 {
+			t.Fatalf("%s: %d runs queued", key, runs)
+		}
+	}
+	a, _, err := ns[0].Enqueue(ctx, EnqueueOptions{SessionID: "race", IdemKey: "same", Body: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, created, err := ns[1].Enqueue(ctx, EnqueueOptions{SessionID: "race", IdemKey: "same", Body: "b"})
+	if err != nil || created || b != a {
+		t.Fatalf("the same body again: %s %v %v, want run %s", b, created, err, a)
+	}
+}

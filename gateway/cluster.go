@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"sync"
@@ -310,8 +311,12 @@ func (s *Server) enqueueRun(ctx context.Context, sessionID string, req StartRunR
 	if err != nil {
 		return RunInfo{}, errorf(CodeInvalidRequest, "input: %v", err)
 	}
+	body := req.fingerprint()
 	id, _, err := s.cl.node.Enqueue(ctx, cluster.EnqueueOptions{SessionID: ss.id, Cwd: ss.cwd, Input: payload,
-		IdemKey: ss.id + "/" + req.IdempotencyKey})
+		IdemKey: ss.id + "/" + req.IdempotencyKey, Body: hex.EncodeToString(body[:])})
+	if errors.Is(err, cluster.ErrIdemKeyReused) {
+		return RunInfo{}, idemKeyReused(req.IdempotencyKey, id)
+	}
 	if err != nil {
 		return RunInfo{}, errorf(CodeUnavailable, "%v", err)
 	}
