@@ -56,4 +56,7 @@ var steps = []string{
 	// idem_body: the fingerprint of the request that queued the run, so a
 	// reused idempotency key with another body is refused on any node.
 	`ALTER TABLE runs ADD COLUMN idem_body text;`,
+	// Events found by type (the request of each pending action, for a
+	// client that subscribes on another node) without reading every delta.
+	`CREATE INDEX session_events_type ON session_events (session_id, type);`,
 }

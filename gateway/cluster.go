@@ -667,3 +667,78 @@ func unanswered(t *session.Transcript) []llm.Content {
 	}
 	return nil
 }
+
+// clusterPendingFrames are the requests of a session's unanswered
+// approvals as the database has them, whichever node holds their run, and
+// the session's seq on this node when they were read.
+type clusterPendingFrames struct {
+	frames []frame
+	head   int64
+	runID  string
+}
+
+// clusterPendingFrames reads the requests of the session's unanswered
+// approvals from the database, before subscribe takes its locks.
+func (s *Server) clusterPendingFrames(ss *sessionState, runID string) clusterPendingFrames {
+	ss.emu.Lock()
+	out := clusterPendingFrames{head: ss.seq, runID: runID}
+	ss.emu.Unlock()
+	ctx, cancel := context.WithTimeout(s.cl.tails, 5*time.Second)
+	defer cancel()
+	evs, err := s.cl.node.PendingEvents(ctx, ss.id, runID, EventApprovalRequested, "approvalId")
+	if err != nil {
+		return out // the client can still list them (GET /v1/runs/{id}/pending)
+	}
+	for _, e := range evs {
+		out.frames = append(out.frames, frame{seq: e.Seq, typ: e.Type, runID: e.RunID, data: e.Data})
+	}
+	return out
+}
+
+// appendLocked adds to a new subscription's first frames the approval
+// requests of other nodes' runs that still wait (those of this node's runs
+// are in local), as subscribe does for local ones: the same bytes, without
+// an id, unless the replay has them already. A request this node received
+// after the database was read (seq above head) is taken from the ring; one
+// whose answer reached the ring since is left out. ss.emu and s.mu are held.
+func (p clusterPendingFrames) appendLocked(q []frame, ss *sessionState, local []*pendingAction, afterSeq int64, resync bool) []frame {
+	idOf := func(f frame) string {
+		var v struct {
+			ApprovalID string `json:"approvalId"`
+		}
+		_ = json.Unmarshal(f.data, &v)
+		return v.ApprovalID
+	}
+	seen := map[string]bool{}
+	for _, pa := range local {
+		seen[pa.ID] = true
+	}
+	frames := p.frames
+	answered := map[string]bool{}
+	var late []frame
+	for _, f := range ss.ring[ss.ringHead:] {
+		if f.seq <= p.head || (p.runID != "" && f.runID != p.runID) {
+			continue
+		}
+		switch f.typ {
+		case EventApprovalRequested:
+			late = append(late, f)
+		case EventApprovalResolved:
+			answered[idOf(f)] = true
+		}
+	}
+	frames = append(frames, late...)
+	for _, f := range frames {
+		id := idOf(f)
+		if id == "" || seen[id] || answered[id] {
+			continue
+		}
+		seen[id] = true
+		if afterSeq >= 0 && !resync && f.seq > afterSeq {
+			continue // in the replay already, with its id
+		}
+		f.noID = true
+		q = append(q, f)
+	}
+	return q
+}

@@ -1,7 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,5 +70,94 @@ func TestServeClusterIdemKeyReusedRace(t *testing.T) {
 	_ = db.QueryRow(t.Context(), `SELECT count(*) FROM runs WHERE session_id = $1`, sess.ID).Scan(&runs)
 	if runs != 5 {
 		t.Fatalf("%d runs queued, want 5", runs)
+	}
+}
+
+// --approve ask on two servers: a client that connects to the node not
+// running the run, after the run asked for an approval, gets the request
+// (the same event the run's node sent, without an id: a live-only stream,
+// and one resuming after it), answers it there, and the call runs once.
+func TestServeClusterPendingApprovalToLateSubscriber(t *testing.T) {
+	ar := startAskedRun(t)
+	owner, other, db, ws := ar.owner, ar.other, ar.db, ar.ws
+	sess := struct{ ID string }{ar.sessionID}
+	run := struct{ RunID string }{ar.runID}
+	// Wait until the request is stored: the run's node has sent it.
+	var stored string
+	var seq int64
+	deadline := time.Now().Add(20 * time.Second)
+	for stored == "" {
+		_ = db.QueryRow(t.Context(), `SELECT seq, data::text FROM session_events WHERE run_id = $1 AND type = 'approval_requested'`,
+			run.RunID).Scan(&seq, &stored)
+		if time.Now().After(deadline) {
+			t.Fatalf("no approval_requested stored: %s", owner.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var want map[string]any
+	if err := json.Unmarshal([]byte(stored), &want); err != nil {
+		t.Fatal(err)
+	}
+	apID, _ := want["approvalId"].(string)
+	for _, path := range []string{
+		"/v1/sessions/" + sess.ID + "/events",                                     // live only
+		"/v1/sessions/" + sess.ID + "/events?after=" + strconv.FormatInt(seq, 10), // resuming after it
+		"/v1/runs/" + run.RunID + "/events?after=" + strconv.FormatInt(seq, 10),
+	} {
+		// After the replay (if any), before anything live: the request.
+		st := other.stream(t, path)
+		timeout := time.After(10 * time.Second)
+	wait:
+		for {
+			select {
+			case ev := <-st:
+				if ev.typ != "approval_requested" {
+					if ev.seq <= seq {
+						t.Fatalf("%s: event %s with seq %d, at or before the one resumed after", path, ev.typ, ev.seq)
+					}
+					continue
+				}
+				if ev.seq != 0 || !reflect.DeepEqual(ev.data, want) {
+					t.Fatalf("%s: got approval_requested (id %d) %v, want the stored one without an id: %v", path, ev.seq, ev.data, want)
+				}
+				break wait
+			case <-timeout:
+				t.Fatalf("%s: the pending approval was not sent to a client connecting to the other node", path)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "started.txt")); err == nil {
+		t.Fatal("the call ran before it was approved")
+	}
+	live := other.stream(t, "/v1/sessions/"+sess.ID+"/events")
+	if ev := <-live; ev.typ != "approval_requested" {
+		t.Fatalf("first event %s", ev.typ)
+	}
+	if code := other.call(t, "POST", "/v1/approvals/"+apID, "", map[string]any{"decision": "allow_once"}, nil); code != 200 {
+		t.Fatalf("answer on the other node: %d", code)
+	}
+	got := untilRunEnd(t, live, run.RunID, 20*time.Second)
+	resolved := false
+	for _, ev := range got {
+		if ev.typ == "approval_resolved" && ev.data["approvalId"] == apID {
+			resolved = true
+		}
+	}
+	if !resolved {
+		t.Errorf("no approval_resolved on the late client's stream")
+	}
+	waitRunStatus(t, db, run.RunID, "succeeded", 20*time.Second)
+	if b, _ := os.ReadFile(filepath.Join(ws, "started.txt")); strings.Count(string(b), "start") != 1 {
+		t.Fatalf("the approved call ran %d times", strings.Count(string(b), "start"))
+	}
+	// Once answered, a new client is not asked again.
+	st := other.stream(t, "/v1/sessions/"+sess.ID+"/events?after="+strconv.FormatInt(seq, 10))
+	for ev := range st {
+		if ev.typ == "approval_requested" {
+			t.Fatalf("an answered approval was sent to a new client: %v", ev.data)
+		}
+		if ev.typ == "run_end" {
+			break
+		}
 	}
 }
