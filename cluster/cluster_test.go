@@ -619,3 +619,32 @@ func TestIdemKeyReusedWithAnotherBody(t *testing.T) {
 		t.Fatalf("the same body again: %s %v %v, want run %s", b, created, err, a)
 	}
 }
+
+// Busy names the active run of a session whichever node holds it, says a
+// session another node holds a lease on is busy, and a free one is not.
+func TestBusy(t *testing.T) {
+	ns, _ := nodes(t, 2, fast)
+	ctx := context.Background()
+	runID, _, err := ns[0].Enqueue(ctx, EnqueueOptions{SessionID: "busy", Cwd: "/b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, busy, err := ns[1].Busy(ctx, "busy"); err != nil || busy || id != "" {
+		t.Fatalf("a queued run: %q %v %v, want not busy", id, busy, err)
+	}
+	c := waitClaim(t, ns[0], 5*time.Second)
+	for i, n := range ns {
+		if id, busy, err := n.Busy(ctx, "busy"); err != nil || !busy || id != runID {
+			t.Fatalf("node %d during the run: %q %v %v, want busy with run %s", i, id, busy, err, runID)
+		}
+	}
+	if err := ns[0].Release(ctx, c, "succeeded", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, busy, err := ns[1].Busy(ctx, "busy"); err != nil || busy {
+		t.Fatalf("after the run: %v %v", busy, err)
+	}
+	if _, busy, err := ns[1].Busy(ctx, "nosuch"); err != nil || busy {
+		t.Fatalf("no such session: %v %v", busy, err)
+	}
+}

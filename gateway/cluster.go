@@ -742,3 +742,30 @@ func (p clusterPendingFrames) appendLocked(q []frame, ss *sessionState, local []
 	}
 	return q
 }
+
+// clusterBusy refuses (409) to change a session that another node is
+// running or holds: DELETE and /compact must not cut a transcript a run
+// on another node is writing. A run on this node is the caller's to see.
+func (s *Server) clusterBusy(ctx context.Context, ss *sessionState) *Error {
+	if s.cl.node == nil {
+		return nil
+	}
+	s.mu.Lock()
+	local := ss.active != nil
+	s.mu.Unlock()
+	if local {
+		return nil
+	}
+	runID, busy, err := s.cl.node.Busy(ctx, ss.id)
+	if err != nil {
+		return errorf(CodeUnavailable, "%v", err)
+	}
+	if !busy {
+		return nil
+	}
+	e := errorf(CodeSessionBusy, "session %s is in use on another node; try again when its run has ended", ss.id)
+	if runID != "" {
+		e.Details = map[string]any{"activeRunId": runID}
+	}
+	return e
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloop/agentloop/cluster"
 	"github.com/agentloop/agentloop/internal/pgtest"
 )
 
@@ -159,5 +160,53 @@ func TestServeClusterPendingApprovalToLateSubscriber(t *testing.T) {
 		if ev.typ == "run_end" {
 			break
 		}
+	}
+}
+
+// DELETE and /compact on a node while another node runs the session are
+// refused with 409 session_busy; the run finishes untouched on its node,
+// its transcript whole; the refused node still runs the session, and
+// deletes it once it is idle.
+func TestServeClusterDeleteCompactWhileRunElsewhere(t *testing.T) {
+	cr := startClusterRun(t, nil, "-rounds", "1", "-text", "3", "-cmd", "echo start >> started.txt; sleep 3")
+	other, db := cr.other, cr.db
+	waitToolStarted(t, cr.owner, cr.ws)
+	var e struct {
+		Error struct {
+			Code    string
+			Details map[string]any
+		}
+	}
+	if code := other.call(t, "DELETE", "/v1/sessions/"+cr.sessionID, "", nil, &e); code != 409 || e.Error.Code != "session_busy" || e.Error.Details["activeRunId"] != cr.runID {
+		t.Errorf("DELETE on the other node during the run: %d %+v, want 409 session_busy naming the run", code, e.Error)
+	}
+	e.Error.Code = ""
+	if code := other.call(t, "POST", "/v1/sessions/"+cr.sessionID+"/command", "", map[string]any{"name": "compact"}, &e); code != 409 || e.Error.Code != "session_busy" {
+		t.Errorf("/compact on the other node during the run: %d %+v, want 409 session_busy", code, e.Error)
+	}
+	waitRunStatus(t, db, cr.runID, "succeeded", 30*time.Second)
+	tr, err := pgSessions(t, cr.dsn).Load(t.Context(), cr.sessionID)
+	if err != nil {
+		t.Fatalf("the session after the refused delete: %v", err)
+	}
+	results := checkTranscript(t, tr, "do it")
+	if len(results) != 1 {
+		t.Errorf("%d tool results, want 1", len(results))
+	}
+	for _, text := range results {
+		if text == cluster.InterruptedText || strings.Contains(text, "abort") {
+			t.Errorf("the call was cut short: %q", text)
+		}
+	}
+	var next struct{ RunID string }
+	if code := other.call(t, "POST", "/v1/sessions/"+cr.sessionID+"/runs", "", map[string]any{"input": "again", "idempotencyKey": "k2"}, &next); code != 202 {
+		t.Fatalf("a run after the refused delete: %d", code)
+	}
+	waitRunStatus(t, db, next.RunID, "succeeded", 30*time.Second)
+	if code := other.call(t, "DELETE", "/v1/sessions/"+cr.sessionID, "", nil, nil); code != 204 && code != 200 {
+		t.Fatalf("DELETE once the session is idle: %d", code)
+	}
+	if _, err := pgSessions(t, cr.dsn).Load(t.Context(), cr.sessionID); err == nil {
+		t.Fatal("the session is still in the database after DELETE")
 	}
 }
