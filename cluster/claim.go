@@ -248,7 +248,23 @@ func (n *Node) WaitClaim(ctx context.Context) (*Claim, error) {
 // lost: then nothing is written and the error is ErrFenced.
 func (n *Node) Release(ctx context.Context, c *Claim, status string, result json.RawMessage) error {
 	defer n.drop(c, context.Canceled)
-	err := pgx.BeginFunc(ctx, n.pool, func(tx pgx.Tx) error {
+	err := n.giveBack(ctx, c, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE runs SET status = $2, ended_at = now(), result = $3 WHERE id = $1`,
+			c.Run.ID, status, jsonArg(result))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release run %s: %w", c.Run.ID, err)
+	}
+	return nil
+}
+
+// giveBack gives c's session lease back, runs also (when not nil) in the
+// same transaction, and wakes the claimers: the session's run, or its next
+// queued one, may be claimed. ErrFenced when the lease was not c's any
+// more: nothing is written then.
+func (n *Node) giveBack(ctx context.Context, c *Claim, also func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, n.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE sessions SET owner = NULL, lease_expires = NULL
 			WHERE id = $1 AND owner = $2 AND epoch = $3`, c.Run.SessionID, n.id, c.Epoch)
 		if err != nil {
@@ -257,16 +273,32 @@ func (n *Node) Release(ctx context.Context, c *Claim, status string, result json
 		if tag.RowsAffected() == 0 {
 			return ErrFenced
 		}
-		if _, err := tx.Exec(ctx, `UPDATE runs SET status = $2, ended_at = now(), result = $3 WHERE id = $1`,
-			c.Run.ID, status, jsonArg(result)); err != nil {
-			return err
+		if also != nil {
+			if err := also(tx); err != nil {
+				return err
+			}
 		}
-		// Wake the claimers: the session may have more queued runs.
 		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, chanRuns, c.Run.SessionID)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("release run %s: %w", c.Run.ID, err)
+}
+
+// ErrHandedOff is the cause of a claim's context when its node handed the
+// run to the cluster (Handoff), as it shut down.
+var ErrHandedOff = errors.New("this node shut down and handed the run to another node")
+
+// Handoff gives c's session lease back without ending its run, for a node
+// that shuts down with the run still going: the run stays active, and the
+// next node to claim (woken at once, not after the lease would lapse) takes
+// it over as after a crash (attempt + 1, resumed from the transcript, the
+// call that was running settled as interrupted). c's context then ends
+// with ErrHandedOff; what the run still tries to write is refused
+// (ErrFenced), as the lease is no longer this node's. The context ends
+// even when the database cannot be reached: the lease then lapses.
+func (n *Node) Handoff(ctx context.Context, c *Claim) error {
+	defer n.drop(c, ErrHandedOff)
+	if err := n.giveBack(ctx, c, nil); err != nil {
+		return fmt.Errorf("hand off run %s: %w", c.Run.ID, err)
 	}
 	return nil
 }

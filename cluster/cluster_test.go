@@ -648,3 +648,47 @@ func TestBusy(t *testing.T) {
 		t.Fatalf("no such session: %v %v", busy, err)
 	}
 }
+
+// A node that hands its run off (shutting down) gives the lease back at
+// once: another node claims the run within a second although the lease
+// was 30 s, as attempt 2; the first node's claim ends with ErrHandedOff
+// and its later appends and release are refused.
+func TestHandoff(t *testing.T) {
+	ns, _ := nodes(t, 2, Config{LeaseTTL: 30 * time.Second, Heartbeat: 10 * time.Second, SelfFence: 20 * time.Second, Poll: 50 * time.Millisecond})
+	ctx := context.Background()
+	if _, _, err := ns[0].Enqueue(ctx, EnqueueOptions{SessionID: "handoff", Cwd: "/h"}); err != nil {
+		t.Fatal(err)
+	}
+	a := waitClaim(t, ns[0], 5*time.Second)
+	sess, err := a.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if _, err := sess.Append(ctx, userMsg("go")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := ns[0].Handoff(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(context.Cause(a.Context()), ErrHandedOff) {
+		t.Fatalf("the handed-off claim's cause: %v", context.Cause(a.Context()))
+	}
+	b := waitClaim(t, ns[1], 5*time.Second)
+	took := time.Since(start)
+	if b.Run.ID != a.Run.ID || b.Run.Attempt != 2 || took > 2*time.Second {
+		t.Fatalf("claimed %s at attempt %d after %s, want %s at attempt 2 at once", b.Run.ID, b.Run.Attempt, took, a.Run.ID)
+	}
+	t.Logf("claimed by the other node %s after the handoff (LeaseTTL 30s)", took.Round(time.Millisecond))
+	if _, err := sess.Append(ctx, userMsg("late")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("an append after the handoff: %v, want ErrFenced", err)
+	}
+	if err := ns[0].Release(ctx, a, "aborted", nil); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a release after the handoff: %v, want ErrFenced", err)
+	}
+	if err := ns[1].Release(ctx, b, "succeeded", nil); err != nil {
+		t.Fatal(err)
+	}
+}
+

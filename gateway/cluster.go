@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -768,4 +769,17 @@ func (s *Server) clusterBusy(ctx context.Context, ss *sessionState) *Error {
 		e.Details = map[string]any{"activeRunId": runID}
 	}
 	return e
+}
+
+// handOff gives the leases of claimed runs still going at shutdown back to
+// the cluster, so that another node resumes them at once instead of their
+// being aborted; each run then stops here without writing more.
+func (s *Server) handOff(runs []*runState) {
+	for _, rs := range runs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := s.cl.node.Handoff(ctx, rs.claim); err != nil && !errors.Is(err, cluster.ErrFenced) {
+			slog.Warn("run stopped at shutdown; its lease will lapse before another node resumes it", "run", rs.id, "err", err)
+		}
+		cancel()
+	}
 }

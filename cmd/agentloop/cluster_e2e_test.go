@@ -80,13 +80,14 @@ func (sc *servedCLI) stream(t *testing.T, path string) <-chan sseEvent {
 // clusterNodes starts k servers on one database, with the test's lease.
 func clusterNodes(t *testing.T, k int, dsn, ws string, mock ...string) []*servedCLI {
 	t.Helper()
-	return clusterNodesWith(t, k, dsn, ws, nil, mock...)
+	return clusterNodesWith(t, k, dsn, ws, nil, nil, mock...)
 }
 
-// clusterNodesWith is clusterNodes with more arguments for each server.
-func clusterNodesWith(t *testing.T, k int, dsn, ws string, serve []string, mock ...string) []*servedCLI {
+// clusterNodesWith is clusterNodes with more environment (which may set
+// other timings) and more arguments for each server.
+func clusterNodesWith(t *testing.T, k int, dsn, ws string, extraEnv, serve []string, mock ...string) []*servedCLI {
 	t.Helper()
-	env := []string{"OPENAI_API_KEY=sk-mock", envLeaseTTL + "=" + e2eLease.String()}
+	env := append([]string{"OPENAI_API_KEY=sk-mock", envLeaseTTL + "=" + e2eLease.String()}, extraEnv...)
 	base := mockLLM(t, mock...)
 	var nodes []*servedCLI
 	for range k {
@@ -105,13 +106,14 @@ type clusterRun struct {
 	sessionID, runID string
 }
 
-// startClusterRun starts two servers (with serve's arguments besides the
-// usual ones, and mockllm with mock's) and the run "do it" on the first.
-func startClusterRun(t *testing.T, serve []string, mock ...string) clusterRun {
+// startClusterRun starts two servers (with env and serve's arguments
+// besides the usual ones, and mockllm with mock's) and the run "do it" on
+// the first.
+func startClusterRun(t *testing.T, env, serve []string, mock ...string) clusterRun {
 	t.Helper()
 	dsn := pgtest.Start(t).Schema(t)
 	ws := t.TempDir()
-	nodes := clusterNodesWith(t, 2, dsn, ws, serve, mock...)
+	nodes := clusterNodesWith(t, 2, dsn, ws, env, serve, mock...)
 	db := pgPool(t, dsn)
 	var sess struct{ ID string }
 	if st := nodes[0].call(t, "POST", "/v1/sessions", "", map[string]any{"cwd": ws}, &sess); st != 201 {
@@ -129,7 +131,7 @@ func startClusterRun(t *testing.T, serve []string, mock ...string) clusterRun {
 // (which appends to started.txt in ws) waits for an approval.
 func startAskedRun(t *testing.T) clusterRun {
 	t.Helper()
-	return startClusterRun(t, []string{"--approve", "ask"}, "-rounds", "1", "-text", "3", "-cmd", "echo start >> started.txt")
+	return startClusterRun(t, nil, []string{"--approve", "ask"}, "-rounds", "1", "-text", "3", "-cmd", "echo start >> started.txt")
 }
 
 // ownerOf is the node whose process holds run id (the lease owner names
@@ -357,7 +359,7 @@ func pgPool(t *testing.T, dsn string) *pgxpool.Pool {
 // it stops its run locally, and the transcript and the events are as the
 // new owner left them.
 func TestServeClusterPausedOwner(t *testing.T) {
-	cr := startClusterRun(t, nil, "-rounds", "1", "-text", "3", "-cmd", "echo start >> started.txt; sleep 3")
+	cr := startClusterRun(t, nil, nil, "-rounds", "1", "-text", "3", "-cmd", "echo start >> started.txt; sleep 3")
 	owner, db, dsn, ws := cr.owner, cr.db, cr.dsn, cr.ws
 	nodes := []*servedCLI{cr.owner, cr.other}
 	sess := struct{ ID string }{cr.sessionID}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,7 +169,7 @@ func TestServeClusterPendingApprovalToLateSubscriber(t *testing.T) {
 // its transcript whole; the refused node still runs the session, and
 // deletes it once it is idle.
 func TestServeClusterDeleteCompactWhileRunElsewhere(t *testing.T) {
-	cr := startClusterRun(t, nil, "-rounds", "1", "-text", "3", "-cmd", "echo start >> started.txt; sleep 3")
+	cr := startClusterRun(t, nil, nil, "-rounds", "1", "-text", "3", "-cmd", "echo start >> started.txt; sleep 3")
 	other, db := cr.other, cr.db
 	waitToolStarted(t, cr.owner, cr.ws)
 	var e struct {
@@ -208,5 +209,63 @@ func TestServeClusterDeleteCompactWhileRunElsewhere(t *testing.T) {
 	}
 	if _, err := pgSessions(t, cr.dsn).Load(t.Context(), cr.sessionID); err == nil {
 		t.Fatal("the session is still in the database after DELETE")
+	}
+}
+
+// SIGTERM of the node running a run, during its second (slow) tool call,
+// with a 30 s lease and AGENTLOOP_CLUSTER_DRAIN=1s: the node exits within
+// a few seconds, handing the run over; the other node resumes it at once
+// (long before the lease could lapse) and finishes it: the first call is
+// not run again and keeps its result, the interrupted one gets the
+// "interrupted" result, and every entry is there once.
+func TestServeClusterSIGTERMHandsOff(t *testing.T) {
+	cr := startClusterRun(t, []string{envLeaseTTL + "=30s", envDrain + "=1s"}, nil, "-rounds", "2", "-text", "3",
+		"-cmd", `echo start >> started.txt; if [ "$(wc -l < started.txt)" -ge 2 ]; then sleep 8; fi`)
+	started := filepath.Join(cr.ws, "started.txt")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, _ := os.ReadFile(started); strings.Count(string(b), "start") == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second call never started: %s", cr.owner.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cr.owner.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	term := time.Now()
+	select {
+	case <-cr.owner.done:
+	case <-time.After(8 * time.Second):
+		t.Fatalf("the node did not exit within 8 s of SIGTERM (drain 1 s): %s", cr.owner.stderr)
+	}
+	exited := time.Since(term)
+	attempt := waitRunStatus(t, cr.db, cr.runID, "succeeded", 15*time.Second)
+	t.Logf("node exited %s after SIGTERM; the run ended on the other node %s after it (attempt %d)",
+		exited.Round(time.Millisecond), time.Since(term).Round(time.Millisecond), attempt)
+	if attempt != 2 {
+		t.Errorf("attempt %d, want 2 (one handoff)", attempt)
+	}
+	if !strings.Contains(cr.owner.stderr.String(), "handed to another node") {
+		t.Errorf("the stopping node did not say it handed its run over: %s", cr.owner.stderr)
+	}
+	if b, _ := os.ReadFile(started); strings.Count(string(b), "start") != 2 {
+		t.Errorf("the calls ran %d times, want 2 (none again)", strings.Count(string(b), "start"))
+	}
+	tr, err := pgSessions(t, cr.dsn).Load(t.Context(), cr.sessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := checkTranscript(t, tr, "do it")
+	var interrupted int
+	for _, text := range results {
+		if text == cluster.InterruptedText {
+			interrupted++
+		}
+	}
+	if len(results) != 2 || interrupted != 1 {
+		t.Errorf("results %q: want 2, one of them interrupted", results)
 	}
 }

@@ -61,7 +61,25 @@ const (
 	envHeartbeat = "AGENTLOOP_CLUSTER_HEARTBEAT"
 	envSelfFence = "AGENTLOOP_CLUSTER_SELF_FENCE"
 	envPoll      = "AGENTLOOP_CLUSTER_POLL"
+	// envDrain bounds how long a node that is stopping (SIGTERM) lets its
+	// runs finish before it hands the rest to another node.
+	envDrain = "AGENTLOOP_CLUSTER_DRAIN"
 )
+
+// serveDrain is how long serve's runs may finish at exit: serveShutdown,
+// or on a cluster AGENTLOOP_CLUSTER_DRAIN when set (no longer than
+// serveShutdown).
+func serveDrain(getenv func(string) string, node *cluster.Node) (time.Duration, error) {
+	s := getenv(envDrain)
+	if node == nil || s == "" {
+		return serveShutdown, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, usageError{fmt.Errorf("%s=%q: give a duration such as 2s", envDrain, s)}
+	}
+	return min(d, serveShutdown), nil
+}
 
 // clusterConfig reads the cluster's timings from the environment.
 func clusterConfig(getenv func(string) string) (*cluster.Config, error) {
