@@ -692,3 +692,86 @@ func TestHandoff(t *testing.T) {
 	}
 }
 
+// PruneEvents deletes a session's old events but its last ones, keeps
+// every event of a run still active, and the seq goes on from the last
+// one kept; a node with EventRetention set prunes by itself.
+func TestPruneEvents(t *testing.T) {
+	cfg := fast
+	cfg.EventRetention = -1 // pruned by hand first
+	ns, admin := nodes(t, 1, cfg)
+	n := ns[0]
+	ctx := context.Background()
+	count := func(sid string) (c int, lo, hi int64) {
+		_ = admin.QueryRow(ctx, `SELECT count(*), coalesce(min(seq), 0), coalesce(max(seq), 0) FROM session_events WHERE session_id = $1`, sid).Scan(&c, &lo, &hi)
+		return
+	}
+	events := func(c *Claim, k int) {
+		for range k {
+			if _, err := n.AppendEvent(ctx, c, "message_update", json.RawMessage(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, _, err := n.Enqueue(ctx, EnqueueOptions{SessionID: "ended", Cwd: "/e"}); err != nil {
+		t.Fatal(err)
+	}
+	c := waitClaim(t, n, 5*time.Second)
+	events(c, 10)
+	if err := n.Release(ctx, c, "succeeded", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.Enqueue(ctx, EnqueueOptions{SessionID: "active", Cwd: "/a"}); err != nil {
+		t.Fatal(err)
+	}
+	active := waitClaim(t, n, 5*time.Second)
+	events(active, 5)
+	deleted, err := n.PruneEvents(ctx, 0, 3)
+	if err != nil || deleted != 7 {
+		t.Fatalf("pruned %d, %v; want 7 (10 of the ended run but its last 3)", deleted, err)
+	}
+	if c, lo, hi := count("ended"); c != 3 || lo != 8 || hi != 10 {
+		t.Fatalf("the ended session keeps %d events, seq %d…%d; want 3, 8…10", c, lo, hi)
+	}
+	if c, _, _ := count("active"); c != 5 {
+		t.Fatalf("the active run keeps %d events, want 5", c)
+	}
+	if err := n.Release(ctx, active, "succeeded", nil); err != nil {
+		t.Fatal(err)
+	}
+	// The seq goes on from the last event kept.
+	if _, _, err := n.Enqueue(ctx, EnqueueOptions{SessionID: "ended", Cwd: "/e", IdemKey: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	next := waitClaim(t, n, 5*time.Second)
+	if seq, err := n.AppendEvent(ctx, next, "run_start", json.RawMessage(`{}`)); err != nil || seq != 11 {
+		t.Fatalf("the next event's seq: %d %v, want 11", seq, err)
+	}
+	if err := n.Release(ctx, next, "succeeded", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// A node with a retention prunes by itself; never the last event.
+	auto := fast
+	auto.EventRetention, auto.EventsKept, auto.PruneEvery = time.Millisecond, 1, 50*time.Millisecond
+	st, err := pgstore.New(ctx, n.Store().Pool(), &pgstore.Config{Owner: "pruner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pruner, err := New(ctx, st, &auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pruner.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c1, _, hi1 := count("ended")
+		c2, _, hi2 := count("active")
+		if c1 == 1 && c2 == 1 && hi1 == 11 && hi2 == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after pruning: %d events (last %d) and %d (last %d), want the last one of each", c1, hi1, c2, hi2)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
