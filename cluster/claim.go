@@ -46,10 +46,30 @@ type EnqueueOptions struct {
 	// the session with the same key is not queued, and Enqueue returns the
 	// first one's id. Keys of other sessions do not count.
 	IdemKey string
+	// Body, with IdemKey, is the fingerprint of the request (a hash of what
+	// it asks for): a later enqueue with the same key and another Body is
+	// refused with ErrIdemKeyReused, whichever node queued the first.
+	Body string
 }
 
+// IdemKeyReusedError says an idempotency key was used before, for RunID,
+// with another body (HTTP 422).
+type IdemKeyReusedError struct{ RunID string }
+
+func (e *IdemKeyReusedError) Error() string {
+	return "the idempotency key was used for run " + e.RunID + " with another body"
+}
+
+// ErrIdemKeyReused matches an *IdemKeyReusedError with errors.Is.
+var ErrIdemKeyReused = errors.New("idempotency key reused with another body")
+
+func (e *IdemKeyReusedError) Is(target error) bool { return target == ErrIdemKeyReused }
+
 // Enqueue queues a run for any node to claim, and reports whether it was
-// new (false: a run with the same IdemKey was queued before).
+// new (false: a run with the same IdemKey was queued before). A key used
+// before with another Body gets an *IdemKeyReusedError: of two enqueues
+// racing with one key, the database's unique index lets one insert, and
+// the other compares its body with the winner's.
 func (n *Node) Enqueue(ctx context.Context, o EnqueueOptions) (runID string, created bool, err error) {
 	if o.SessionID == "" {
 		return "", false, errors.New("enqueue: no session id")
@@ -60,10 +80,21 @@ func (n *Node) Enqueue(ctx context.Context, o EnqueueOptions) (runID string, cre
 			o.SessionID, o.Cwd); err != nil {
 			return err
 		}
-		err := tx.QueryRow(ctx, `INSERT INTO runs (id, session_id, status, input, idem_key) VALUES ($1, $2, 'queued', $3, $4)
-			ON CONFLICT (session_id, idem_key) DO NOTHING RETURNING id`, runID, o.SessionID, jsonArg(o.Input), nullable(o.IdemKey)).Scan(&runID)
+		err := tx.QueryRow(ctx, `INSERT INTO runs (id, session_id, status, input, idem_key, idem_body) VALUES ($1, $2, 'queued', $3, $4, $5)
+			ON CONFLICT (session_id, idem_key) DO NOTHING RETURNING id`, runID, o.SessionID, jsonArg(o.Input), nullable(o.IdemKey),
+			nullable(o.Body)).Scan(&runID)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return tx.QueryRow(ctx, `SELECT id FROM runs WHERE session_id = $1 AND idem_key = $2`, o.SessionID, o.IdemKey).Scan(&runID)
+			// The conflicting insert has committed (ON CONFLICT waits for
+			// it): its row is there to compare with.
+			var body *string
+			if err := tx.QueryRow(ctx, `SELECT id, idem_body FROM runs WHERE session_id = $1 AND idem_key = $2`,
+				o.SessionID, o.IdemKey).Scan(&runID, &body); err != nil {
+				return err
+			}
+			if body != nil && o.Body != "" && *body != o.Body {
+				return &IdemKeyReusedError{RunID: runID}
+			}
+			return nil
 		}
 		if err != nil {
 			return err
@@ -72,6 +103,10 @@ func (n *Node) Enqueue(ctx context.Context, o EnqueueOptions) (runID string, cre
 		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, chanRuns, o.SessionID)
 		return err
 	})
+	var reused *IdemKeyReusedError
+	if errors.As(err, &reused) {
+		return reused.RunID, false, err
+	}
 	if err != nil {
 		return "", false, fmt.Errorf("enqueue a run of session %s: %w", o.SessionID, err)
 	}
@@ -213,7 +248,23 @@ func (n *Node) WaitClaim(ctx context.Context) (*Claim, error) {
 // lost: then nothing is written and the error is ErrFenced.
 func (n *Node) Release(ctx context.Context, c *Claim, status string, result json.RawMessage) error {
 	defer n.drop(c, context.Canceled)
-	err := pgx.BeginFunc(ctx, n.pool, func(tx pgx.Tx) error {
+	err := n.giveBack(ctx, c, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE runs SET status = $2, ended_at = now(), result = $3 WHERE id = $1`,
+			c.Run.ID, status, jsonArg(result))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release run %s: %w", c.Run.ID, err)
+	}
+	return nil
+}
+
+// giveBack gives c's session lease back, runs also (when not nil) in the
+// same transaction, and wakes the claimers: the session's run, or its next
+// queued one, may be claimed. ErrFenced when the lease was not c's any
+// more: nothing is written then.
+func (n *Node) giveBack(ctx context.Context, c *Claim, also func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, n.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE sessions SET owner = NULL, lease_expires = NULL
 			WHERE id = $1 AND owner = $2 AND epoch = $3`, c.Run.SessionID, n.id, c.Epoch)
 		if err != nil {
@@ -222,16 +273,32 @@ func (n *Node) Release(ctx context.Context, c *Claim, status string, result json
 		if tag.RowsAffected() == 0 {
 			return ErrFenced
 		}
-		if _, err := tx.Exec(ctx, `UPDATE runs SET status = $2, ended_at = now(), result = $3 WHERE id = $1`,
-			c.Run.ID, status, jsonArg(result)); err != nil {
-			return err
+		if also != nil {
+			if err := also(tx); err != nil {
+				return err
+			}
 		}
-		// Wake the claimers: the session may have more queued runs.
 		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, chanRuns, c.Run.SessionID)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("release run %s: %w", c.Run.ID, err)
+}
+
+// ErrHandedOff is the cause of a claim's context when its node handed the
+// run to the cluster (Handoff), as it shut down.
+var ErrHandedOff = errors.New("this node shut down and handed the run to another node")
+
+// Handoff gives c's session lease back without ending its run, for a node
+// that shuts down with the run still going: the run stays active, and the
+// next node to claim (woken at once, not after the lease would lapse) takes
+// it over as after a crash (attempt + 1, resumed from the transcript, the
+// call that was running settled as interrupted). c's context then ends
+// with ErrHandedOff; what the run still tries to write is refused
+// (ErrFenced), as the lease is no longer this node's. The context ends
+// even when the database cannot be reached: the lease then lapses.
+func (n *Node) Handoff(ctx context.Context, c *Claim) error {
+	defer n.drop(c, ErrHandedOff)
+	if err := n.giveBack(ctx, c, nil); err != nil {
+		return fmt.Errorf("hand off run %s: %w", c.Run.ID, err)
 	}
 	return nil
 }

@@ -569,3 +569,209 @@ func TestIdemKeyIsPerSession(t *testing.T) {
 		t.Fatalf("b again: %s %v %v", again, created, err)
 	}
 }
+
+// Two nodes racing to enqueue one idempotency key with different bodies:
+// for every key exactly one run is queued, and the other enqueue is
+// refused with the winner's run id; the same body again is the same run.
+func TestIdemKeyReusedWithAnotherBody(t *testing.T) {
+	ns, admin := nodes(t, 2, fast)
+	ctx := context.Background()
+	for i := range 20 {
+		key := fmt.Sprintf("race-%d", i)
+		type res struct {
+			id      string
+			created bool
+			err     error
+		}
+		out := make([]res, 2)
+		var wg sync.WaitGroup
+		for j := range 2 {
+			wg.Go(func() {
+				id, created, err := ns[j].Enqueue(ctx, EnqueueOptions{SessionID: "race", Cwd: "/r", IdemKey: key,
+					Input: json.RawMessage(fmt.Sprintf(`{"body":%d}`, j)), Body: fmt.Sprintf("body-%d", j)})
+				out[j] = res{id, created, err}
+			})
+		}
+		wg.Wait()
+		win, lose := out[0], out[1]
+		if !win.created {
+			win, lose = lose, win
+		}
+		if !win.created || win.err != nil {
+			t.Fatalf("%s: no enqueue won: %+v", key, out)
+		}
+		var reused *IdemKeyReusedError
+		if lose.created || !errors.As(lose.err, &reused) || !errors.Is(lose.err, ErrIdemKeyReused) || reused.RunID != win.id {
+			t.Fatalf("%s: the second enqueue with another body: %+v, want ErrIdemKeyReused naming %s", key, lose, win.id)
+		}
+		var runs int
+		_ = admin.QueryRow(ctx, `SELECT count(*) FROM runs WHERE session_id = 'race' AND idem_key = $1`, key).Scan(&runs)
+		if runs != 1 {
+			t.Fatalf("%s: %d runs queued", key, runs)
+		}
+	}
+	a, _, err := ns[0].Enqueue(ctx, EnqueueOptions{SessionID: "race", IdemKey: "same", Body: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, created, err := ns[1].Enqueue(ctx, EnqueueOptions{SessionID: "race", IdemKey: "same", Body: "b"})
+	if err != nil || created || b != a {
+		t.Fatalf("the same body again: %s %v %v, want run %s", b, created, err, a)
+	}
+}
+
+// Busy names the active run of a session whichever node holds it, says a
+// session another node holds a lease on is busy, and a free one is not.
+func TestBusy(t *testing.T) {
+	ns, _ := nodes(t, 2, fast)
+	ctx := context.Background()
+	runID, _, err := ns[0].Enqueue(ctx, EnqueueOptions{SessionID: "busy", Cwd: "/b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, busy, err := ns[1].Busy(ctx, "busy"); err != nil || busy || id != "" {
+		t.Fatalf("a queued run: %q %v %v, want not busy", id, busy, err)
+	}
+	c := waitClaim(t, ns[0], 5*time.Second)
+	for i, n := range ns {
+		if id, busy, err := n.Busy(ctx, "busy"); err != nil || !busy || id != runID {
+			t.Fatalf("node %d during the run: %q %v %v, want busy with run %s", i, id, busy, err, runID)
+		}
+	}
+	if err := ns[0].Release(ctx, c, "succeeded", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, busy, err := ns[1].Busy(ctx, "busy"); err != nil || busy {
+		t.Fatalf("after the run: %v %v", busy, err)
+	}
+	if _, busy, err := ns[1].Busy(ctx, "nosuch"); err != nil || busy {
+		t.Fatalf("no such session: %v %v", busy, err)
+	}
+}
+
+// A node that hands its run off (shutting down) gives the lease back at
+// once: another node claims the run within a second although the lease
+// was 30 s, as attempt 2; the first node's claim ends with ErrHandedOff
+// and its later appends and release are refused.
+func TestHandoff(t *testing.T) {
+	ns, _ := nodes(t, 2, Config{LeaseTTL: 30 * time.Second, Heartbeat: 10 * time.Second, SelfFence: 20 * time.Second, Poll: 50 * time.Millisecond})
+	ctx := context.Background()
+	if _, _, err := ns[0].Enqueue(ctx, EnqueueOptions{SessionID: "handoff", Cwd: "/h"}); err != nil {
+		t.Fatal(err)
+	}
+	a := waitClaim(t, ns[0], 5*time.Second)
+	sess, err := a.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if _, err := sess.Append(ctx, userMsg("go")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := ns[0].Handoff(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(context.Cause(a.Context()), ErrHandedOff) {
+		t.Fatalf("the handed-off claim's cause: %v", context.Cause(a.Context()))
+	}
+	b := waitClaim(t, ns[1], 5*time.Second)
+	took := time.Since(start)
+	if b.Run.ID != a.Run.ID || b.Run.Attempt != 2 || took > 2*time.Second {
+		t.Fatalf("claimed %s at attempt %d after %s, want %s at attempt 2 at once", b.Run.ID, b.Run.Attempt, took, a.Run.ID)
+	}
+	t.Logf("claimed by the other node %s after the handoff (LeaseTTL 30s)", took.Round(time.Millisecond))
+	if _, err := sess.Append(ctx, userMsg("late")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("an append after the handoff: %v, want ErrFenced", err)
+	}
+	if err := ns[0].Release(ctx, a, "aborted", nil); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a release after the handoff: %v, want ErrFenced", err)
+	}
+	if err := ns[1].Release(ctx, b, "succeeded", nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// PruneEvents deletes a session's old events but its last ones, keeps
+// every event of a run still active, and the seq goes on from the last
+// one kept; a node with EventRetention set prunes by itself.
+func TestPruneEvents(t *testing.T) {
+	cfg := fast
+	cfg.EventRetention = -1 // pruned by hand first
+	ns, admin := nodes(t, 1, cfg)
+	n := ns[0]
+	ctx := context.Background()
+	count := func(sid string) (c int, lo, hi int64) {
+		_ = admin.QueryRow(ctx, `SELECT count(*), coalesce(min(seq), 0), coalesce(max(seq), 0) FROM session_events WHERE session_id = $1`, sid).Scan(&c, &lo, &hi)
+		return
+	}
+	events := func(c *Claim, k int) {
+		for range k {
+			if _, err := n.AppendEvent(ctx, c, "message_update", json.RawMessage(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, _, err := n.Enqueue(ctx, EnqueueOptions{SessionID: "ended", Cwd: "/e"}); err != nil {
+		t.Fatal(err)
+	}
+	c := waitClaim(t, n, 5*time.Second)
+	events(c, 10)
+	if err := n.Release(ctx, c, "succeeded", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.Enqueue(ctx, EnqueueOptions{SessionID: "active", Cwd: "/a"}); err != nil {
+		t.Fatal(err)
+	}
+	active := waitClaim(t, n, 5*time.Second)
+	events(active, 5)
+	deleted, err := n.PruneEvents(ctx, 0, 3)
+	if err != nil || deleted != 7 {
+		t.Fatalf("pruned %d, %v; want 7 (10 of the ended run but its last 3)", deleted, err)
+	}
+	if c, lo, hi := count("ended"); c != 3 || lo != 8 || hi != 10 {
+		t.Fatalf("the ended session keeps %d events, seq %d…%d; want 3, 8…10", c, lo, hi)
+	}
+	if c, _, _ := count("active"); c != 5 {
+		t.Fatalf("the active run keeps %d events, want 5", c)
+	}
+	if err := n.Release(ctx, active, "succeeded", nil); err != nil {
+		t.Fatal(err)
+	}
+	// The seq goes on from the last event kept.
+	if _, _, err := n.Enqueue(ctx, EnqueueOptions{SessionID: "ended", Cwd: "/e", IdemKey: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	next := waitClaim(t, n, 5*time.Second)
+	if seq, err := n.AppendEvent(ctx, next, "run_start", json.RawMessage(`{}`)); err != nil || seq != 11 {
+		t.Fatalf("the next event's seq: %d %v, want 11", seq, err)
+	}
+	if err := n.Release(ctx, next, "succeeded", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// A node with a retention prunes by itself; never the last event.
+	auto := fast
+	auto.EventRetention, auto.EventsKept, auto.PruneEvery = time.Millisecond, 1, 50*time.Millisecond
+	st, err := pgstore.New(ctx, n.Store().Pool(), &pgstore.Config{Owner: "pruner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pruner, err := New(ctx, st, &auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pruner.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c1, _, hi1 := count("ended")
+		c2, _, hi2 := count("active")
+		if c1 == 1 && c2 == 1 && hi1 == 11 && hi2 == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after pruning: %d events (last %d) and %d (last %d), want the last one of each", c1, hi1, c2, hi2)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

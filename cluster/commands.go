@@ -212,3 +212,20 @@ func (n *Node) PendingActions(ctx context.Context, runID string) ([]PendingActio
 	}
 	return out, nil
 }
+
+// PendingEvents returns, in seq order, the stored events of type typ that
+// asked for the unanswered actions of a session (of run runID when it is
+// not ""): those whose data field idField names an action's id. A node
+// re-sends them to a client that subscribes after they went out, whichever
+// node holds the run.
+func (n *Node) PendingEvents(ctx context.Context, sessionID, runID, typ, idField string) ([]Event, error) {
+	rows, err := n.pool.Query(ctx, `SELECT e.session_id, e.seq, coalesce(e.run_id, ''), e.type, e.data::text, e.created_at
+		FROM pending_actions p JOIN session_events e ON e.session_id = p.session_id AND e.type = $3
+			AND e.run_id = p.run_id AND e.data->>$4 = p.id
+		WHERE p.session_id = $1 AND p.resolved_at IS NULL AND ($2 = '' OR p.run_id = $2)
+		ORDER BY e.seq`, sessionID, runID, typ, idField)
+	if err != nil {
+		return nil, fmt.Errorf("read the pending requests of session %s: %w", sessionID, err)
+	}
+	return scanEvents(rows, sessionID)
+}

@@ -20,6 +20,15 @@ type Config struct {
 	// Poll is how often an idle node looks for runs to claim, commands and
 	// events, besides being woken by NOTIFY.
 	Poll time.Duration
+	// EventRetention is how long a stored event is kept once its run has
+	// ended (unless it is among the last EventsKept of its session); a
+	// negative value keeps every event.
+	EventRetention time.Duration
+	// EventsKept is how many of each session's last events are kept
+	// whatever their age (at least 1: the last one carries the seq on).
+	EventsKept int
+	// PruneEvery is how often a node deletes the events past retention.
+	PruneEvery time.Duration
 	// Clock times heartbeats and the self-fence; nil means clock.Real.
 	// Lease expiry is the database's time, the one clock all nodes share.
 	Clock clock.Clock
@@ -31,6 +40,10 @@ const (
 	DefaultHeartbeat = 5 * time.Second
 	DefaultSelfFence = 10 * time.Second
 	DefaultPoll      = time.Second
+
+	DefaultEventRetention = time.Hour
+	DefaultEventsKept     = 1000
+	DefaultPruneEvery     = time.Minute
 )
 
 func (c *Config) withDefaults() Config {
@@ -49,6 +62,15 @@ func (c *Config) withDefaults() Config {
 	}
 	if v.Poll <= 0 {
 		v.Poll = DefaultPoll
+	}
+	if v.EventRetention == 0 {
+		v.EventRetention = DefaultEventRetention
+	}
+	if v.EventsKept <= 0 {
+		v.EventsKept = DefaultEventsKept
+	}
+	if v.PruneEvery <= 0 {
+		v.PruneEvery = DefaultPruneEvery
 	}
 	v.Clock = clock.Or(v.Clock)
 	return v

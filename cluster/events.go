@@ -67,10 +67,15 @@ func (n *Node) Events(ctx context.Context, sessionID string, after int64, limit 
 	if err != nil {
 		return nil, fmt.Errorf("read the events of session %s: %w", sessionID, err)
 	}
+	return scanEvents(rows, sessionID)
+}
+
+// scanEvents reads rows of (session_id, seq, run_id, type, data, created_at).
+func scanEvents(rows pgx.Rows, sessionID string) ([]Event, error) {
 	var out []Event
 	var e Event
 	var data *string
-	_, err = pgx.ForEachRow(rows, []any{&e.SessionID, &e.Seq, &e.RunID, &e.Type, &data, &e.Created}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&e.SessionID, &e.Seq, &e.RunID, &e.Type, &data, &e.Created}, func() error {
 		e.Data = nil
 		if data != nil {
 			e.Data = json.RawMessage(*data)

@@ -79,6 +79,9 @@ func New(ctx context.Context, store *pgstore.Store, cfg *Config) (*Node, error) 
 	n.stop = stop
 	n.wg.Go(func() { n.heartbeat(bg) })
 	n.wg.Go(func() { n.listen(bg) })
+	if n.cfg.EventRetention >= 0 {
+		n.wg.Go(func() { n.prune(bg) })
+	}
 	return n, nil
 }
 

@@ -53,4 +53,10 @@ var steps = []string{
 	// base_entries: how many entries the session had when the run's first
 	// attempt began; a takeover finds what the run wrote after them.
 	`ALTER TABLE runs ADD COLUMN base_entries int;`,
+	// idem_body: the fingerprint of the request that queued the run, so a
+	// reused idempotency key with another body is refused on any node.
+	`ALTER TABLE runs ADD COLUMN idem_body text;`,
+	// Events found by type (the request of each pending action, for a
+	// client that subscribes on another node) without reading every delta.
+	`CREATE INDEX session_events_type ON session_events (session_id, type);`,
 }

@@ -107,3 +107,25 @@ func (n *Node) RunRecord(ctx context.Context, id string) (r RunRecord, ok bool, 
 	r.CreatedAt = r.CreatedAt.UTC()
 	return r, true, nil
 }
+
+// Busy reports whether another writer has session id now: a run active
+// on it (runID names it), or its lease held by someone other than this
+// node. A node refuses to delete or compact a session that is busy; the
+// store's own fencing (Delete and Open refuse a held lease) keeps a race
+// with a claim that starts after the check from doing harm.
+func (n *Node) Busy(ctx context.Context, id string) (runID string, busy bool, err error) {
+	var run, owner *string
+	err = n.pool.QueryRow(ctx, `SELECT (SELECT r.id FROM runs r WHERE r.session_id = s.id AND r.status IN ('running', 'requires_action') LIMIT 1),
+			CASE WHEN s.lease_expires IS NULL OR s.lease_expires > now() THEN s.owner END
+		FROM sessions s WHERE s.id = $1`, id).Scan(&run, &owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("find what holds session %s: %w", id, err)
+	}
+	if run != nil {
+		return *run, true, nil
+	}
+	return "", owner != nil && *owner != n.id, nil
+}

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -310,8 +312,12 @@ func (s *Server) enqueueRun(ctx context.Context, sessionID string, req StartRunR
 	if err != nil {
 		return RunInfo{}, errorf(CodeInvalidRequest, "input: %v", err)
 	}
+	body := req.fingerprint()
 	id, _, err := s.cl.node.Enqueue(ctx, cluster.EnqueueOptions{SessionID: ss.id, Cwd: ss.cwd, Input: payload,
-		IdemKey: ss.id + "/" + req.IdempotencyKey})
+		IdemKey: ss.id + "/" + req.IdempotencyKey, Body: hex.EncodeToString(body[:])})
+	if errors.Is(err, cluster.ErrIdemKeyReused) {
+		return RunInfo{}, idemKeyReused(req.IdempotencyKey, id)
+	}
 	if err != nil {
 		return RunInfo{}, errorf(CodeUnavailable, "%v", err)
 	}
@@ -661,4 +667,119 @@ func unanswered(t *session.Transcript) []llm.Content {
 		return out
 	}
 	return nil
+}
+
+// clusterPendingFrames are the requests of a session's unanswered
+// approvals as the database has them, whichever node holds their run, and
+// the session's seq on this node when they were read.
+type clusterPendingFrames struct {
+	frames []frame
+	head   int64
+	runID  string
+}
+
+// clusterPendingFrames reads the requests of the session's unanswered
+// approvals from the database, before subscribe takes its locks.
+func (s *Server) clusterPendingFrames(ss *sessionState, runID string) clusterPendingFrames {
+	ss.emu.Lock()
+	out := clusterPendingFrames{head: ss.seq, runID: runID}
+	ss.emu.Unlock()
+	ctx, cancel := context.WithTimeout(s.cl.tails, 5*time.Second)
+	defer cancel()
+	evs, err := s.cl.node.PendingEvents(ctx, ss.id, runID, EventApprovalRequested, "approvalId")
+	if err != nil {
+		return out // the client can still list them (GET /v1/runs/{id}/pending)
+	}
+	for _, e := range evs {
+		out.frames = append(out.frames, frame{seq: e.Seq, typ: e.Type, runID: e.RunID, data: e.Data})
+	}
+	return out
+}
+
+// appendLocked adds to a new subscription's first frames the approval
+// requests of other nodes' runs that still wait (those of this node's runs
+// are in local), as subscribe does for local ones: the same bytes, without
+// an id, unless the replay has them already. A request this node received
+// after the database was read (seq above head) is taken from the ring; one
+// whose answer reached the ring since is left out. ss.emu and s.mu are held.
+func (p clusterPendingFrames) appendLocked(q []frame, ss *sessionState, local []*pendingAction, afterSeq int64, resync bool) []frame {
+	idOf := func(f frame) string {
+		var v struct {
+			ApprovalID string `json:"approvalId"`
+		}
+		_ = json.Unmarshal(f.data, &v)
+		return v.ApprovalID
+	}
+	seen := map[string]bool{}
+	for _, pa := range local {
+		seen[pa.ID] = true
+	}
+	frames := p.frames
+	answered := map[string]bool{}
+	var late []frame
+	for _, f := range ss.ring[ss.ringHead:] {
+		if f.seq <= p.head || (p.runID != "" && f.runID != p.runID) {
+			continue
+		}
+		switch f.typ {
+		case EventApprovalRequested:
+			late = append(late, f)
+		case EventApprovalResolved:
+			answered[idOf(f)] = true
+		}
+	}
+	frames = append(frames, late...)
+	for _, f := range frames {
+		id := idOf(f)
+		if id == "" || seen[id] || answered[id] {
+			continue
+		}
+		seen[id] = true
+		if afterSeq >= 0 && !resync && f.seq > afterSeq {
+			continue // in the replay already, with its id
+		}
+		f.noID = true
+		q = append(q, f)
+	}
+	return q
+}
+
+// clusterBusy refuses (409) to change a session that another node is
+// running or holds: DELETE and /compact must not cut a transcript a run
+// on another node is writing. A run on this node is the caller's to see.
+func (s *Server) clusterBusy(ctx context.Context, ss *sessionState) *Error {
+	if s.cl.node == nil {
+		return nil
+	}
+	s.mu.Lock()
+	local := ss.active != nil
+	s.mu.Unlock()
+	if local {
+		return nil
+	}
+	runID, busy, err := s.cl.node.Busy(ctx, ss.id)
+	if err != nil {
+		return errorf(CodeUnavailable, "%v", err)
+	}
+	if !busy {
+		return nil
+	}
+	e := errorf(CodeSessionBusy, "session %s is in use on another node; try again when its run has ended", ss.id)
+	if runID != "" {
+		e.Details = map[string]any{"activeRunId": runID}
+	}
+	return e
+}
+
+// handOff gives the leases of claimed runs still going at shutdown back to
+// the cluster, so that another node resumes them at once instead of their
+// being aborted; each run then stops here without writing more.
+func (s *Server) handOff(runs []*runState) {
+	for _, rs := range runs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := s.cl.node.Handoff(ctx, rs.claim); err != nil && !errors.Is(err, cluster.ErrFenced) {
+			slog.Warn("run stopped at shutdown; its lease will lapse before another node resumes it", "run", rs.id, "err", err)
+		}
+		cancel()
+	}
 }

@@ -391,3 +391,51 @@ func TestClusterTakeoverResumes(t *testing.T) {
 		t.Fatalf("prompts %d, replies %d, look ran %d times, results %v", prompts, replies, looked, results)
 	}
 }
+
+// A WebSocket client that subscribes on a node that does not hold the
+// run, after the run asked for an approval, is asked (approval/request)
+// as it would be on the run's node, and its answer there unblocks the run.
+func TestClusterPendingApprovalToLateWSClient(t *testing.T) {
+	steps := func() []faux.Step {
+		return []faux.Step{faux.Call("", "echo", map[string]any{"text": "hi"}), faux.Say("done")}
+	}
+	nodes, admin := clusterServers(t, 2, steps, askEverything)
+	sess := nodes[0].newSession()
+	info, code := nodes[0].startRun(sess.ID, "go", "k", "")
+	if code != http.StatusAccepted {
+		t.Fatalf("start run: %d", code)
+	}
+	var owner string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		_ = admin.QueryRow(context.Background(), `SELECT count(*) FROM session_events WHERE run_id = $1 AND type = $2`,
+			info.RunID, EventApprovalRequested).Scan(&n)
+		_ = admin.QueryRow(context.Background(), `SELECT coalesce(owner, '') FROM runs WHERE id = $1`, info.RunID).Scan(&owner)
+		if n == 1 && owner != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run asked for no approval")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	other := nodes[0]
+	if owner == "node-a" {
+		other = nodes[1]
+	}
+	c, _ := other.dialWS("", nil)
+	c.result("events/subscribe", map[string]any{"sessionId": sess.ID}, nil)
+	var req rpcMessage
+	for req = c.next(); req.Method != "approval/request"; req = c.next() {
+	}
+	var a approvalFields
+	json.Unmarshal(req.Params, &a)
+	if a.RunID != info.RunID || a.ToolName != "echo" {
+		t.Fatalf("approval/request: %s", req.Params)
+	}
+	c.answer(req.ID, map[string]any{"decision": "allow_once"})
+	if run := other.waitRunEnd(info.RunID); run.Status != RunSucceeded {
+		t.Fatalf("the run after the answer on the other node: %+v", run)
+	}
+}

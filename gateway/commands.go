@@ -10,6 +10,7 @@ import (
 	"github.com/agentloop/agentloop/compact"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/session"
 )
 
 // CommandRequest is the body of POST /v1/sessions/{id}/command: a slash
@@ -79,6 +80,9 @@ func (s *Server) Command(ctx context.Context, id string, req CommandRequest) (Co
 		if busy {
 			return CommandResult{}, errorf(CodeSessionBusy, "session %s has a run in progress; compact it when the run has ended", ss.id)
 		}
+		if e := s.clusterBusy(ctx, ss); e != nil {
+			return CommandResult{}, e
+		}
 		if !persisted {
 			res.Text = "nothing to compact: the session has no messages yet"
 			break
@@ -88,6 +92,9 @@ func (s *Server) Command(ctx context.Context, id string, req CommandRequest) (Co
 			compactFn = s.compact
 		}
 		text, err := compactFn(ctx, rs, args)
+		if errors.Is(err, session.ErrLocked) {
+			return CommandResult{}, errorf(CodeSessionBusy, "session %s is in use elsewhere (%v); compact it when its run has ended", ss.id, err)
+		}
 		if err != nil {
 			return CommandResult{}, errorf(CodeInternal, "compact: %v", err)
 		}

@@ -156,9 +156,7 @@ func (s *Server) StartRun(ctx context.Context, sessionID string, req StartRunReq
 	if prev, ok := ss.idem[req.IdempotencyKey]; ok {
 		if prev.body != body {
 			s.mu.Unlock()
-			e := errorf(CodeIdempotencyKeyReused, "idempotencyKey %q was used for run %s with another body; a retry must repeat the body, a new request needs a new key", req.IdempotencyKey, prev.run.id)
-			e.Details = map[string]any{"runId": prev.run.id}
-			return RunInfo{}, e
+			return RunInfo{}, idemKeyReused(req.IdempotencyKey, prev.run.id)
 		}
 		info := RunInfo{RunID: prev.run.id, SessionID: ss.id, Status: prev.run.status, Delivered: prev.delivered}
 		s.mu.Unlock()
@@ -648,6 +646,14 @@ func (rs *runState) wait(ctx context.Context) bool {
 // idempotency keys that name them); older ones are forgotten. A variable
 // for tests.
 var keptRuns = 100
+
+// idemKeyReused is the 422 of a start that repeats an idempotency key,
+// used for run runID, with another body.
+func idemKeyReused(key, runID string) *Error {
+	e := errorf(CodeIdempotencyKeyReused, "idempotencyKey %q was used for run %s with another body; a retry must repeat the body, a new request needs a new key", key, runID)
+	e.Details = map[string]any{"runId": runID}
+	return e
+}
 
 // remember maps an idempotency key to the run it reached. s.mu is held.
 func (s *Server) remember(ss *sessionState, key string, body [32]byte, rs *runState, delivered string) {

@@ -197,7 +197,8 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Shutdown stops accepting requests and runs, lets the runs in progress
-// finish until ctx ends, then aborts the rest, ends every event stream,
+// finish until ctx ends, then aborts the rest (on a cluster, hands them to
+// another node: see Node.Handoff), ends every event stream,
 // and waits for the Server's goroutines. It does not close the Runner
 // (the caller's) nor the http.Server (call its Shutdown after this one,
 // so the event streams have ended and it can drain).
@@ -226,12 +227,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 		s.mu.Lock()
 		s.aborting = true
+		var claimed []*runState
 		for _, rs := range s.runs {
+			if rs.claim != nil && !rs.ended {
+				claimed = append(claimed, rs) // another node goes on with it
+				continue
+			}
 			if rs.h != nil {
 				rs.h.Abort()
 			}
 		}
 		s.mu.Unlock()
+		s.handOff(claimed)
 		<-done
 	}
 	s.stopOnce.Do(func() { close(s.stop) })

@@ -296,6 +296,9 @@ func (s *Server) DeleteSession(ctx context.Context, id string) *Error {
 	if e != nil {
 		return e
 	}
+	if e := s.clusterBusy(ctx, ss); e != nil {
+		return e
+	}
 	s.mu.Lock()
 	ss.deleted = true // no run starts on it from here
 	queued := ss.queue
@@ -320,7 +323,12 @@ func (s *Server) DeleteSession(ctx context.Context, id string) *Error {
 		if s.cfg.OnDelete != nil {
 			before, _ = s.cfg.Store.Load(ctx, id)
 		}
-		if err := d.Delete(ctx, id); err != nil && !errors.Is(err, session.ErrNotFound) {
+		if err := d.Delete(ctx, id); errors.Is(err, session.ErrLocked) {
+			s.mu.Lock()
+			ss.deleted = false // it is still there
+			s.mu.Unlock()
+			return errorf(CodeSessionBusy, "session %s is in use elsewhere (%v); delete it when its run has ended", id, err)
+		} else if err != nil && !errors.Is(err, session.ErrNotFound) {
 			return errorf(CodeInternal, "delete session %s: %v", id, err)
 		}
 		if before != nil {

@@ -57,8 +57,10 @@ func (s *Server) subscribe(sessionID, runID string, afterSeq int64) (*subscripti
 	if err != nil {
 		return nil, SubscribeResult{}, err
 	}
+	var remote clusterPendingFrames
 	if s.cl.node != nil {
 		s.ensureTail(ss)
+		remote = s.clusterPendingFrames(ss, runID)
 	}
 	sub := &subscription{s: s, ss: ss, runID: runID, limits: s.cfg.ClientQueue,
 		wake: make(chan struct{}, 1), closed: make(chan struct{})}
@@ -98,6 +100,9 @@ func (s *Server) subscribe(sessionID, runID string, afterSeq int64) (*subscripti
 		}
 		f.noID = true
 		sub.q = append(sub.q, f)
+	}
+	if s.cl.node != nil {
+		sub.q = remote.appendLocked(sub.q, ss, pending, afterSeq, res.Resync)
 	}
 	if ss.subs == nil {
 		ss.subs = map[*subscription]struct{}{}

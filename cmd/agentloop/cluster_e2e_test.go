@@ -36,7 +36,13 @@ type sseEvent struct {
 // sessionStream follows a session's events on a node from seq 1.
 func (sc *servedCLI) sessionStream(t *testing.T, sessionID string) <-chan sseEvent {
 	t.Helper()
-	req, _ := http.NewRequest("GET", sc.url+"/v1/sessions/"+sessionID+"/events?after=0", nil)
+	return sc.stream(t, "/v1/sessions/"+sessionID+"/events?after=0")
+}
+
+// stream follows the event stream at path on a node.
+func (sc *servedCLI) stream(t *testing.T, path string) <-chan sseEvent {
+	t.Helper()
+	req, _ := http.NewRequest("GET", sc.url+path, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -74,13 +80,58 @@ func (sc *servedCLI) sessionStream(t *testing.T, sessionID string) <-chan sseEve
 // clusterNodes starts k servers on one database, with the test's lease.
 func clusterNodes(t *testing.T, k int, dsn, ws string, mock ...string) []*servedCLI {
 	t.Helper()
-	env := []string{"OPENAI_API_KEY=sk-mock", envLeaseTTL + "=" + e2eLease.String()}
+	return clusterNodesWith(t, k, dsn, ws, nil, nil, mock...)
+}
+
+// clusterNodesWith is clusterNodes with more environment (which may set
+// other timings) and more arguments for each server.
+func clusterNodesWith(t *testing.T, k int, dsn, ws string, extraEnv, serve []string, mock ...string) []*servedCLI {
+	t.Helper()
+	env := append([]string{"OPENAI_API_KEY=sk-mock", envLeaseTTL + "=" + e2eLease.String()}, extraEnv...)
 	base := mockLLM(t, mock...)
 	var nodes []*servedCLI
 	for range k {
-		nodes = append(nodes, startServe(t, ws, t.TempDir(), env, "--model", "openai/mock-model", "--base-url", base+"/v1", "--store", dsn))
+		args := append([]string{"--model", "openai/mock-model", "--base-url", base + "/v1", "--store", dsn}, serve...)
+		nodes = append(nodes, startServe(t, ws, t.TempDir(), env, args...))
 	}
 	return nodes
+}
+
+// clusterRun is a run of a new session on two servers on a fresh
+// schema: owner is the node that claimed it.
+type clusterRun struct {
+	owner, other     *servedCLI
+	db               *pgxpool.Pool
+	dsn, ws          string
+	sessionID, runID string
+}
+
+// startClusterRun starts two servers (with env and serve's arguments
+// besides the usual ones, and mockllm with mock's) and the run "do it" on
+// the first.
+func startClusterRun(t *testing.T, env, serve []string, mock ...string) clusterRun {
+	t.Helper()
+	dsn := pgtest.Start(t).Schema(t)
+	ws := t.TempDir()
+	nodes := clusterNodesWith(t, 2, dsn, ws, env, serve, mock...)
+	db := pgPool(t, dsn)
+	var sess struct{ ID string }
+	if st := nodes[0].call(t, "POST", "/v1/sessions", "", map[string]any{"cwd": ws}, &sess); st != 201 {
+		t.Fatalf("create session: %d", st)
+	}
+	var run struct{ RunID string }
+	if st := nodes[0].call(t, "POST", "/v1/sessions/"+sess.ID+"/runs", "", map[string]any{"input": "do it", "idempotencyKey": "k"}, &run); st != 202 {
+		t.Fatalf("start run: %d", st)
+	}
+	owner, oi := ownerOf(t, db, nodes, run.RunID)
+	return clusterRun{owner: owner, other: nodes[1-oi], db: db, dsn: dsn, ws: ws, sessionID: sess.ID, runID: run.RunID}
+}
+
+// startAskedRun is startClusterRun with --approve ask: the run's one call
+// (which appends to started.txt in ws) waits for an approval.
+func startAskedRun(t *testing.T) clusterRun {
+	t.Helper()
+	return startClusterRun(t, nil, []string{"--approve", "ask"}, "-rounds", "1", "-text", "3", "-cmd", "echo start >> started.txt")
 }
 
 // ownerOf is the node whose process holds run id (the lease owner names
@@ -308,19 +359,11 @@ func pgPool(t *testing.T, dsn string) *pgxpool.Pool {
 // it stops its run locally, and the transcript and the events are as the
 // new owner left them.
 func TestServeClusterPausedOwner(t *testing.T) {
-	dsn := pgtest.Start(t).Schema(t)
-	ws := t.TempDir()
-	nodes := clusterNodes(t, 2, dsn, ws, "-rounds", "1", "-text", "3", "-cmd", "echo start >> started.txt; sleep 3")
-	db := pgPool(t, dsn)
-	var sess struct{ ID string }
-	if st := nodes[0].call(t, "POST", "/v1/sessions", "", map[string]any{"cwd": ws}, &sess); st != 201 {
-		t.Fatalf("create session: %d", st)
-	}
-	var run struct{ RunID string }
-	if st := nodes[0].call(t, "POST", "/v1/sessions/"+sess.ID+"/runs", "", map[string]any{"input": "do it", "idempotencyKey": "k"}, &run); st != 202 {
-		t.Fatalf("start run: %d", st)
-	}
-	owner, _ := ownerOf(t, db, nodes, run.RunID)
+	cr := startClusterRun(t, nil, nil, "-rounds", "1", "-text", "3", "-cmd", "echo start >> started.txt; sleep 3")
+	owner, db, dsn, ws := cr.owner, cr.db, cr.dsn, cr.ws
+	nodes := []*servedCLI{cr.owner, cr.other}
+	sess := struct{ ID string }{cr.sessionID}
+	run := struct{ RunID string }{cr.runID}
 	waitToolStarted(t, owner, ws)
 	if err := owner.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -375,26 +418,10 @@ func TestServeClusterPausedOwner(t *testing.T) {
 // answered on the other one, which unblocks the run; a second answer, on
 // the run's node, is 409.
 func TestServeClusterApprovalOnAnotherNode(t *testing.T) {
-	dsn := pgtest.Start(t).Schema(t)
-	ws := t.TempDir()
-	env := []string{"OPENAI_API_KEY=sk-mock", envLeaseTTL + "=" + e2eLease.String()}
-	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "echo start >> started.txt")
-	var nodes []*servedCLI
-	for range 2 {
-		nodes = append(nodes, startServe(t, ws, t.TempDir(), env, "--model", "openai/mock-model", "--base-url", base+"/v1",
-			"--store", dsn, "--approve", "ask"))
-	}
-	db := pgPool(t, dsn)
-	var sess struct{ ID string }
-	if st := nodes[0].call(t, "POST", "/v1/sessions", "", map[string]any{"cwd": ws}, &sess); st != 201 {
-		t.Fatalf("create session: %d", st)
-	}
-	var run struct{ RunID string }
-	if st := nodes[0].call(t, "POST", "/v1/sessions/"+sess.ID+"/runs", "", map[string]any{"input": "do it", "idempotencyKey": "k"}, &run); st != 202 {
-		t.Fatalf("start run: %d", st)
-	}
-	owner, oi := ownerOf(t, db, nodes, run.RunID)
-	other := nodes[1-oi]
+	ar := startAskedRun(t)
+	owner, other, db, ws := ar.owner, ar.other, ar.db, ar.ws
+	sess := struct{ ID string }{ar.sessionID}
+	run := struct{ RunID string }{ar.runID}
 	st := other.sessionStream(t, sess.ID)
 	var apID string
 	timeout := time.After(20 * time.Second)

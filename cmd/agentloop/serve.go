@@ -154,6 +154,10 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 		return err
 	}
 	defer closeStore()
+	drain, err := serveDrain(env.getenv, node)
+	if err != nil {
+		return err
+	}
 	cfg := runner.Config{
 		Store:      store,
 		Hooks:      &hook.LoadOptions{Home: home, Workspace: cwd, ClaudeHome: claudeHome(env), Trust: rf.trust, NoHooks: rf.noHooks},
@@ -273,7 +277,11 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveShutdown)
 	defer cancel()
-	if err := gw.Shutdown(sctx); err != nil {
+	gctx, gcancel := context.WithTimeout(sctx, drain)
+	defer gcancel()
+	if err := gw.Shutdown(gctx); err != nil && node != nil {
+		fmt.Fprintln(env.stderr, "agentloop serve: runs still going at shutdown were handed to another node")
+	} else if err != nil {
 		fmt.Fprintln(env.stderr, "agentloop serve: runs still going at shutdown were aborted")
 	}
 	if agents != nil {

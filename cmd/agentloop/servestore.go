@@ -61,7 +61,30 @@ const (
 	envHeartbeat = "AGENTLOOP_CLUSTER_HEARTBEAT"
 	envSelfFence = "AGENTLOOP_CLUSTER_SELF_FENCE"
 	envPoll      = "AGENTLOOP_CLUSTER_POLL"
+	// envRetention is how long the stored events of ended runs are kept
+	// (a duration, or off); envEventsKept how many of each session's last
+	// events are kept whatever their age.
+	envRetention  = "AGENTLOOP_CLUSTER_EVENT_RETENTION"
+	envEventsKept = "AGENTLOOP_CLUSTER_EVENTS_KEPT"
+	// envDrain bounds how long a node that is stopping (SIGTERM) lets its
+	// runs finish before it hands the rest to another node.
+	envDrain = "AGENTLOOP_CLUSTER_DRAIN"
 )
+
+// serveDrain is how long serve's runs may finish at exit: serveShutdown,
+// or on a cluster AGENTLOOP_CLUSTER_DRAIN when set (no longer than
+// serveShutdown).
+func serveDrain(getenv func(string) string, node *cluster.Node) (time.Duration, error) {
+	s := getenv(envDrain)
+	if node == nil || s == "" {
+		return serveShutdown, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, usageError{fmt.Errorf("%s=%q: give a duration such as 2s", envDrain, s)}
+	}
+	return min(d, serveShutdown), nil
+}
 
 // clusterConfig reads the cluster's timings from the environment.
 func clusterConfig(getenv func(string) string) (*cluster.Config, error) {
@@ -79,6 +102,24 @@ func clusterConfig(getenv func(string) string) (*cluster.Config, error) {
 			return nil, fmt.Errorf("%s=%q: give a positive duration such as 2s", v.name, s)
 		}
 		*v.to = d
+	}
+	switch v := getenv(envRetention); v {
+	case "":
+	case "off":
+		cfg.EventRetention = -1
+	default:
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%s=%q: give a positive duration such as 24h, or off", envRetention, v)
+		}
+		cfg.EventRetention = d
+	}
+	if v := getenv(envEventsKept); v != "" {
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 1 {
+			return nil, fmt.Errorf("%s=%q: give a number of events, at least 1", envEventsKept, v)
+		}
+		cfg.EventsKept = k
 	}
 	// A lease given alone sets the others in the default proportions.
 	if cfg.LeaseTTL > 0 && cfg.Heartbeat == 0 {
