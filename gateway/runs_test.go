@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -367,7 +369,9 @@ func TestIdempotencyKeyWithAnotherBody(t *testing.T) {
 // deleted (what a harness binding in it names can then be deleted too).
 func TestDeleteSessionOnDelete(t *testing.T) {
 	var got []*session.Transcript
+	var logged bytes.Buffer
 	tsv := newTestServer(t, []faux.Step{faux.Say("first")}, func(c *Config, _ *testServer) {
+		c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 		c.OnDelete = func(_ context.Context, tr *session.Transcript) error {
 			got = append(got, tr)
 			return errors.New("the engine is not reachable") // logged; the delete stands
@@ -383,5 +387,9 @@ func TestDeleteSessionOnDelete(t *testing.T) {
 	}
 	if _, err := tsv.store.Load(context.Background(), sess.ID); err == nil {
 		t.Fatal("the transcript is still there")
+	}
+	// The failure went to Config.Logger, naming the session and the error.
+	if l := logged.String(); !strings.Contains(l, sess.ID) || !strings.Contains(l, "the engine is not reachable") {
+		t.Fatalf("Config.Logger got %q", l)
 	}
 }

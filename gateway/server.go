@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -82,6 +83,9 @@ type Config struct {
 	// engine's own session it was bound to can then be deleted too). Its
 	// error is logged, not returned: our session is gone either way.
 	OnDelete func(ctx context.Context, t *session.Transcript) error
+	// Logger receives what the Server reports without failing a request
+	// (an OnDelete error, a damaged seq file); nil is slog.Default().
+	Logger *slog.Logger
 	// CheckModel, when set, vets a model name of the model command or of a
 	// session's creation.
 	CheckModel func(ctx context.Context, model string) error
@@ -181,6 +185,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	if cfg.ClusterRuns <= 0 {
 		cfg.ClusterRuns = DefaultClusterRuns

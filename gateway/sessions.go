@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -325,7 +324,7 @@ func (s *Server) DeleteSession(ctx context.Context, id string) *Error {
 		}
 		if before != nil {
 			if err := s.cfg.OnDelete(ctx, before); err != nil {
-				slog.Warn("session deleted, but not its external engine's own session", "session", id, "err", err)
+				s.cfg.Logger.Warn("session deleted, but not its external engine's own session", "session", id, "err", err)
 			}
 		}
 	}
