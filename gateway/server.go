@@ -37,6 +37,7 @@ const (
 	DefaultSessionQueue = 20
 	DefaultHeartbeat    = 15 * time.Second
 	DefaultMaxBody      = 25 << 20
+	DefaultInjectQueue  = 64
 )
 
 // DefaultClientQueue and DefaultRing are the defaults of Config.ClientQueue
@@ -101,8 +102,11 @@ type Config struct {
 	ClientQueue  QueueLimit // per client
 	Ring         RingLimit  // per session
 	Heartbeat    time.Duration
-	SessionQueue int   // queued runs per session; beyond → 429 queue_full
-	MaxBody      int64 // request body bytes; beyond → 413
+	SessionQueue int // queued runs per session; beyond → 429 queue_full
+	// InjectQueue bounds the steer and follow-up messages waiting in one
+	// run for it to read them; beyond → 429 queue_full.
+	InjectQueue int
+	MaxBody     int64 // request body bytes; beyond → 413
 	// ApprovalTimeout denies a pending approval not answered in time; 0
 	// waits until it is answered or its run is aborted.
 	ApprovalTimeout time.Duration
@@ -182,6 +186,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.SessionQueue <= 0 {
 		cfg.SessionQueue = DefaultSessionQueue
+	}
+	if cfg.InjectQueue <= 0 {
+		cfg.InjectQueue = DefaultInjectQueue
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody

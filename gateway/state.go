@@ -127,6 +127,11 @@ type runState struct {
 	ended     bool
 	pending   map[string]*pendingAction
 	answered  []string // ids of its resolved actions (in Server.resolved)
+	// injected counts the steer and follow-up messages given to the run
+	// that it has not read yet (Config.InjectQueue); promptSeen: the
+	// first user message the run reads is its own prompt.
+	injected   int
+	promptSeen bool
 	// finished is closed once the run has ended and its session moved on.
 	finished chan struct{}
 	finOnce  sync.Once
