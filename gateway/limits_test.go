@@ -2,11 +2,15 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -269,5 +273,61 @@ func TestSeqAfterCrash(t *testing.T) {
 	}
 	if v.HeadSeq < k {
 		t.Fatalf("after a crash the head is %d, but seq %d was sent", v.HeadSeq, k)
+	}
+}
+
+// A seq file a crash left torn, zeroed or garbled does not stop the next
+// server nor send its numbering back: the damage is logged, the session
+// resumes above every seq its transcript may have been sent as, and the
+// file is whole again after the next run.
+func TestSeqFileDamaged(t *testing.T) {
+	for _, tc := range []struct{ name, content string }{
+		{"empty", ""},
+		{"torn", "R 1"},
+		{"zeroed", "\x00\x00\x00\x00\x00\x00"},
+		{"garbage", "seq?\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logged bytes.Buffer
+			tsv := newTestServer(t, []faux.Step{faux.Say(strings.Repeat("many deltas ", 50)), faux.Say("two")},
+				func(c *Config, _ *testServer) { c.Logger = slog.New(slog.NewTextHandler(&logged, nil)) })
+			sess := tsv.newSession()
+			_, msgs := tsv.runToIdle(sess.ID, "go", "k")
+			head := msgs[len(msgs)-1].seq()
+			if err := tsv.s.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(tsv.s.cfg.StateDir, sess.ID+".seq")
+			if err := os.WriteFile(p, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s2, err := New(tsv.s.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tsv.ts.Close()
+			tsv.ts = httptest.NewServer(s2.Handler()) // the cleanup shuts these down
+			tsv.s = s2
+			var v Session
+			if code := tsv.do("GET", "/v1/sessions/"+sess.ID, nil, &v); code != http.StatusOK {
+				t.Fatalf("get after the damage: %d", code)
+			}
+			if v.HeadSeq <= head {
+				t.Fatalf("headSeq after a damaged seq file %d, but seq %d was sent", v.HeadSeq, head)
+			}
+			if l := logged.String(); !strings.Contains(l, "damaged") || !strings.Contains(l, p) {
+				t.Fatalf("the damage was not logged with the file: %q", l)
+			}
+			_, more := tsv.runToIdle(sess.ID, "again", "k2")
+			if more[0].seq() != v.HeadSeq+1 {
+				t.Fatalf("first seq after the damage %d, want %d", more[0].seq(), v.HeadSeq+1)
+			}
+			// (The file is written just after the idle status goes out.)
+			waitFor(t, "the seq file rewritten whole", func() bool {
+				b, err := os.ReadFile(p)
+				n, ok := parseSeq(b)
+				return err == nil && ok && n == more[len(more)-1].seq()
+			})
+		})
 	}
 }

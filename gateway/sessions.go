@@ -80,7 +80,7 @@ func (s *Server) session(id string) (*sessionState, *Error) {
 	if p := tr.Header.ParentSession; p != "" {
 		ss.parentID = sessionIDOfPath(p)
 	}
-	ss.seq = s.loadSeq(id)
+	ss.seq = s.loadSeq(id, tr)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.sessions[id]; old != nil {
