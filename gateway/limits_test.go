@@ -165,8 +165,30 @@ func TestInflightAndBodyLimits(t *testing.T) {
 	}
 	var e wireError
 	big := map[string]any{"input": strings.Repeat("x", 5000), "idempotencyKey": "big"}
-	if code := tsv.do("POST", "/v1/sessions/"+sess.ID+"/runs", big, &e); code != http.StatusRequestEntityTooLarge || e.Error.Code != CodeTooLarge {
+	if code := tsv.do("POST", "/v1/sessions/"+sess.ID+"/runs", big, &e); code != http.StatusRequestEntityTooLarge || e.Error.Code != CodeTooLarge ||
+		!strings.Contains(e.Error.Message, "limit of 4 KiB") || e.Error.Details["limitBytes"] != float64(4096) {
 		t.Fatalf("big body: %d %+v", code, e)
+	}
+
+	// A body declared over the limit is answered at once, before the
+	// client has sent it (a client that trickles it holds nothing).
+	conn, err := net.Dial("tcp", tsv.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/sessions/%s/runs HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"input\":\"",
+		sess.ID, tsv.ts.Listener.Addr(), 1<<30)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err = http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a declared 1 GiB body while it is not sent: %v", err)
+	}
+	defer resp.Body.Close()
+	e = wireError{}
+	if err := jsonDecode(resp.Body, &e); err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge || e.Error.Code != CodeTooLarge ||
+		!strings.Contains(e.Error.Message, "limit of 4 KiB") {
+		t.Fatalf("declared 1 GiB body: %d %+v %v", resp.StatusCode, e, err)
 	}
 }
 

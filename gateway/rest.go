@@ -189,6 +189,14 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if o := r.Header.Get("Origin"); o != "" && corsHeaders(w, r, o) {
 			return // a preflight, answered
 		}
+		// A body declared over the limit is refused before any of it is
+		// read; one that only turns out so is cut by MaxBytesReader
+		// (decode answers the same 413).
+		if r.ContentLength > s.cfg.MaxBody {
+			w.Header().Set("Connection", "close") // its body is not read
+			writeError(w, tooLarge(s.cfg.MaxBody))
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 		next.ServeHTTP(w, r)
 	})
@@ -237,7 +245,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *Error {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			return errorf(CodeTooLarge, "the request body is over %d bytes", mbe.Limit)
+			return tooLarge(mbe.Limit)
 		case errors.Is(err, io.EOF):
 			return errorf(CodeInvalidRequest, "a JSON body is required")
 		}
@@ -247,6 +255,25 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *Error {
 		return errorf(CodeInvalidRequest, "the body has more than one JSON value")
 	}
 	return nil
+}
+
+// tooLarge is the 413 of a body over limit bytes, naming the limit.
+func tooLarge(limit int64) *Error {
+	e := errorf(CodeTooLarge, "the request body is over the server's limit of %s (%d bytes; gateway.Config.MaxBody)", sizeString(limit), limit)
+	e.Details = map[string]any{"limitBytes": limit}
+	return e
+}
+
+// sizeString writes n bytes as KiB or MiB when it is a whole number of
+// them.
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // decodeOptional is decode for a body that may be empty.
