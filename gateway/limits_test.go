@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/agentloop/agentloop/llm/faux"
 )
 
@@ -352,4 +354,93 @@ func TestSeqFileDamaged(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A client that trickles a request body is answered 408 after
+// BodyTimeout and its connection closed; the deadline does not reach an
+// event stream, nor a request that takes longer than it once its body
+// has arrived (the server's background read would otherwise cancel it).
+func TestBodyTimeout(t *testing.T) {
+	const bodyTimeout = 300 * time.Millisecond
+	tsv := newTestServer(t, []faux.Step{faux.Say("hi")}, func(c *Config, _ *testServer) {
+		c.BodyTimeout = bodyTimeout
+		c.Heartbeat = 50 * time.Millisecond
+		c.Compact = func(ctx context.Context, rs RunSettings, instructions string) (string, error) {
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-time.After(3 * bodyTimeout):
+				return "compacted", nil
+			}
+		}
+	})
+	sess := tsv.newSession()
+	tsv.runToIdle(sess.ID, "go", "k")
+
+	conn, err := net.Dial("tcp", tsv.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/sessions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"cwd\":", tsv.ts.Listener.Addr())
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	rd := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(rd, nil)
+	if err != nil {
+		t.Fatalf("no answer to a trickled body: %v", err)
+	}
+	var e wireError
+	if err := jsonDecode(resp.Body, &e); err != nil || resp.StatusCode != http.StatusRequestTimeout || e.Error.Code != CodeRequestTimeout ||
+		!strings.Contains(e.Error.Message, "300ms") {
+		t.Fatalf("trickled body: %d %+v %v", resp.StatusCode, e, err)
+	}
+	resp.Body.Close()
+	if _, err := rd.ReadByte(); err == nil {
+		t.Fatal("the connection of a trickled body stays open")
+	}
+
+	// An event stream lives on past the body timeout: its heartbeats keep
+	// coming.
+	st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	opened := time.Now()
+	for time.Since(opened) < 3*bodyTimeout {
+		select {
+		case <-st.comments:
+		case err := <-st.errc:
+			t.Fatalf("the event stream ended after %v: %v", time.Since(opened), err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no heartbeat")
+		}
+	}
+
+	// A request whose work outlasts the body timeout is not cancelled.
+	var out CommandResult
+	if code := tsv.do("POST", "/v1/sessions/"+sess.ID+"/command", CommandRequest{Name: "compact"}, &out); code != http.StatusOK || out.Text != "compacted" {
+		t.Fatalf("compact outlasting the body timeout: %d %+v", code, out)
+	}
+}
+
+// The event streams and WebSockets open at once are bounded
+// (MaxStreams): beyond, 503 overloaded with Retry-After; a closed one
+// frees its place.
+func TestMaxStreams(t *testing.T) {
+	tsv := newTestServer(t, []faux.Step{faux.Say("hi")}, func(c *Config, _ *testServer) { c.MaxStreams = 2 })
+	sess := tsv.newSession()
+	a := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	_, ws := tsv.dialWS("", nil)
+	for _, path := range []string{"/v1/sessions/" + sess.ID + "/events", "/v1/ws"} {
+		resp := tsv.request("GET", path, nil, nil)
+		var e wireError
+		jsonDecode(resp.Body, &e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || e.Error.Code != CodeOverloaded || resp.Header.Get("Retry-After") == "" ||
+			!strings.Contains(e.Error.Message, "2 event streams") {
+			t.Fatalf("GET %s beyond MaxStreams: %d %+v", path, resp.StatusCode, e)
+		}
+	}
+	a.close()
+	ws.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "the streams' places freed", func() bool { return tsv.s.openStreams.Load() == 0 })
+	b := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	b.close()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -197,9 +198,21 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, tooLarge(s.cfg.MaxBody))
 			return
 		}
+		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			s.bodyDeadline(w)
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bodyDeadline gives the reading of a request's body Config.BodyTimeout:
+// a read deadline on the connection. net/http lifts it once the body has
+// been read to its end (its background read, which notices a client that
+// goes, starts without one), so a request whose work takes longer (a
+// compact, a delete waiting for its run) is not cut.
+func (s *Server) bodyDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 }
 
 // corsHeaders lets a page of an allowed origin read the answer (the
@@ -246,6 +259,9 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *Error {
 		switch {
 		case errors.As(err, &mbe):
 			return tooLarge(mbe.Limit)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close") // the rest of the body is not read
+			return errorf(CodeRequestTimeout, "the request body did not arrive within %s (gateway.Config.BodyTimeout)", s.cfg.BodyTimeout)
 		case errors.Is(err, io.EOF):
 			return errorf(CodeInvalidRequest, "a JSON body is required")
 		}

@@ -38,6 +38,8 @@ const (
 	DefaultHeartbeat    = 15 * time.Second
 	DefaultMaxBody      = 25 << 20
 	DefaultInjectQueue  = 64
+	DefaultBodyTimeout  = 60 * time.Second
+	DefaultMaxStreams   = 10_000
 )
 
 // DefaultClientQueue and DefaultRing are the defaults of Config.ClientQueue
@@ -107,6 +109,14 @@ type Config struct {
 	// run for it to read them; beyond → 429 queue_full.
 	InjectQueue int
 	MaxBody     int64 // request body bytes; beyond → 413
+	// BodyTimeout bounds the reading of one request's body (a client that
+	// trickles it is answered 408 request_timeout and its connection
+	// closed). It does not touch event streams or WebSockets, whose
+	// requests have no body: they live as long as their clients read.
+	BodyTimeout time.Duration
+	// MaxStreams bounds the event streams (SSE) and WebSocket connections
+	// open at once; beyond → 503 overloaded.
+	MaxStreams int
 	// ApprovalTimeout denies a pending approval not answered in time; 0
 	// waits until it is answered or its run is aborted.
 	ApprovalTimeout time.Duration
@@ -150,6 +160,9 @@ type Server struct {
 	wg sync.WaitGroup
 	// streams counts open event streams, so Shutdown waits for them.
 	streams sync.WaitGroup
+	// openStreams counts the event streams and WebSockets against
+	// Config.MaxStreams.
+	openStreams atomic.Int64
 
 	// queuedBytes is the bytes waiting in every client queue (tests,
 	// stats).
@@ -186,6 +199,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.SessionQueue <= 0 {
 		cfg.SessionQueue = DefaultSessionQueue
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
 	}
 	if cfg.InjectQueue <= 0 {
 		cfg.InjectQueue = DefaultInjectQueue
@@ -277,6 +296,18 @@ func (s *Server) stopping() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closing
+}
+
+// acquireStream counts an event stream or WebSocket against
+// Config.MaxStreams; the caller gives it back with openStreams.Add(-1).
+func (s *Server) acquireStream() *Error {
+	if s.openStreams.Add(1) > int64(s.cfg.MaxStreams) {
+		s.openStreams.Add(-1)
+		e := errorf(CodeOverloaded, "the server has %d event streams and WebSockets open (its limit); retry later", s.cfg.MaxStreams)
+		e.RetryAfter = time.Second
+		return e
+	}
+	return nil
 }
 
 // Handler returns the HTTP handler of the API, the event streams, the
