@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -154,6 +155,24 @@ func TestDeletedSessionForgetsItsRuns(t *testing.T) {
 	for _, id := range runIDs {
 		if code := tsv.do("GET", "/v1/runs/"+id, nil, nil); code != http.StatusNotFound {
 			t.Errorf("run %s of a deleted session: %d", id, code)
+		}
+	}
+}
+
+// GET /v1/sessions/{id} counts the messages and names the title of a
+// session from the store's summary of it, after each run (what a run
+// appended is summed up on top of what was before).
+func TestGetSessionTotals(t *testing.T) {
+	tsv := newTestServer(t, []faux.Step{faux.Say("one"), faux.Say("two")})
+	sess := tsv.newSession()
+	var v Session
+	if tsv.do("GET", "/v1/sessions/"+sess.ID, nil, &v); v.Messages != 0 {
+		t.Fatalf("a new session: %+v", v)
+	}
+	for i, want := range []int{2, 4} {
+		tsv.runToIdle(sess.ID, "question "+strconv.Itoa(i), "k"+strconv.Itoa(i))
+		if code := tsv.do("GET", "/v1/sessions/"+sess.ID, nil, &v); code != http.StatusOK || v.Messages != want || v.Title != "question 0" {
+			t.Fatalf("after run %d: %d %+v", i, code, v)
 		}
 	}
 }
