@@ -376,6 +376,7 @@ func TestBodyTimeout(t *testing.T) {
 	})
 	sess := tsv.newSession()
 	tsv.runToIdle(sess.ID, "go", "k")
+	rpc, _ := tsv.dialWS("", nil) // a WebSocket opened before
 
 	conn, err := net.Dial("tcp", tsv.ts.Listener.Addr().String())
 	if err != nil {
@@ -411,6 +412,12 @@ func TestBodyTimeout(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("no heartbeat")
 		}
+	}
+
+	// So does the WebSocket, opened longer ago than the body timeout.
+	var got Session
+	if rpc.result("session/get", map[string]any{"sessionId": sess.ID}, &got); got.ID != sess.ID {
+		t.Fatalf("session/get over the WebSocket: %+v", got)
 	}
 
 	// A request whose work outlasts the body timeout is not cancelled.
