@@ -45,7 +45,15 @@ func (s *Server) routes(mux *http.ServeMux) {
 		return s.ListSessions(r.Context(), q.Get("cwd"), limit, q.Get("cursor"))
 	})
 	s.handle(mux, "GET /v1/sessions/{id}", ScopeRead, func(w http.ResponseWriter, r *http.Request) (any, *Error) {
-		return s.GetSession(r.Context(), r.PathValue("id"))
+		q := r.URL.Query()
+		if !q.Has("limit") && !q.Has("cursor") { // the Session alone, as always
+			return s.GetSession(r.Context(), r.PathValue("id"))
+		}
+		limit, e := intParam(q.Get("limit"), "limit")
+		if e != nil {
+			return nil, e
+		}
+		return s.GetSessionPage(r.Context(), r.PathValue("id"), q.Get("cursor"), limit)
 	})
 	s.handle(mux, "DELETE /v1/sessions/{id}", ScopeWrite, func(w http.ResponseWriter, r *http.Request) (any, *Error) {
 		if e := s.DeleteSession(r.Context(), r.PathValue("id")); e != nil {

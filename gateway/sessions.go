@@ -207,6 +207,30 @@ func (s *Server) GetSession(ctx context.Context, id string) (Session, *Error) {
 	return v, nil
 }
 
+// SessionPage is a session with a page of its transcript entries: GET
+// /v1/sessions/{id} with ?limit= or ?cursor=.
+type SessionPage struct {
+	Session
+	Entries []session.Entry `json:"entries"`
+	// NextCursor is the cursor= of the next page, "" at the end.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// GetSessionPage describes a session with the entries of its transcript
+// after the entry cursor ("" from the start), limit at a time (as
+// Messages).
+func (s *Server) GetSessionPage(ctx context.Context, id, cursor string, limit int) (SessionPage, *Error) {
+	v, e := s.GetSession(ctx, id)
+	if e != nil {
+		return SessionPage{}, e
+	}
+	page, e := s.Messages(ctx, id, cursor, limit)
+	if e != nil {
+		return SessionPage{}, e
+	}
+	return SessionPage{Session: v, Entries: page.Entries, NextCursor: page.NextAfter}, nil
+}
+
 // Infoer is implemented by stores that describe one session without
 // reading its transcript whole (session.JSONLStore, from its cached
 // summaries).
