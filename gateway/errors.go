@@ -20,7 +20,10 @@ const (
 	CodeOverloaded      = "overloaded"
 	CodeResyncRequired  = "resync_required"
 	CodeTooLarge        = "too_large"
-	CodeUnavailable     = "unavailable"
+	// CodeRequestTimeout: the request's body did not arrive within
+	// Config.BodyTimeout (408).
+	CodeRequestTimeout = "request_timeout"
+	CodeUnavailable    = "unavailable"
 	// CodeIdempotencyKeyReused: a run start repeats an idempotency key
 	// with another body (422).
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
@@ -63,6 +66,8 @@ func errorf(code, format string, args ...any) *Error {
 		e.Status, e.Retryable = http.StatusServiceUnavailable, true
 	case CodeTooLarge:
 		e.Status = http.StatusRequestEntityTooLarge
+	case CodeRequestTimeout:
+		e.Status, e.Retryable = http.StatusRequestTimeout, true
 	case CodeIdempotencyKeyReused:
 		e.Status = http.StatusUnprocessableEntity
 	default:

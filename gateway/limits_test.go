@@ -2,15 +2,21 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/agentloop/agentloop/llm/faux"
 )
@@ -161,8 +167,30 @@ func TestInflightAndBodyLimits(t *testing.T) {
 	}
 	var e wireError
 	big := map[string]any{"input": strings.Repeat("x", 5000), "idempotencyKey": "big"}
-	if code := tsv.do("POST", "/v1/sessions/"+sess.ID+"/runs", big, &e); code != http.StatusRequestEntityTooLarge || e.Error.Code != CodeTooLarge {
+	if code := tsv.do("POST", "/v1/sessions/"+sess.ID+"/runs", big, &e); code != http.StatusRequestEntityTooLarge || e.Error.Code != CodeTooLarge ||
+		!strings.Contains(e.Error.Message, "limit of 4 KiB") || e.Error.Details["limitBytes"] != float64(4096) {
 		t.Fatalf("big body: %d %+v", code, e)
+	}
+
+	// A body declared over the limit is answered at once, before the
+	// client has sent it (a client that trickles it holds nothing).
+	conn, err := net.Dial("tcp", tsv.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/sessions/%s/runs HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"input\":\"",
+		sess.ID, tsv.ts.Listener.Addr(), 1<<30)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err = http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a declared 1 GiB body while it is not sent: %v", err)
+	}
+	defer resp.Body.Close()
+	e = wireError{}
+	if err := jsonDecode(resp.Body, &e); err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge || e.Error.Code != CodeTooLarge ||
+		!strings.Contains(e.Error.Message, "limit of 4 KiB") {
+		t.Fatalf("declared 1 GiB body: %d %+v %v", resp.StatusCode, e, err)
 	}
 }
 
@@ -270,4 +298,156 @@ func TestSeqAfterCrash(t *testing.T) {
 	if v.HeadSeq < k {
 		t.Fatalf("after a crash the head is %d, but seq %d was sent", v.HeadSeq, k)
 	}
+}
+
+// A seq file a crash left torn, zeroed or garbled does not stop the next
+// server nor send its numbering back: the damage is logged, the session
+// resumes above every seq its transcript may have been sent as, and the
+// file is whole again after the next run.
+func TestSeqFileDamaged(t *testing.T) {
+	for _, tc := range []struct{ name, content string }{
+		{"empty", ""},
+		{"torn", "R 1"},
+		{"zeroed", "\x00\x00\x00\x00\x00\x00"},
+		{"garbage", "seq?\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logged bytes.Buffer
+			tsv := newTestServer(t, []faux.Step{faux.Say(strings.Repeat("many deltas ", 50)), faux.Say("two")},
+				func(c *Config, _ *testServer) { c.Logger = slog.New(slog.NewTextHandler(&logged, nil)) })
+			sess := tsv.newSession()
+			_, msgs := tsv.runToIdle(sess.ID, "go", "k")
+			head := msgs[len(msgs)-1].seq()
+			if err := tsv.s.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(tsv.s.cfg.StateDir, sess.ID+".seq")
+			if err := os.WriteFile(p, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s2, err := New(tsv.s.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tsv.ts.Close()
+			tsv.ts = httptest.NewServer(s2.Handler()) // the cleanup shuts these down
+			tsv.s = s2
+			var v Session
+			if code := tsv.do("GET", "/v1/sessions/"+sess.ID, nil, &v); code != http.StatusOK {
+				t.Fatalf("get after the damage: %d", code)
+			}
+			if v.HeadSeq <= head {
+				t.Fatalf("headSeq after a damaged seq file %d, but seq %d was sent", v.HeadSeq, head)
+			}
+			if l := logged.String(); !strings.Contains(l, "damaged") || !strings.Contains(l, p) {
+				t.Fatalf("the damage was not logged with the file: %q", l)
+			}
+			_, more := tsv.runToIdle(sess.ID, "again", "k2")
+			if more[0].seq() != v.HeadSeq+1 {
+				t.Fatalf("first seq after the damage %d, want %d", more[0].seq(), v.HeadSeq+1)
+			}
+			// (The file is written just after the idle status goes out.)
+			waitFor(t, "the seq file rewritten whole", func() bool {
+				b, err := os.ReadFile(p)
+				n, ok := parseSeq(b)
+				return err == nil && ok && n == more[len(more)-1].seq()
+			})
+		})
+	}
+}
+
+// A client that trickles a request body is answered 408 after
+// BodyTimeout and its connection closed; the deadline does not reach an
+// event stream, nor a request that takes longer than it once its body
+// has arrived (the server's background read would otherwise cancel it).
+func TestBodyTimeout(t *testing.T) {
+	const bodyTimeout = 300 * time.Millisecond
+	tsv := newTestServer(t, []faux.Step{faux.Say("hi")}, func(c *Config, _ *testServer) {
+		c.BodyTimeout = bodyTimeout
+		c.Heartbeat = 50 * time.Millisecond
+		c.Compact = func(ctx context.Context, rs RunSettings, instructions string) (string, error) {
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-time.After(3 * bodyTimeout):
+				return "compacted", nil
+			}
+		}
+	})
+	sess := tsv.newSession()
+	tsv.runToIdle(sess.ID, "go", "k")
+	rpc, _ := tsv.dialWS("", nil) // a WebSocket opened before
+
+	conn, err := net.Dial("tcp", tsv.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/sessions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"cwd\":", tsv.ts.Listener.Addr())
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	rd := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(rd, nil)
+	if err != nil {
+		t.Fatalf("no answer to a trickled body: %v", err)
+	}
+	var e wireError
+	if err := jsonDecode(resp.Body, &e); err != nil || resp.StatusCode != http.StatusRequestTimeout || e.Error.Code != CodeRequestTimeout ||
+		!strings.Contains(e.Error.Message, "300ms") {
+		t.Fatalf("trickled body: %d %+v %v", resp.StatusCode, e, err)
+	}
+	resp.Body.Close()
+	if _, err := rd.ReadByte(); err == nil {
+		t.Fatal("the connection of a trickled body stays open")
+	}
+
+	// An event stream lives on past the body timeout: its heartbeats keep
+	// coming.
+	st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	opened := time.Now()
+	for time.Since(opened) < 3*bodyTimeout {
+		select {
+		case <-st.comments:
+		case err := <-st.errc:
+			t.Fatalf("the event stream ended after %v: %v", time.Since(opened), err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no heartbeat")
+		}
+	}
+
+	// So does the WebSocket, opened longer ago than the body timeout.
+	var got Session
+	if rpc.result("session/get", map[string]any{"sessionId": sess.ID}, &got); got.ID != sess.ID {
+		t.Fatalf("session/get over the WebSocket: %+v", got)
+	}
+
+	// A request whose work outlasts the body timeout is not cancelled.
+	var out CommandResult
+	if code := tsv.do("POST", "/v1/sessions/"+sess.ID+"/command", CommandRequest{Name: "compact"}, &out); code != http.StatusOK || out.Text != "compacted" {
+		t.Fatalf("compact outlasting the body timeout: %d %+v", code, out)
+	}
+}
+
+// The event streams and WebSockets open at once are bounded
+// (MaxStreams): beyond, 503 overloaded with Retry-After; a closed one
+// frees its place.
+func TestMaxStreams(t *testing.T) {
+	tsv := newTestServer(t, []faux.Step{faux.Say("hi")}, func(c *Config, _ *testServer) { c.MaxStreams = 2 })
+	sess := tsv.newSession()
+	a := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	_, ws := tsv.dialWS("", nil)
+	for _, path := range []string{"/v1/sessions/" + sess.ID + "/events", "/v1/ws"} {
+		resp := tsv.request("GET", path, nil, nil)
+		var e wireError
+		jsonDecode(resp.Body, &e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || e.Error.Code != CodeOverloaded || resp.Header.Get("Retry-After") == "" ||
+			!strings.Contains(e.Error.Message, "2 event streams") {
+			t.Fatalf("GET %s beyond MaxStreams: %d %+v", path, resp.StatusCode, e)
+		}
+	}
+	a.close()
+	ws.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "the streams' places freed", func() bool { return tsv.s.openStreams.Load() == 0 })
+	b := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	b.close()
 }

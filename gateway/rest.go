@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -44,7 +45,15 @@ func (s *Server) routes(mux *http.ServeMux) {
 		return s.ListSessions(r.Context(), q.Get("cwd"), limit, q.Get("cursor"))
 	})
 	s.handle(mux, "GET /v1/sessions/{id}", ScopeRead, func(w http.ResponseWriter, r *http.Request) (any, *Error) {
-		return s.GetSession(r.Context(), r.PathValue("id"))
+		q := r.URL.Query()
+		if !q.Has("limit") && !q.Has("cursor") { // the Session alone, as always
+			return s.GetSession(r.Context(), r.PathValue("id"))
+		}
+		limit, e := intParam(q.Get("limit"), "limit")
+		if e != nil {
+			return nil, e
+		}
+		return s.GetSessionPage(r.Context(), r.PathValue("id"), q.Get("cursor"), limit)
 	})
 	s.handle(mux, "DELETE /v1/sessions/{id}", ScopeWrite, func(w http.ResponseWriter, r *http.Request) (any, *Error) {
 		if e := s.DeleteSession(r.Context(), r.PathValue("id")); e != nil {
@@ -189,9 +198,29 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if o := r.Header.Get("Origin"); o != "" && corsHeaders(w, r, o) {
 			return // a preflight, answered
 		}
+		// A body declared over the limit is refused before any of it is
+		// read; one that only turns out so is cut by MaxBytesReader
+		// (decode answers the same 413).
+		if r.ContentLength > s.cfg.MaxBody {
+			w.Header().Set("Connection", "close") // its body is not read
+			writeError(w, tooLarge(s.cfg.MaxBody))
+			return
+		}
+		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			s.bodyDeadline(w)
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bodyDeadline gives the reading of a request's body Config.BodyTimeout:
+// a read deadline on the connection. net/http lifts it once the body has
+// been read to its end (its background read, which notices a client that
+// goes, starts without one), so a request whose work takes longer (a
+// compact, a delete waiting for its run) is not cut.
+func (s *Server) bodyDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 }
 
 // corsHeaders lets a page of an allowed origin read the answer (the
@@ -237,7 +266,10 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *Error {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			return errorf(CodeTooLarge, "the request body is over %d bytes", mbe.Limit)
+			return tooLarge(mbe.Limit)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close") // the rest of the body is not read
+			return errorf(CodeRequestTimeout, "the request body did not arrive within %s (gateway.Config.BodyTimeout)", s.cfg.BodyTimeout)
 		case errors.Is(err, io.EOF):
 			return errorf(CodeInvalidRequest, "a JSON body is required")
 		}
@@ -247,6 +279,25 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *Error {
 		return errorf(CodeInvalidRequest, "the body has more than one JSON value")
 	}
 	return nil
+}
+
+// tooLarge is the 413 of a body over limit bytes, naming the limit.
+func tooLarge(limit int64) *Error {
+	e := errorf(CodeTooLarge, "the request body is over the server's limit of %s (%d bytes; gateway.Config.MaxBody)", sizeString(limit), limit)
+	e.Details = map[string]any{"limitBytes": limit}
+	return e
+}
+
+// sizeString writes n bytes as KiB or MiB when it is a whole number of
+// them.
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // decodeOptional is decode for a body that may be empty.

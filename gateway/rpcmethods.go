@@ -34,8 +34,15 @@ func init() {
 		}) (any, *Error) {
 			return c.s.ListSessions(ctx, p.Cwd, p.Limit, p.Cursor)
 		})},
-		"session/get": {ScopeRead, rpcCall(func(ctx context.Context, c *rpcConn, p sessionParams) (any, *Error) {
-			return c.s.GetSession(ctx, p.SessionID)
+		"session/get": {ScopeRead, rpcCall(func(ctx context.Context, c *rpcConn, p struct {
+			SessionID string  `json:"sessionId"`
+			Limit     *int    `json:"limit"`
+			Cursor    *string `json:"cursor"`
+		}) (any, *Error) {
+			if p.Limit == nil && p.Cursor == nil { // the Session alone, as GET without ?limit= or ?cursor=
+				return c.s.GetSession(ctx, p.SessionID)
+			}
+			return c.s.GetSessionPage(ctx, p.SessionID, deref(p.Cursor), deref(p.Limit))
 		})},
 		"session/messages": {ScopeRead, rpcCall(func(ctx context.Context, c *rpcConn, p struct {
 			SessionID string `json:"sessionId"`
@@ -407,4 +414,13 @@ func (c *rpcConn) onResponse(m rpcMessage) {
 		return
 	}
 	_ = c.s.Respond(c.ctx, approvalID, ApprovalAnswer{Decision: ans.Decision, Message: ans.Message})
+}
+
+// deref is *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
+	}
+	return v
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/cluster"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/runner"
@@ -181,7 +182,12 @@ func (s *Server) StartRun(ctx context.Context, sessionID string, req StartRunReq
 	// Steering carries text only, and only into a run nothing waits behind.
 	if busy && req.OnBusy == OnBusySteer && ss.active != nil && ss.active.h != nil && len(ss.queue) == 0 && len(in.images) == 0 {
 		active := ss.active
+		if active.injected >= s.cfg.InjectQueue {
+			s.mu.Unlock()
+			return RunInfo{}, s.injectFull(active)
+		}
 		if active.h.Steer(in.text) {
+			active.injected++
 			s.remember(ss, req.IdempotencyKey, body, active, OnBusySteer)
 			st := active.status
 			s.mu.Unlock()
@@ -324,6 +330,9 @@ func (s *Server) onRunEvent(rs *runState, ev runner.Event) {
 	}
 	if ev.Agent != nil && ev.Agent.Turn > 0 {
 		rs.turn.Store(int64(ev.Agent.Turn))
+	}
+	if a := ev.Agent; a != nil && a.Type == agent.EventMessageStart && a.Message != nil && a.Message.Role == llm.RoleUser {
+		s.readInjected(rs)
 	}
 	ss := rs.sess
 	s.emit(ss, string(ev.Type), rs.id, func(seq int64) []byte {
@@ -568,12 +577,24 @@ func (s *Server) Steer(ctx context.Context, runID, text string, follow bool) (In
 	if h == nil || ended {
 		return Injected{}, errorf(CodeRunNotActive, "run %s is not running (%s)", runID, status)
 	}
+	// Counted before it is handed over, so the run's reading it always
+	// comes after (readInjected).
+	s.mu.Lock()
+	if rs.injected >= s.cfg.InjectQueue {
+		s.mu.Unlock()
+		return Injected{}, s.injectFull(rs)
+	}
+	rs.injected++
+	s.mu.Unlock()
 	if !follow && h.Steer(text) {
 		return Injected{Delivered: "steer"}, nil
 	}
 	if h.FollowUp(text) {
 		return Injected{Delivered: "queued"}, nil
 	}
+	s.mu.Lock()
+	rs.injected = max(rs.injected-1, 0)
+	s.mu.Unlock()
 	// Not now (compacting, between attempts, ending): the text waits as
 	// the session's next run rather than being lost.
 	input, _ := json.Marshal(text)
@@ -583,6 +604,26 @@ func (s *Server) Steer(ctx context.Context, runID, text string, follow bool) (In
 		return Injected{}, e
 	}
 	return Injected{Delivered: "queued", RunID: info.RunID}, nil
+}
+
+// injectFull is the answer to a steer or follow-up beyond
+// Config.InjectQueue.
+func (s *Server) injectFull(rs *runState) *Error {
+	e := errorf(CodeQueueFull, "run %s already has %d steer and follow-up messages it has not read yet; wait for the run to read them (their message_start events) or to end, then send again", rs.id, s.cfg.InjectQueue)
+	e.RetryAfter = time.Second
+	return e
+}
+
+// readInjected is told that rs read a user message: its prompt, or one
+// of the messages steered into it.
+func (s *Server) readInjected(rs *runState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !rs.promptSeen && !rs.resume {
+		rs.promptSeen = true
+		return
+	}
+	rs.injected = max(rs.injected-1, 0)
 }
 
 // AbortRun aborts a run, queued or running. Its end is the run_end event

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -367,7 +369,9 @@ func TestIdempotencyKeyWithAnotherBody(t *testing.T) {
 // deleted (what a harness binding in it names can then be deleted too).
 func TestDeleteSessionOnDelete(t *testing.T) {
 	var got []*session.Transcript
+	var logged bytes.Buffer
 	tsv := newTestServer(t, []faux.Step{faux.Say("first")}, func(c *Config, _ *testServer) {
+		c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 		c.OnDelete = func(_ context.Context, tr *session.Transcript) error {
 			got = append(got, tr)
 			return errors.New("the engine is not reachable") // logged; the delete stands
@@ -384,4 +388,66 @@ func TestDeleteSessionOnDelete(t *testing.T) {
 	if _, err := tsv.store.Load(context.Background(), sess.ID); err == nil {
 		t.Fatal("the transcript is still there")
 	}
+	// The failure went to Config.Logger, naming the session and the error.
+	if l := logged.String(); !strings.Contains(l, sess.ID) || !strings.Contains(l, "the engine is not reachable") {
+		t.Fatalf("Config.Logger got %q", l)
+	}
+}
+
+// Steer and follow-up messages a run has not read yet are bounded
+// (Config.InjectQueue): beyond, 429 queue_full says to wait for the run;
+// once the run has read them (its next turn), there is room again.
+func TestInjectQueueBound(t *testing.T) {
+	first, second := make(chan struct{}), make(chan struct{})
+	tsv := newTestServer(t, []faux.Step{held(first, "first"), held(second, "second"), faux.Say("third")},
+		func(c *Config, _ *testServer) { c.InjectQueue = 3 })
+	sess := tsv.newSession()
+	st := tsv.events("/v1/sessions/"+sess.ID+"/events", nil)
+	a, _ := tsv.startRun(sess.ID, "one", "a", "")
+	st.until(t, "message_update") // the held first reply streams
+	for i, path := range []string{"steer", "follow-up", "steer"} {
+		var inj Injected
+		if code := tsv.do("POST", "/v1/runs/"+a.RunID+"/"+path, Inject{Text: "m" + strconv.Itoa(i)}, &inj); code != http.StatusOK {
+			t.Fatalf("%s %d: %d %+v", path, i, code, inj)
+		}
+	}
+	for _, path := range []string{"steer", "follow-up"} {
+		var e wireError
+		resp := tsv.request("POST", "/v1/runs/"+a.RunID+"/"+path, Inject{Text: "one too many"}, nil)
+		code := resp.StatusCode
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if code != http.StatusTooManyRequests || e.Error.Code != CodeQueueFull || !e.Error.Retryable ||
+			!strings.Contains(e.Error.Message, "3 steer and follow-up messages") || !strings.Contains(e.Error.Message, "wait for the run") ||
+			resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("%s beyond the bound: %d %+v (Retry-After %q)", path, code, e, resp.Header.Get("Retry-After"))
+		}
+	}
+	// The same bound holds for a run start that steers.
+	body := map[string]any{"input": "steer by start", "idempotencyKey": "s", "onBusy": "steer"}
+	var e wireError
+	if code := tsv.do("POST", "/v1/sessions/"+sess.ID+"/runs", body, &e); code != http.StatusTooManyRequests || e.Error.Code != CodeQueueFull {
+		t.Fatalf("onBusy steer beyond the bound: %d %+v", code, e)
+	}
+	close(first)
+	// The run reads the two steered messages at its next turn (the
+	// follow-up waits for its stop): one slot is still taken.
+	for n := 0; n < 2; {
+		ms := st.until(t, "message_start")
+		if m := ms[len(ms)-1].fields(t); m["message"].(map[string]any)["role"] == "user" {
+			n++
+		}
+	}
+	st.until(t, "message_update") // the held second reply streams
+	var inj Injected
+	for i := range 2 {
+		if code := tsv.do("POST", "/v1/runs/"+a.RunID+"/steer", Inject{Text: "again" + strconv.Itoa(i)}, &inj); code != http.StatusOK {
+			t.Fatalf("steer after the run read the first ones: %d %+v", code, inj)
+		}
+	}
+	if code := tsv.do("POST", "/v1/runs/"+a.RunID+"/steer", Inject{Text: "full again"}, &e); code != http.StatusTooManyRequests {
+		t.Fatalf("steer beyond the bound again: %d %+v", code, e)
+	}
+	close(second)
+	st.until(t, "run_end")
 }

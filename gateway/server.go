@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,9 @@ const (
 	DefaultSessionQueue = 20
 	DefaultHeartbeat    = 15 * time.Second
 	DefaultMaxBody      = 25 << 20
+	DefaultInjectQueue  = 64
+	DefaultBodyTimeout  = 60 * time.Second
+	DefaultMaxStreams   = 10_000
 )
 
 // DefaultClientQueue and DefaultRing are the defaults of Config.ClientQueue
@@ -82,6 +86,9 @@ type Config struct {
 	// engine's own session it was bound to can then be deleted too). Its
 	// error is logged, not returned: our session is gone either way.
 	OnDelete func(ctx context.Context, t *session.Transcript) error
+	// Logger receives what the Server reports without failing a request
+	// (an OnDelete error, a damaged seq file); nil is slog.Default().
+	Logger *slog.Logger
 	// CheckModel, when set, vets a model name of the model command or of a
 	// session's creation.
 	CheckModel func(ctx context.Context, model string) error
@@ -97,8 +104,19 @@ type Config struct {
 	ClientQueue  QueueLimit // per client
 	Ring         RingLimit  // per session
 	Heartbeat    time.Duration
-	SessionQueue int   // queued runs per session; beyond → 429 queue_full
-	MaxBody      int64 // request body bytes; beyond → 413
+	SessionQueue int // queued runs per session; beyond → 429 queue_full
+	// InjectQueue bounds the steer and follow-up messages waiting in one
+	// run for it to read them; beyond → 429 queue_full.
+	InjectQueue int
+	MaxBody     int64 // request body bytes; beyond → 413
+	// BodyTimeout bounds the reading of one request's body (a client that
+	// trickles it is answered 408 request_timeout and its connection
+	// closed). It does not touch event streams or WebSockets, whose
+	// requests have no body: they live as long as their clients read.
+	BodyTimeout time.Duration
+	// MaxStreams bounds the event streams (SSE) and WebSocket connections
+	// open at once; beyond → 503 overloaded.
+	MaxStreams int
 	// ApprovalTimeout denies a pending approval not answered in time; 0
 	// waits until it is answered or its run is aborted.
 	ApprovalTimeout time.Duration
@@ -142,6 +160,9 @@ type Server struct {
 	wg sync.WaitGroup
 	// streams counts open event streams, so Shutdown waits for them.
 	streams sync.WaitGroup
+	// openStreams counts the event streams and WebSockets against
+	// Config.MaxStreams.
+	openStreams atomic.Int64
 
 	// queuedBytes is the bytes waiting in every client queue (tests,
 	// stats).
@@ -179,8 +200,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.SessionQueue <= 0 {
 		cfg.SessionQueue = DefaultSessionQueue
 	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.InjectQueue <= 0 {
+		cfg.InjectQueue = DefaultInjectQueue
+	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	if cfg.ClusterRuns <= 0 {
 		cfg.ClusterRuns = DefaultClusterRuns
@@ -270,6 +303,18 @@ func (s *Server) stopping() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closing
+}
+
+// acquireStream counts an event stream or WebSocket against
+// Config.MaxStreams; the caller gives it back with openStreams.Add(-1).
+func (s *Server) acquireStream() *Error {
+	if s.openStreams.Add(1) > int64(s.cfg.MaxStreams) {
+		s.openStreams.Add(-1)
+		e := errorf(CodeOverloaded, "the server has %d event streams and WebSockets open (its limit); retry later", s.cfg.MaxStreams)
+		e.RetryAfter = time.Second
+		return e
+	}
+	return nil
 }
 
 // Handler returns the HTTP handler of the API, the event streams, the

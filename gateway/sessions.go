@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,7 +80,7 @@ func (s *Server) session(id string) (*sessionState, *Error) {
 	if p := tr.Header.ParentSession; p != "" {
 		ss.parentID = sessionIDOfPath(p)
 	}
-	ss.seq = s.loadSeq(id)
+	ss.seq = s.loadSeq(id, tr)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.sessions[id]; old != nil {
@@ -111,13 +110,25 @@ func (s *Server) isPersisted(ctx context.Context, ss *sessionState) bool {
 	if p {
 		return true
 	}
-	if _, err := s.cfg.Store.Load(ctx, ss.id); err != nil {
+	if !s.inStore(ctx, ss.id) {
 		return false
 	}
 	s.mu.Lock()
 	ss.persisted = true
 	s.mu.Unlock()
 	return true
+}
+
+// inStore reports whether the store holds session id: by a stat where
+// the store can find a session's file without reading it
+// (session.JSONLStore.Resolve), else by loading it.
+func (s *Server) inStore(ctx context.Context, id string) bool {
+	if r, ok := s.cfg.Store.(interface{ Resolve(string) (string, error) }); ok {
+		_, err := r.Resolve(id)
+		return err == nil
+	}
+	_, err := s.cfg.Store.Load(ctx, id)
+	return err == nil
 }
 
 // statusLocked is a session's status. s.mu is held.
@@ -189,12 +200,56 @@ func (s *Server) GetSession(ctx context.Context, id string) (Session, *Error) {
 	v := s.viewLocked(ss)
 	s.mu.Unlock()
 	if persisted {
-		if tr, err := s.cfg.Store.Load(ctx, id); err == nil {
-			st := tr.Stats()
+		if st, ok := s.stats(ctx, id); ok {
 			v.Messages, v.Title = st.Messages, st.Title
 		}
 	}
 	return v, nil
+}
+
+// SessionPage is a session with a page of its transcript entries: GET
+// /v1/sessions/{id} with ?limit= or ?cursor=.
+type SessionPage struct {
+	Session
+	Entries []session.Entry `json:"entries"`
+	// NextCursor is the cursor= of the next page, "" at the end.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// GetSessionPage describes a session with the entries of its transcript
+// after the entry cursor ("" from the start), limit at a time (as
+// Messages).
+func (s *Server) GetSessionPage(ctx context.Context, id, cursor string, limit int) (SessionPage, *Error) {
+	v, e := s.GetSession(ctx, id)
+	if e != nil {
+		return SessionPage{}, e
+	}
+	page, e := s.Messages(ctx, id, cursor, limit)
+	if e != nil {
+		return SessionPage{}, e
+	}
+	return SessionPage{Session: v, Entries: page.Entries, NextCursor: page.NextAfter}, nil
+}
+
+// Infoer is implemented by stores that describe one session without
+// reading its transcript whole (session.JSONLStore, from its cached
+// summaries).
+type Infoer interface {
+	Info(ctx context.Context, id string) (session.Info, error)
+}
+
+// stats are a session's totals: from the store's Info when it has one,
+// else from the whole transcript.
+func (s *Server) stats(ctx context.Context, id string) (session.Stats, bool) {
+	if in, ok := s.cfg.Store.(Infoer); ok {
+		info, err := in.Info(ctx, id)
+		return info.Stats, err == nil
+	}
+	tr, err := s.cfg.Store.Load(ctx, id)
+	if err != nil {
+		return session.Stats{}, false
+	}
+	return tr.Stats(), true
 }
 
 // ListSessions lists the sessions of cwd ("" all), the most recently
@@ -333,7 +388,7 @@ func (s *Server) DeleteSession(ctx context.Context, id string) *Error {
 		}
 		if before != nil {
 			if err := s.cfg.OnDelete(ctx, before); err != nil {
-				slog.Warn("session deleted, but not its external engine's own session", "session", id, "err", err)
+				s.cfg.Logger.Warn("session deleted, but not its external engine's own session", "session", id, "err", err)
 			}
 		}
 	}

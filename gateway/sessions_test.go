@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -155,5 +156,62 @@ func TestDeletedSessionForgetsItsRuns(t *testing.T) {
 		if code := tsv.do("GET", "/v1/runs/"+id, nil, nil); code != http.StatusNotFound {
 			t.Errorf("run %s of a deleted session: %d", id, code)
 		}
+	}
+}
+
+// GET /v1/sessions/{id} counts the messages and names the title of a
+// session from the store's summary of it, after each run (what a run
+// appended is summed up on top of what was before).
+func TestGetSessionTotals(t *testing.T) {
+	tsv := newTestServer(t, []faux.Step{faux.Say("one"), faux.Say("two")})
+	sess := tsv.newSession()
+	var v Session
+	if tsv.do("GET", "/v1/sessions/"+sess.ID, nil, &v); v.Messages != 0 {
+		t.Fatalf("a new session: %+v", v)
+	}
+	for i, want := range []int{2, 4} {
+		tsv.runToIdle(sess.ID, "question "+strconv.Itoa(i), "k"+strconv.Itoa(i))
+		if code := tsv.do("GET", "/v1/sessions/"+sess.ID, nil, &v); code != http.StatusOK || v.Messages != want || v.Title != "question 0" {
+			t.Fatalf("after run %d: %d %+v", i, code, v)
+		}
+	}
+}
+
+// GET /v1/sessions/{id} with ?limit= or ?cursor= adds a page of the
+// transcript's entries to the Session; without either it is the Session
+// alone, as before.
+func TestGetSessionPage(t *testing.T) {
+	tsv := newTestServer(t, []faux.Step{faux.Say("one"), faux.Say("two")})
+	sess := tsv.newSession()
+	tsv.runToIdle(sess.ID, "first", "k1")
+	tsv.runToIdle(sess.ID, "second", "k2")
+	var raw map[string]any
+	tsv.do("GET", "/v1/sessions/"+sess.ID, nil, &raw)
+	if _, ok := raw["entries"]; ok || raw["id"] != sess.ID {
+		t.Fatalf("the default answer changed shape: %v", raw)
+	}
+	var all MessagePage
+	tsv.do("GET", "/v1/sessions/"+sess.ID+"/messages", nil, &all)
+	var p1, p2 SessionPage
+	if code := tsv.do("GET", "/v1/sessions/"+sess.ID+"?limit=3", nil, &p1); code != http.StatusOK || p1.ID != sess.ID || p1.Messages != 4 ||
+		len(p1.Entries) != 3 || p1.NextCursor != all.Entries[2].ID {
+		t.Fatalf("first page: %d %+v", code, p1)
+	}
+	tsv.do("GET", "/v1/sessions/"+sess.ID+"?cursor="+p1.NextCursor, nil, &p2)
+	if len(p2.Entries) != len(all.Entries)-3 || p2.Entries[0].ID != all.Entries[3].ID || p2.NextCursor != "" {
+		t.Fatalf("second page: %+v (all %d)", p2, len(all.Entries))
+	}
+	var e wireError
+	if code := tsv.do("GET", "/v1/sessions/"+sess.ID+"?cursor=nope", nil, &e); code != http.StatusBadRequest || e.Error.Code != CodeInvalidRequest {
+		t.Fatalf("an unknown cursor: %d %+v", code, e)
+	}
+	// The same over the WebSocket's session/get.
+	rpc, _ := tsv.dialWS("", nil)
+	var r1 SessionPage
+	rpc.result("session/get", map[string]any{"sessionId": sess.ID, "limit": 3}, &r1)
+	var r0 map[string]any
+	rpc.result("session/get", map[string]any{"sessionId": sess.ID}, &r0)
+	if len(r1.Entries) != 3 || r1.NextCursor != p1.NextCursor || r0["entries"] != nil || r0["id"] != sess.ID {
+		t.Fatalf("session/get: paged %+v, plain %v", r1, r0)
 	}
 }

@@ -80,6 +80,11 @@ func afterParam(r *http.Request, def int64) (int64, *Error) {
 // stream had ended before it began: the stream then ends once what the
 // ring replays is sent (at once when nothing is left after after).
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sessionID, runID string, after int64, ended bool) {
+	if e := s.acquireStream(); e != nil {
+		writeError(w, e)
+		return
+	}
+	defer s.openStreams.Add(-1)
 	rc := http.NewResponseController(w)
 	sub, res, e := s.subscribe(sessionID, runID, after)
 	if e != nil {

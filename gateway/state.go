@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,8 +13,10 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/cluster"
+	"github.com/agentloop/agentloop/internal/atomicfile"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/runner"
+	"github.com/agentloop/agentloop/session"
 )
 
 // Session statuses.
@@ -127,6 +131,11 @@ type runState struct {
 	ended     bool
 	pending   map[string]*pendingAction
 	answered  []string // ids of its resolved actions (in Server.resolved)
+	// injected counts the steer and follow-up messages given to the run
+	// that it has not read yet (Config.InjectQueue); promptSeen: the
+	// first user message the run reads is its own prompt.
+	injected   int
+	promptSeen bool
 	// finished is closed once the run has ended and its session moved on.
 	finished chan struct{}
 	finOnce  sync.Once
@@ -275,40 +284,85 @@ const seqReserve = 1000
 
 // loadSeq reads the seq a session's numbering continues from: its last
 // seq after a clean end ("N"), or the top of its reservation ("R N") when
-// the process ended while it emitted. 0 when none is kept.
-func (s *Server) loadSeq(id string) int64 {
+// the process ended while it emitted. 0 when none is kept. A file that
+// is not one of those whole lines (torn or zeroed by a crash, or damaged
+// on disk) is reported to Config.Logger, and numbering resumes above
+// what the transcript tr (nil: none) suggests may have been sent
+// (seqFloor), never from 0.
+func (s *Server) loadSeq(id string, tr *session.Transcript) int64 {
 	p := s.seqPath(id)
 	if p == "" {
 		return 0
 	}
 	b, err := os.ReadFile(p)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return 0
 	}
-	v := strings.TrimPrefix(strings.TrimSpace(string(b)), "R ")
-	n, _ := strconv.ParseInt(v, 10, 64)
+	if err == nil {
+		if n, ok := parseSeq(b); ok {
+			return n
+		}
+	}
+	floor := seqFloor(tr)
+	reason := "it is not a seq line"
+	if err != nil {
+		reason = err.Error()
+	}
+	s.cfg.Logger.Warn("gateway: the seq file of a session is damaged; numbering resumes above what its transcript may have sent (clients resuming get a resync)",
+		"session", id, "file", p, "reason", reason, "content", strconv.Quote(string(b[:min(len(b), 32)])), "resumeAt", floor)
+	return floor
+}
+
+// parseSeq reads a seq file: "N\n" or "R N\n", nothing else (a torn
+// write lacks its newline).
+func parseSeq(b []byte) (int64, bool) {
+	v, ok := strings.CutSuffix(string(b), "\n")
+	if !ok {
+		return 0, false
+	}
+	v = strings.TrimPrefix(v, "R ")
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || v != strconv.FormatInt(n, 10) {
+		return 0, false
+	}
+	return n, true
+}
+
+// seqFloor is where a session's numbering resumes when its seq file is
+// lost: above the events its transcript may have been streamed as. A
+// streamed event adds at least a byte to the transcript (a delta), or is
+// one of the few around each entry; seqReserve more covers the events
+// that leave nothing there (statuses, runs that failed to start).
+func seqFloor(tr *session.Transcript) int64 {
+	n := int64(seqReserve)
+	if tr == nil {
+		return n
+	}
+	for _, en := range tr.Entries {
+		b, err := json.Marshal(en)
+		if err == nil {
+			n += int64(len(b))
+		}
+		n += 16
+	}
 	return n
 }
 
-// writeSeq writes a session's seq file atomically: "N", or "R N" for a
-// reservation.
+// writeSeq writes a session's seq file ("N", or "R N" for a reservation)
+// so that a crash leaves the old file or the new one, whole: a temporary
+// file beside it, synced, renamed over it, and the directory synced.
 func (s *Server) writeSeq(id string, seq int64, reserved bool) {
 	p := s.seqPath(id)
 	if p == "" {
-		return
-	}
-	if err := os.MkdirAll(s.cfg.StateDir, 0o700); err != nil {
 		return
 	}
 	line := strconv.FormatInt(seq, 10) + "\n"
 	if reserved {
 		line = "R " + line
 	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(line), 0o600); err != nil {
-		return
+	if err := atomicfile.Write(p, []byte(line), true); err != nil {
+		s.cfg.Logger.Warn("gateway: cannot write the seq file of a session", "session", id, "err", err)
 	}
-	_ = os.Rename(tmp, p)
 }
 
 // reserveLocked makes sure the seq file covers the next seq. ss.emu is

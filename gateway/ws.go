@@ -31,6 +31,11 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(CodeUnavailable, "the server is shutting down"))
 		return
 	}
+	if e := s.acquireStream(); e != nil {
+		writeError(w, e)
+		return
+	}
+	defer s.openStreams.Add(-1)
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return // Accept has answered the request

@@ -25,5 +25,5 @@
 // under $AGENTLOOP_HOME/sessions/<cwd-slug>/. The sessiontest package holds
 // the conformance suite every Store must pass.
 //
-// session imports llm and the standard library only.
+// session imports llm, internal/atomicfile and the standard library only.
 package session

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/atomicfile"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -548,38 +549,7 @@ func encodeTranscript(h *Header, entries []Entry) ([]byte, error) {
 // writeFileAtomic replaces path with data through a temporary file and a
 // rename, so a reader sees the old file or the new one, never a mix.
 func writeFileAtomic(path string, data []byte, sync bool) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if sync {
-		if err := tmp.Sync(); err != nil {
-			tmp.Close()
-			return err
-		}
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if sync {
-		syncDir(dir)
-	}
-	return nil
+	return atomicfile.Write(path, data, sync)
 }
 
 // backupFile copies path to a fresh "<path>.bak" (".bak.2", ... if taken)
@@ -615,9 +585,4 @@ func backupFile(path string) (string, error) {
 	}
 }
 
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-}
+func syncDir(dir string) { atomicfile.SyncDir(dir) }

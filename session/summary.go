@@ -361,3 +361,31 @@ func listDir(ctx context.Context, dir string, files []string) ([]Info, error) {
 	}
 	return out, nil
 }
+
+// Info describes one session as List would, from the summary cached
+// beside its transcript, reading only what was appended since (the
+// transcript whole only when no summary of it is current). Its Err is
+// not set: a file that cannot be read is the error.
+func (s *JSONLStore) Info(ctx context.Context, id string) (Info, error) {
+	path, err := s.Resolve(id)
+	if err != nil {
+		return Info{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Info{}, err
+	}
+	dir, name := filepath.Dir(path), filepath.Base(path)
+	cache := readSummaries(dir)
+	old := cache.Files[name]
+	info, rec, err := summarize(path, old, true)
+	if err != nil {
+		return Info{}, fmt.Errorf("read session %s: %w", id, err)
+	}
+	if old == nil || *rec != *old {
+		// Another writer of the cache may win the race; a record lost so is
+		// summed up again next time.
+		cache.Files[name] = rec
+		_ = writeSummaries(dir, cache)
+	}
+	return info, nil
+}

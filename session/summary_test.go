@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -264,5 +265,53 @@ func TestLatestReadsNoTranscriptWhole(t *testing.T) {
 	}
 	if rec := readSummaries(sub).Files[filepath.Base(older)]; rec == nil || rec.Stats != full.Stats() {
 		t.Fatalf("the cache was not brought up to date: %+v", rec)
+	}
+}
+
+// Info describes one session as a listing does and as its loaded
+// transcript's Stats say, before and after more is appended, without
+// dropping the cached records of the directory's other sessions.
+func TestInfoOfOneSession(t *testing.T) {
+	ctx := context.Background()
+	st := &JSONLStore{Dir: t.TempDir(), Sync: SyncNever}
+	other, err := st.Create(ctx, CreateOptions{Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Append(ctx, MessageEntry(llm.UserText("the other one"))); err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.Create(ctx, CreateOptions{Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.List(ctx, ""); err != nil { // caches both records
+		t.Fatal(err)
+	}
+	for round, text := range []string{"first question", "second question"} {
+		for _, e := range []Entry{MessageEntry(llm.UserText(text)), MessageEntry(llm.Message{Role: llm.RoleAssistant,
+			Content: []llm.Content{llm.Text("answer")}, Usage: &llm.Usage{Total: 7}})} {
+			if _, err := s.Append(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		info, err := st.Info(ctx, s.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := st.Load(ctx, s.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tr.Stats(), info.Stats); diff != "" || info.ID != s.ID() || info.Cwd != "/w" || info.Messages != 2*(round+1) {
+			t.Fatalf("round %d: Info %+v; against Load's Stats (-want +got):\n%s", round, info, diff)
+		}
+	}
+	c := readSummaries(filepath.Dir(s.(*FileSession).Path()))
+	if len(c.Files) != 2 {
+		t.Fatalf("the cache holds %d records after Info, want both sessions'", len(c.Files))
+	}
+	if _, err := st.Info(ctx, "no-such-session"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Info of no session: %v", err)
 	}
 }

@@ -35,6 +35,9 @@ type serveFlags struct {
 	allowOrigins []string
 	store        string
 	stdio        bool
+	bodyTimeout  time.Duration
+	idleTimeout  time.Duration
+	maxStreams   int
 }
 
 // defaultListen is the address agentloop serve listens on by default.
@@ -80,6 +83,9 @@ commands change its later runs. Ctrl-C lets the runs in progress finish for 10s,
 	fl.StringVar(&f.tokenFile, "token-file", "", `bearer tokens, one a line: "read,write,approve <token>" (required off loopback)`)
 	fl.StringVar(&f.store, "store", "", "where sessions are kept: postgres://user@host/db for PostgreSQL (schema migrated at start); default the session files")
 	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "an Origin a browser may call from besides the server's own address (repeatable; * for any)")
+	fl.DurationVar(&f.bodyTimeout, "body-timeout", gateway.DefaultBodyTimeout, "how long a request's body may take to arrive; beyond, 408 and the connection is closed (event streams and WebSockets are not bounded by it)")
+	fl.DurationVar(&f.idleTimeout, "idle-conn-timeout", 2*time.Minute, "how long a kept-alive connection may wait for its next request")
+	fl.IntVar(&f.maxStreams, "max-streams", gateway.DefaultMaxStreams, "event streams and WebSockets open at once; beyond, 503")
 	fl.BoolVar(&f.stdio, "stdio", false, "speak the gateway's JSON-RPC on stdin and stdout (one JSON object a line) for the process that started this one, instead of listening")
 	addRunFlags(fl, &f.run)
 	for _, name := range []string{"json", "continue", "session", "fork", "no-session"} {
@@ -242,8 +248,9 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 			return harness.ForgetBindings(ctx, t, engineByID(env))
 		},
 		Tokens: tokens, AllowOrigins: f.allowOrigins,
-		StateDir: filepath.Join(home, "gateway"),
-		Cluster:  node,
+		StateDir:    filepath.Join(home, "gateway"),
+		Cluster:     node,
+		BodyTimeout: f.bodyTimeout, MaxStreams: f.maxStreams,
 	})
 	if err != nil {
 		return err
@@ -260,7 +267,10 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	if err != nil {
 		return exitError{code: exitFailed, msg: err.Error()}
 	}
-	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// No ReadTimeout or WriteTimeout: they would cut the event streams and
+	// WebSockets, which live as long as their clients read. The gateway
+	// bounds each request's body itself (--body-timeout).
+	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: f.idleTimeout}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	open := ""

@@ -377,3 +377,67 @@ func sameEventStrands(t *testing.T, face string, got, want []any) {
 		}
 	}
 }
+
+// A client of agentloop serve that trickles a request body (slowloris) is
+// answered 408 after --body-timeout and its connection closed, while an
+// event stream opened before lives on past it and carries a run on
+// mockllm's wire; --max-streams bounds the streams open at once.
+func TestServeSlowBodyAndStreamLimit(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	base := mockLLM(t, "-rounds", "1", "-text", "3")
+	sc := startServe(t, ws, home, []string{"OPENAI_API_KEY=sk-mock"}, "--model", "openai/mock-model", "--base-url", base+"/v1",
+		"--body-timeout", "500ms", "--max-streams", "1")
+	var sess struct{ ID string }
+	if st := sc.call(t, "POST", "/v1/sessions", "", map[string]any{"cwd": ws}, &sess); st != 201 {
+		t.Fatalf("create session: %d", st)
+	}
+	resp, err := http.Get(sc.url + "/v1/sessions/" + sess.ID + "/events")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("events: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	if st := sc.call(t, "GET", "/v1/sessions/"+sess.ID+"/events", "", nil, &e); st != http.StatusServiceUnavailable || e.Error.Code != "overloaded" {
+		t.Fatalf("a second stream with --max-streams 1: %d %+v", st, e)
+	}
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(sc.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/sessions/%s/runs HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"input\":\"sl",
+		sess.ID, strings.TrimPrefix(sc.url, "http://"))
+	start := time.Now()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	rd := bufio.NewReader(conn)
+	tr, err := http.ReadResponse(rd, nil)
+	if err != nil {
+		t.Fatalf("no answer to a trickled body within 10s: %v", err)
+	}
+	b, _ := io.ReadAll(tr.Body)
+	if tr.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), `"request_timeout"`) {
+		t.Fatalf("trickled body: %d %s", tr.StatusCode, b)
+	}
+	if _, err := rd.ReadByte(); err == nil {
+		t.Fatal("the connection of a trickled body stays open")
+	}
+	if d := time.Since(start); d < 400*time.Millisecond {
+		t.Fatalf("answered after %v, before the body timeout", d)
+	}
+
+	// The stream opened before is still there and carries a run.
+	var run struct{ RunID string }
+	if st := sc.call(t, "POST", "/v1/sessions/"+sess.ID+"/runs", "", map[string]any{"input": "hi", "idempotencyKey": "k"}, &run); st != 202 {
+		t.Fatalf("start run: %d", st)
+	}
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() {
+		if lines.Text() == "event: run_end" {
+			return
+		}
+	}
+	t.Fatalf("the event stream ended before the run's end: %v", lines.Err())
+}
