@@ -185,17 +185,17 @@ type benchServer struct {
 }
 
 // startBenchServer starts the server child: the gateway, or the trivial
-// relay (relay_bench_test.go). The child takes the test flags in
-// GATEWAY_BENCH_CHILD_FLAGS (-test.blockprofile, -test.mutexprofile,
-// -test.trace ...) for go tool pprof and go tool trace; -bench should then
-// select one case, as each child writes the same files.
+// relay (relay_bench_test.go). GATEWAY_BENCH_CPUPROFILE profiles the
+// gateway's child; both take the test flags in GATEWAY_BENCH_CHILD_FLAGS
+// (-test.trace, -test.blockprofile, -test.mutexprofile ...) for go tool
+// trace and pprof, so -bench should then select one case, as each child
+// writes the same files.
 func startBenchServer(b *testing.B, base string, relay bool) *benchServer {
 	args := []string{"-test.run", "^TestBenchServerChild$", "-test.v"}
 	env := append(os.Environ(), benchChildEnv+"="+base)
 	if relay {
 		env = append(env, benchRelayEnv+"=1")
-	}
-	if p := os.Getenv("GATEWAY_BENCH_CPUPROFILE"); p != "" { // the server's profile, for go tool pprof
+	} else if p := os.Getenv("GATEWAY_BENCH_CPUPROFILE"); p != "" { // the gateway's profile, for go tool pprof
 		args = append(args, "-test.cpuprofile", p)
 	}
 	args = append(args, strings.Fields(os.Getenv("GATEWAY_BENCH_CHILD_FLAGS"))...)
