@@ -50,6 +50,10 @@ func TestBenchServerChild(t *testing.T) {
 	if base == "" {
 		t.Skip("the gateway benchmark's server process; runs only when BenchmarkGatewayStreams starts it")
 	}
+	if os.Getenv(benchRelayEnv) != "" {
+		serveRelay(t, base)
+		return
+	}
 	store := session.NewJSONLStore(t.TempDir())
 	rn, err := runner.New(runner.Config{Store: store, LaneCaps: map[string]int{runner.LaneMain: 1000}})
 	if err != nil {
@@ -180,13 +184,23 @@ type benchServer struct {
 	stdin io.WriteCloser
 }
 
-func startBenchServer(b *testing.B, base string) *benchServer {
+// startBenchServer starts the server child: the gateway, or the trivial
+// relay (relay_bench_test.go). GATEWAY_BENCH_CPUPROFILE profiles the
+// gateway's child; both take the test flags in GATEWAY_BENCH_CHILD_FLAGS
+// (-test.trace, -test.blockprofile, -test.mutexprofile ...) for go tool
+// trace and pprof, so -bench should then select one case, as each child
+// writes the same files.
+func startBenchServer(b *testing.B, base string, relay bool) *benchServer {
 	args := []string{"-test.run", "^TestBenchServerChild$", "-test.v"}
-	if p := os.Getenv("GATEWAY_BENCH_CPUPROFILE"); p != "" { // the server's profile, for go tool pprof
+	env := append(os.Environ(), benchChildEnv+"="+base)
+	if relay {
+		env = append(env, benchRelayEnv+"=1")
+	} else if p := os.Getenv("GATEWAY_BENCH_CPUPROFILE"); p != "" { // the gateway's profile, for go tool pprof
 		args = append(args, "-test.cpuprofile", p)
 	}
+	args = append(args, strings.Fields(os.Getenv("GATEWAY_BENCH_CHILD_FLAGS"))...)
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), benchChildEnv+"="+base)
+	cmd.Env = env
 	stdin, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -231,6 +245,17 @@ func procKiB(pid int, field string) int64 {
 		}
 	}
 	return 0
+}
+
+// loadAvg1 is the machine's load average over the last minute.
+func loadAvg1() float64 {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
 
 // procCPU is the CPU time (user + system) process pid has used.
@@ -319,126 +344,147 @@ func BenchmarkGatewayStreams(b *testing.B) {
 	face := cmp.Or(os.Getenv("GATEWAY_BENCH_FACE"), "sse") // or ws: events/subscribe over GET /v1/ws
 	const deltas = 50
 	tick := 20 * time.Millisecond // 50 deltas a second per run
-	for _, streams := range []int{250, 500, 1000} {
-		b.Run(fmt.Sprintf("%s/streams=%d/runs=%d", face, streams, runs), func(b *testing.B) {
-			mock := benchMockLLM(b, "-rounds", "0", "-text", strconv.Itoa(deltas))
-			bs := startBenchServer(b, stampProxy(b, mock, tick))
-			pid := bs.cmd.Process.Pid
-			ctr := &http.Transport{DisableKeepAlives: true}
-			client := &http.Client{Transport: ctr}
-			post := func(path string, body any, out any) {
-				bb, _ := json.Marshal(body)
-				resp, err := client.Post(bs.url+path, "application/json", bytes.NewReader(bb))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer resp.Body.Close()
-				if resp.StatusCode >= 300 {
-					msg, _ := io.ReadAll(resp.Body)
-					b.Fatalf("POST %s: %d %s", path, resp.StatusCode, msg)
-				}
-				if out != nil {
-					json.NewDecoder(resp.Body).Decode(out)
-				}
-			}
-			cwd := b.TempDir()
-			rssBefore := procKiB(pid, "VmRSS")
-			ids := make([]string, streams)
-			sts := make([]*benchStream, streams)
-			ctx, cancel := context.WithCancel(context.Background())
-			var readers sync.WaitGroup
-			b.Cleanup(func() { cancel(); readers.Wait(); ctr.CloseIdleConnections() })
-			for i := range streams {
-				var s Session
-				post("/v1/sessions", CreateSessionRequest{Cwd: cwd}, &s)
-				ids[i] = s.ID
-				sts[i] = &benchStream{ends: make(chan string, 64)}
-				if face == "ws" {
-					c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(bs.url, "http")+"/v1/ws", &websocket.DialOptions{HTTPClient: client})
-					if err != nil {
-						b.Fatalf("dial %d: %v", i, err)
-					}
-					c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"method":"events/subscribe","params":{"sessionId":"`+s.ID+`"}}`))
-					if _, ans, err := c.Read(ctx); err != nil || !bytes.Contains(ans, []byte(`"subscription"`)) {
-						b.Fatalf("subscribe %d: %s %v", i, ans, err)
-					}
-					readers.Add(1)
-					go func() { defer readers.Done(); sts[i].readWS(ctx, c) }()
-					continue
-				}
-				req, _ := http.NewRequestWithContext(ctx, "GET", bs.url+"/v1/sessions/"+s.ID+"/events", nil)
-				resp, err := client.Do(req)
-				if err != nil || resp.StatusCode != http.StatusOK {
-					b.Fatalf("open stream %d: %v %v", i, err, resp)
-				}
-				readers.Add(1)
-				go func() { defer readers.Done(); sts[i].readSSE(resp.Body) }()
-			}
-			time.Sleep(500 * time.Millisecond) // let the server settle before reading its RSS
-			rssIdle := procKiB(pid, "VmRSS")
-
-			b.ResetTimer()
-			cpu0 := procCPU(pid)
-			start := time.Now()
-			var before int64
-			for _, st := range sts {
-				before += st.events.Load()
-			}
-			for n := range b.N {
-				var wg sync.WaitGroup
-				for i := range runs {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						var info RunInfo
-						post("/v1/sessions/"+ids[i]+"/runs", map[string]any{"input": "stream please", "idempotencyKey": fmt.Sprintf("k%d", n)}, &info)
-						for {
-							select {
-							case id := <-sts[i].ends:
-								if id == info.RunID {
-									return
-								}
-							case <-time.After(60 * time.Second):
-								b.Errorf("run %s on session %d did not end", info.RunID, i)
-								return
-							}
-						}
-					}()
-				}
-				wg.Wait()
-			}
-			elapsed := time.Since(start)
-			cpu := procCPU(pid) - cpu0
-			b.StopTimer()
-			var events int64
-			var delays []time.Duration
-			for _, st := range sts {
-				events += st.events.Load()
-				st.mu.Lock()
-				delays = append(delays, st.delays...)
-				st.mu.Unlock()
-			}
-			events -= before
-			slices.Sort(delays)
-			pct := func(p float64) float64 {
-				if len(delays) == 0 {
-					return 0
-				}
-				return float64(delays[int(float64(len(delays)-1)*p)].Microseconds()) / 1000
-			}
-			if want := b.N * runs * (deltas - 1); len(delays) < want { // the last delta is "done", not stamped
-				b.Errorf("%d stamped deltas reached the clients, want %d", len(delays), want)
-			}
-			b.ReportMetric(float64(events)/elapsed.Seconds(), "events/s")
-			// The server's own CPU, whatever else the machine runs: what
-			// the load costs it, per event and as a share of one core.
-			b.ReportMetric(float64(cpu.Microseconds())/float64(max(events, 1)), "server-µs/event")
-			b.ReportMetric(100*cpu.Seconds()/elapsed.Seconds(), "server-cpu-%")
-			b.ReportMetric(pct(0.50), "p50-ms")
-			b.ReportMetric(pct(0.99), "p99-ms")
-			b.ReportMetric(float64(procKiB(pid, "VmHWM"))/1024, "peak-MiB")
-			b.ReportMetric(float64(rssIdle)/1024, "idle-MiB")
-			b.ReportMetric(float64(rssIdle-rssBefore)/float64(streams), "KiB/stream")
-		})
+	// server=relay is the trivial relay beside the gateway (SSE only):
+	// the same streams from the same mockllm through the same proxy to the
+	// same clients, so what the machine adds to the delays shows beside
+	// what the gateway adds.
+	servers := []string{"gateway", "relay"}
+	if face != "sse" {
+		servers = servers[:1]
 	}
+	for _, streams := range []int{250, 500, 1000} {
+		for _, server := range servers {
+			b.Run(fmt.Sprintf("%s/streams=%d/runs=%d/server=%s", face, streams, runs, server), func(b *testing.B) {
+				benchStreams(b, face, server == "relay", streams, runs, deltas, tick)
+			})
+		}
+	}
+}
+
+// benchStreams is one case of BenchmarkGatewayStreams: streams open
+// sessions, runs of them streaming at once, against the gateway or the
+// relay.
+func benchStreams(b *testing.B, face string, relay bool, streams, runs, deltas int, tick time.Duration) {
+	mock := benchMockLLM(b, "-rounds", "0", "-text", strconv.Itoa(deltas))
+	bs := startBenchServer(b, stampProxy(b, mock, tick), relay)
+	pid := bs.cmd.Process.Pid
+	ctr := &http.Transport{DisableKeepAlives: true}
+	client := &http.Client{Transport: ctr}
+	post := func(path string, body any, out any) {
+		bb, _ := json.Marshal(body)
+		resp, err := client.Post(bs.url+path, "application/json", bytes.NewReader(bb))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			msg, _ := io.ReadAll(resp.Body)
+			b.Fatalf("POST %s: %d %s", path, resp.StatusCode, msg)
+		}
+		if out != nil {
+			json.NewDecoder(resp.Body).Decode(out)
+		}
+	}
+	cwd := b.TempDir()
+	rssBefore := procKiB(pid, "VmRSS")
+	ids := make([]string, streams)
+	sts := make([]*benchStream, streams)
+	ctx, cancel := context.WithCancel(context.Background())
+	var readers sync.WaitGroup
+	b.Cleanup(func() { cancel(); readers.Wait(); ctr.CloseIdleConnections() })
+	for i := range streams {
+		var s Session
+		post("/v1/sessions", CreateSessionRequest{Cwd: cwd}, &s)
+		ids[i] = s.ID
+		sts[i] = &benchStream{ends: make(chan string, 64)}
+		if face == "ws" {
+			c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(bs.url, "http")+"/v1/ws", &websocket.DialOptions{HTTPClient: client})
+			if err != nil {
+				b.Fatalf("dial %d: %v", i, err)
+			}
+			c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"method":"events/subscribe","params":{"sessionId":"`+s.ID+`"}}`))
+			if _, ans, err := c.Read(ctx); err != nil || !bytes.Contains(ans, []byte(`"subscription"`)) {
+				b.Fatalf("subscribe %d: %s %v", i, ans, err)
+			}
+			readers.Add(1)
+			go func() { defer readers.Done(); sts[i].readWS(ctx, c) }()
+			continue
+		}
+		req, _ := http.NewRequestWithContext(ctx, "GET", bs.url+"/v1/sessions/"+s.ID+"/events", nil)
+		resp, err := client.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("open stream %d: %v %v", i, err, resp)
+		}
+		readers.Add(1)
+		go func() { defer readers.Done(); sts[i].readSSE(resp.Body) }()
+	}
+	time.Sleep(500 * time.Millisecond) // let the server settle before reading its RSS
+	rssIdle := procKiB(pid, "VmRSS")
+
+	b.ResetTimer()
+	cpu0 := procCPU(pid)
+	start := time.Now()
+	var before int64
+	for _, st := range sts {
+		before += st.events.Load()
+	}
+	for n := range b.N {
+		var wg sync.WaitGroup
+		for i := range runs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var info RunInfo
+				post("/v1/sessions/"+ids[i]+"/runs", map[string]any{"input": "stream please", "idempotencyKey": fmt.Sprintf("k%d", n)}, &info)
+				for {
+					select {
+					case id := <-sts[i].ends:
+						if id == info.RunID {
+							return
+						}
+					case <-time.After(60 * time.Second):
+						b.Errorf("run %s on session %d did not end", info.RunID, i)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	elapsed := time.Since(start)
+	cpu := procCPU(pid) - cpu0
+	b.StopTimer()
+	var events int64
+	var delays []time.Duration
+	for _, st := range sts {
+		events += st.events.Load()
+		st.mu.Lock()
+		delays = append(delays, st.delays...)
+		st.mu.Unlock()
+	}
+	events -= before
+	slices.Sort(delays)
+	pct := func(p float64) float64 {
+		if len(delays) == 0 {
+			return 0
+		}
+		return float64(delays[int(float64(len(delays)-1)*p)].Microseconds()) / 1000
+	}
+	if want := b.N * runs * (deltas - 1); len(delays) < want { // the last delta is "done", not stamped
+		b.Errorf("%d stamped deltas reached the clients, want %d", len(delays), want)
+	}
+	b.ReportMetric(float64(events)/elapsed.Seconds(), "events/s")
+	// The server's own CPU, whatever else the machine runs: what
+	// the load costs it, per event and as a share of one core.
+	b.ReportMetric(float64(cpu.Microseconds())/float64(max(events, 1)), "server-µs/event")
+	b.ReportMetric(100*cpu.Seconds()/elapsed.Seconds(), "server-cpu-%")
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.90), "p90-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(pct(1), "max-ms")
+	// The machine's load as the case ends: the delays mean little without it.
+	b.ReportMetric(loadAvg1(), "load1")
+	b.ReportMetric(float64(procKiB(pid, "VmHWM"))/1024, "peak-MiB")
+	b.ReportMetric(float64(rssIdle)/1024, "idle-MiB")
+	b.ReportMetric(float64(rssIdle-rssBefore)/float64(streams), "KiB/stream")
 }

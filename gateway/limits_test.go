@@ -32,25 +32,12 @@ func chatty() []faux.Step {
 func TestSlowConsumerIsCut(t *testing.T) {
 	tsv := newTestServer(t, chatty(), func(c *Config, tsv *testServer) {
 		c.ClientQueue = QueueLimit{Frames: 64, Bytes: 1 << 20}
-		// Small socket buffers on the server's side, so a client that does
-		// not read fills them after a few frames.
-		tsv.connContext = func(ctx context.Context, c net.Conn) context.Context {
-			if tc, ok := c.(*net.TCPConn); ok {
-				tc.SetWriteBuffer(4096)
-			}
-			return ctx
-		}
+		smallWriteBuffers(tsv)
 	})
 	sess := tsv.newSession()
 
-	conn, err := net.Dial("tcp", tsv.ts.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := nonReadingStream(t, tsv, sess.ID)
 	defer conn.Close()
-	conn.(*net.TCPConn).SetReadBuffer(4096)
-	fmt.Fprintf(conn, "GET /v1/sessions/%s/events HTTP/1.1\r\nHost: %s\r\n\r\n", sess.ID, tsv.ts.Listener.Addr())
-	waitFor(t, "the subscriber", func() bool { return tsv.subscribers(sess.ID) == 1 })
 
 	info, _ := tsv.startRun(sess.ID, "go", "k", "")
 	// The run is not held back by the client: it ends while the client

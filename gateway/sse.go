@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -195,11 +195,13 @@ func (b *sseBuf) flush() error {
 	return err
 }
 
-// writeFrame writes one SSE message.
+// writeFrame writes one SSE message. It runs per event and per stream, so
+// it allocates nothing: the seq is formatted into the buffer, the data is
+// not copied to a string.
 func writeFrame(bw *bufio.Writer, f frame) {
 	if !f.noID {
 		bw.WriteString("id: ")
-		bw.WriteString(strconv.FormatInt(f.seq, 10))
+		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), f.seq, 10))
 		bw.WriteByte('\n')
 	}
 	bw.WriteString("event: ")
@@ -207,9 +209,9 @@ func writeFrame(bw *bufio.Writer, f frame) {
 	bw.WriteByte('\n')
 	// Our JSON has no newlines; a data line per line keeps SSE valid if
 	// it ever did.
-	for line := range strings.SplitSeq(string(f.data), "\n") {
+	for line := range bytes.SplitSeq(f.data, []byte("\n")) {
 		bw.WriteString("data: ")
-		bw.WriteString(line)
+		bw.Write(line)
 		bw.WriteByte('\n')
 	}
 	bw.WriteByte('\n')

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,6 +86,9 @@ type sessionState struct {
 	ringHead  int // index of the oldest frame kept
 	ringBytes int64
 	subs      map[*subscription]struct{}
+	// woke: the last emitLocked woke a subscriber's writer (emit
+	// yields to it).
+	woke bool
 	// expiry, when set, stops the timer that drops the ring Ring.Keep
 	// after the session's last run ended.
 	expiry func() bool
@@ -171,17 +175,32 @@ func (s *Server) emitLocked(ss *sessionState, typ, runID string, mk func(seq int
 	ss.seq++
 	f := frame{seq: ss.seq, typ: typ, runID: runID, data: mk(ss.seq)}
 	s.ringAppend(ss, f)
+	ss.woke = false
 	for sub := range ss.subs {
-		sub.offer(f)
+		if sub.offer(f) {
+			ss.woke = true
+		}
 	}
 	return f
 }
 
-// emit is emitLocked under ss.emu.
+// emit is emitLocked under ss.emu. When it woke a stream's writer, it
+// yields, so the writer sends the event before the emitting goroutine
+// goes on to make the next one. Without the yield, the run's goroutine
+// hands its processor to the model stream's reader next (the agent's
+// handshake), and the woken writer waits at the back of the run queue,
+// behind every other run's work: on a loaded machine that wait was most
+// of an event's delay (docs/benchmarks.md).
 func (s *Server) emit(ss *sessionState, typ, runID string, mk func(seq int64) []byte) frame {
 	ss.emu.Lock()
-	defer ss.emu.Unlock()
-	return s.emitLocked(ss, typ, runID, mk)
+	f := s.emitLocked(ss, typ, runID, mk)
+	woke := ss.woke
+	ss.woke = false
+	ss.emu.Unlock()
+	if woke {
+		runtime.Gosched()
+	}
+	return f
 }
 
 // emitGateway emits one of the gateway's own events: the protocol v2

@@ -115,21 +115,23 @@ func (s *Server) subscribe(sessionID, runID string, afterSeq int64) (*subscripti
 }
 
 // offer queues a live frame, or cuts the subscription when its queue is
-// full. The caller holds ss.emu.
-func (sub *subscription) offer(f frame) {
+// full. It reports whether it signalled the consumer (which waits for a
+// frame, or is about to look for one): emit then yields to it. The caller
+// holds ss.emu.
+func (sub *subscription) offer(f frame) bool {
 	if sub.runID != "" && f.runID != sub.runID {
-		return
+		return false
 	}
 	sub.mu.Lock()
 	if sub.err != nil {
 		sub.mu.Unlock()
-		return
+		return false
 	}
 	if sub.live+1 > sub.limits.Frames || sub.bytes+f.size() > sub.limits.Bytes {
 		sub.endLocked(ErrSlowConsumer)
 		sub.mu.Unlock()
 		delete(sub.ss.subs, sub)
-		return
+		return false
 	}
 	sub.q = append(sub.q, f)
 	sub.live++
@@ -138,7 +140,9 @@ func (sub *subscription) offer(f frame) {
 	sub.mu.Unlock()
 	select {
 	case sub.wake <- struct{}{}:
+		return true
 	default:
+		return false
 	}
 }
 
