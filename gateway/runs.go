@@ -297,6 +297,7 @@ func (s *Server) launch(rs *runState) {
 		}
 		q.Approval.Ask = s.asker(rs)
 		q.OnEvent = func(ev runner.Event) { s.onRunEvent(rs, ev) }
+		q.OnEventOnly = true // fanned out from OnEvent; nothing reads Run.Events
 		// Running from here: the run's own events (an approval, its end)
 		// may change the status before Start returns.
 		s.mu.Lock()

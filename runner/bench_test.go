@@ -65,3 +65,30 @@ func loopSteps() []faux.Step {
 	}
 	return append(steps, faux.Say("done"))
 }
+
+// BenchmarkRun20OnEvent is BenchmarkRun20 started with Start and its
+// events taken by OnEvent, as the gateway does: with the queue for Events
+// that nobody reads (queue) and without it (OnEventOnly).
+func BenchmarkRun20OnEvent(b *testing.B) {
+	for _, only := range []bool{false, true} {
+		name := "queue"
+		if only {
+			name = "OnEventOnly"
+		}
+		b.Run(name, func(b *testing.B) {
+			reg := echoTools()
+			r := testRunner(nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				h, err := r.Start(context.Background(), Request{Prompt: "go", Model: faux.New(loopSteps()...), Tools: reg,
+					OnEvent: func(Event) {}, OnEventOnly: only})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res, _ := h.Wait(); !res.OK() {
+					b.Fatal(res.Reason)
+				}
+			}
+		})
+	}
+}

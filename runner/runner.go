@@ -303,6 +303,7 @@ type params struct {
 	Retry                      *RetryPolicy
 
 	OnEvent         func(Event)
+	OnEventOnly     bool
 	Now             func() int64
 	Harness         harness.Harness
 	HarnessFallback bool
@@ -390,6 +391,12 @@ type Request struct {
 	// order, synchronously: it must not block. Run.Events hands out the
 	// same events to a reader that may.
 	OnEvent func(Event)
+	// OnEventOnly says a run from Start hands its events to OnEvent only:
+	// it keeps no copy for Run.Events (which then yields only a start
+	// error). A server that fans events out from OnEvent and never reads
+	// Events sets it, or every event of a long run stays in memory until
+	// the run is dropped.
+	OnEventOnly bool
 
 	// Harness, when set and not the built-in one, runs the turn on an
 	// external engine (package harness: Claude Code, pi, an ACP agent),
@@ -413,7 +420,7 @@ func (r *Runner) params(q Request) params {
 		Bus: c.Bus, ToolSources: c.ToolSources, ToolSearch: q.ToolSearch, Compaction: c.Compaction, LoopGuard: c.LoopGuard, Timeout: q.Timeout,
 		CompactionTimeout: q.CompactionTimeout, MaxCost: q.MaxCost, MaxTokens: q.MaxTokens,
 		AuthProfiles: q.AuthProfiles, UseProfile: q.UseProfile, Auth: c.Auth, Windows: c.Windows,
-		Profiles: q.Profiles, MaxIterations: q.MaxIterations, Retry: q.Retry, OnEvent: q.OnEvent, Now: c.Now,
+		Profiles: q.Profiles, MaxIterations: q.MaxIterations, Retry: q.Retry, OnEvent: q.OnEvent, OnEventOnly: q.OnEventOnly, Now: c.Now,
 		Harness: q.Harness, HarnessFallback: q.HarnessFallback, BeforeTool: q.BeforeTool,
 	}
 }

@@ -89,7 +89,7 @@ func (r *Runner) start(ctx context.Context, p params, queued bool) (*Run, error)
 	}
 	s := newRun(r, p, r.cfg.Clock)
 	h := s.h
-	h.queued = queued
+	h.queued = queued && !(p.OnEventOnly && p.OnEvent != nil)
 	sessID, source, create, err := s.resolveSession(ctx)
 	if err != nil {
 		return nil, err
