@@ -45,24 +45,35 @@ var ClaudeCodeTools = []string{
 	"EnterWorktree", "ExitWorktree", "ReportFindings",
 }
 
-// claudeCompanions are Claude Code's tools that work the tool of ours
-// they are paired with (a background shell's output, the agents' mail).
-// The tools its permission rules also name come from tool.ClaudeCounterpart.
-var claudeCompanions = map[string]string{
-	"BashOutput": "bash", "KillShell": "bash", "Monitor": "bash", "TaskStop": "bash",
-	"NotebookRead": "read", "NotebookEdit": "edit", "ListAgents": "agent", "SendMessage": "agent",
+// claudeCompanion is the tool of ours a Claude Code tool works with when
+// it is not one its permission rules name (tool.ClaudeCounterpart): a
+// background shell's output, the agents' mail, a notebook.
+func claudeCompanion(name string) string {
+	switch name {
+	case "BashOutput", "KillShell", "Monitor", "TaskStop":
+		return "bash"
+	case "NotebookRead":
+		return "read"
+	case "NotebookEdit":
+		return "edit"
+	case "ListAgents", "SendMessage":
+		return "agent"
+	}
+	return ""
 }
 
-// claudeInternal are Claude Code's tools that touch only its own state.
-var claudeInternal = map[string]bool{"TodoWrite": true, "ToolSearch": true, "ExitPlanMode": true}
+// claudeInternal says a Claude Code tool touches only its own state.
+func claudeInternal(name string) bool {
+	return name == "TodoWrite" || name == "ToolSearch" || name == "ExitPlanMode"
+}
 
 // ClaudeCodeTool is Claude Code's tool of that name.
 func ClaudeCodeTool(name string) NativeTool {
-	t := NativeTool{Name: name, Internal: claudeInternal[name]}
+	t := NativeTool{Name: name, Internal: claudeInternal(name)}
 	if c, ok := tool.ClaudeCounterpart(name); ok {
 		t.Tool = c
 	} else {
-		t.Tool = claudeCompanions[name]
+		t.Tool = claudeCompanion(name)
 	}
 	return t
 }

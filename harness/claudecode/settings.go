@@ -32,35 +32,45 @@ func settingsArgs() []string { return []string{"--settings", flagSettings} }
 // (harness.ClaudeCodeTool, the one table of counterparts; nil fields keep
 // its own name and arguments), and whether it only reads.
 type native struct {
-	fields   map[string]string // Claude Code's field → ours
+	name     string
+	fields   []field
 	readOnly bool
 }
 
-var (
-	fileFields   = map[string]string{"file_path": "path"}
-	searchFields = map[string]string{"pattern": "pattern", "path": "path", "glob": "glob"}
-)
+// field is one of Claude Code's argument fields and our name of it.
+type field struct{ theirs, ours string }
 
 // natives are the Claude Code tools whose calls are judged as ours. Bash
 // is read-only per command, as our bash is. Tools not listed (WebFetch,
 // WebSearch, Task, MCP tools of its own settings) are judged by their own
-// name: not read-only, so --approve never refuses them and ask asks.
-var natives = map[string]native{
-	"Bash":         {fields: map[string]string{"command": "command"}},
-	"Read":         {fields: map[string]string{"file_path": "path", "offset": "offset", "limit": "limit"}, readOnly: true},
-	"NotebookRead": {fields: map[string]string{"notebook_path": "path"}, readOnly: true},
-	"Write":        {fields: map[string]string{"file_path": "path", "content": "content"}},
-	"Edit":         {fields: fileFields},
-	"MultiEdit":    {fields: fileFields},
-	"NotebookEdit": {fields: map[string]string{"notebook_path": "path"}},
-	"Grep":         {fields: searchFields, readOnly: true},
-	"Glob":         {fields: map[string]string{"pattern": "pattern", "path": "path"}, readOnly: true},
-	"LS":           {fields: map[string]string{"path": "path"}, readOnly: true},
+// name: not read-only, so --approve never refuses them and ask asks. A
+// slice of plain values, so that it costs nothing at start-up.
+var natives = []native{
+	{name: "Bash", fields: []field{{"command", "command"}}},
+	{name: "Read", fields: []field{{"file_path", "path"}, {"offset", "offset"}, {"limit", "limit"}}, readOnly: true},
+	{name: "NotebookRead", fields: []field{{"notebook_path", "path"}}, readOnly: true},
+	{name: "Write", fields: []field{{"file_path", "path"}, {"content", "content"}}},
+	{name: "Edit", fields: []field{{"file_path", "path"}}},
+	{name: "MultiEdit", fields: []field{{"file_path", "path"}}},
+	{name: "NotebookEdit", fields: []field{{"notebook_path", "path"}}},
+	{name: "Grep", fields: []field{{"pattern", "pattern"}, {"path", "path"}, {"glob", "glob"}}, readOnly: true},
+	{name: "Glob", fields: []field{{"pattern", "pattern"}, {"path", "path"}}, readOnly: true},
+	{name: "LS", fields: []field{{"path", "path"}}, readOnly: true},
 	// Claude Code's bookkeeping: it changes nothing of the workspace.
-	"TodoWrite":  {readOnly: true},
-	"ToolSearch": {readOnly: true},
-	"ListAgents": {readOnly: true},
-	"CronList":   {readOnly: true},
+	{name: "TodoWrite", readOnly: true},
+	{name: "ToolSearch", readOnly: true},
+	{name: "ListAgents", readOnly: true},
+	{name: "CronList", readOnly: true},
+}
+
+// nativeNamed returns the entry of natives for name.
+func nativeNamed(name string) (native, bool) {
+	for _, n := range natives {
+		if n.name == name {
+			return n, true
+		}
+	}
+	return native{}, false
 }
 
 // equivalent is the tool.Equivalent of Claude Code's own calls: a
@@ -68,7 +78,7 @@ var natives = map[string]native{
 // Code's Read of that file, and --approve never/ask let its read-only
 // calls through without asking anyone, as they do ours.
 func equivalent(c tool.Call) (tool.Call, bool, bool) {
-	n, ok := natives[c.Name]
+	n, ok := nativeNamed(c.Name)
 	if !ok {
 		return tool.Call{}, false, false
 	}
@@ -79,9 +89,9 @@ func equivalent(c tool.Call) (tool.Call, bool, bool) {
 	var in map[string]json.RawMessage
 	_ = json.Unmarshal(c.Args, &in) // not an object: no fields, judged on none
 	args := make(map[string]json.RawMessage, len(n.fields))
-	for theirs, ours := range n.fields {
-		if v, ok := in[theirs]; ok {
-			args[ours] = v
+	for _, f := range n.fields {
+		if v, ok := in[f.theirs]; ok {
+			args[f.ours] = v
 		}
 	}
 	b, err := json.Marshal(args)

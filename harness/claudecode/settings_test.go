@@ -68,9 +68,9 @@ func sameJSON(a json.RawMessage, b string) bool {
 // counterpart in the harness's one table, which --tools is built from
 // too: the two can never disagree about what Claude Code's tool is.
 func TestNativesHaveCounterparts(t *testing.T) {
-	for name, n := range natives {
-		if n.fields != nil && harness.ClaudeCodeTool(name).Tool == "" {
-			t.Errorf("%s maps fields but harness.ClaudeCodeTool knows no counterpart of it", name)
+	for _, n := range natives {
+		if n.fields != nil && harness.ClaudeCodeTool(n.name).Tool == "" {
+			t.Errorf("%s maps fields but harness.ClaudeCodeTool knows no counterpart of it", n.name)
 		}
 	}
 }
