@@ -141,11 +141,38 @@ func AcquireLock(ctx context.Context, sessionPath, id string, opts *LockOptions)
 
 // tryLock makes one attempt. It returns the lock, or a *LockedError when
 // the lock is held, or an error when locking itself failed.
+//
+// The process-wide table only reserves the path: the file system calls
+// run outside its mutex, so that runs starting on other sessions do not
+// queue behind this one's open, flock and write (a server starts hundreds).
+// Another acquisition of the path in this process meanwhile finds the
+// reservation and is refused as if the lock were held.
 func tryLock(lockPath, id string) (*FileLock, *LockedError, error) {
+	info := lockInfo{PID: os.Getpid(), Host: hostname(), StartedAt: formatTime(time.Now())}
 	heldMu.Lock()
-	defer heldMu.Unlock()
-	if info, ok := held[lockPath]; ok {
-		return nil, lockedError(id, info), nil
+	if cur, ok := held[lockPath]; ok {
+		heldMu.Unlock()
+		return nil, lockedError(id, cur), nil
+	}
+	held[lockPath] = info
+	heldMu.Unlock()
+	l, lerr, err := lockFile(lockPath, id, info)
+	if l == nil {
+		heldMu.Lock()
+		delete(held, lockPath)
+		heldMu.Unlock()
+	}
+	return l, lerr, err
+}
+
+// lockFileHook, when set by a test, runs before tryLock's file system
+// calls.
+var lockFileHook func(lockPath string)
+
+// lockFile takes the file lock at lockPath, whose path tryLock reserved.
+func lockFile(lockPath, id string, info lockInfo) (*FileLock, *LockedError, error) {
+	if lockFileHook != nil {
+		lockFileHook(lockPath)
 	}
 	for range 5 {
 		f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
@@ -169,12 +196,10 @@ func tryLock(lockPath, id string) (*FileLock, *LockedError, error) {
 			f.Close()
 			continue
 		}
-		info := lockInfo{PID: os.Getpid(), Host: hostname(), StartedAt: formatTime(time.Now())}
 		b, _ := json.Marshal(info)
 		if err := f.Truncate(0); err == nil {
 			_, _ = f.WriteAt(append(b, '\n'), 0)
 		}
-		held[lockPath] = info
 		return &FileLock{path: lockPath, session: id, f: f}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("lock session %s: the lock file %s keeps being replaced", id, lockPath)
@@ -208,17 +233,18 @@ func (l *FileLock) Path() string { return l.path }
 // more than once.
 func (l *FileLock) Release() error {
 	l.once.Do(func() {
-		heldMu.Lock()
-		defer heldMu.Unlock()
-		delete(held, l.path)
 		// Unlink while still holding the lock, so nobody can lock this
-		// file after we let go of it (see tryLock).
+		// file after we let go of it (see lockFile). The path stays
+		// reserved in this process until the file is closed.
 		if err := os.Remove(l.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			l.err = fmt.Errorf("release the lock of session %s: %w", l.session, err)
 		}
 		if err := l.f.Close(); err != nil && l.err == nil {
 			l.err = fmt.Errorf("release the lock of session %s: %w", l.session, err)
 		}
+		heldMu.Lock()
+		delete(held, l.path)
+		heldMu.Unlock()
 	})
 	return l.err
 }

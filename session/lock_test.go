@@ -147,3 +147,60 @@ func TestLockBackoffWithInjectedClock(t *testing.T) {
 		t.Errorf("backoff is not capped at 1 s: %v", LockBackoff(100))
 	}
 }
+
+// Taking the lock of one session does not wait for another's file system
+// calls: a server starting many runs would otherwise queue them all behind
+// the slowest open and flock.
+func TestLockOtherSessionNotSerialised(t *testing.T) {
+	dir := t.TempDir()
+	slow, fast := filepath.Join(dir, "slow.jsonl"), filepath.Join(dir, "fast.jsonl")
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	lockFileHook = func(p string) {
+		if p == slow+".lock" {
+			close(entered)
+			<-release
+		}
+	}
+	defer func() { lockFileHook = nil }()
+	done := make(chan error, 1)
+	go func() {
+		l, err := AcquireLock(context.Background(), slow, "slow", nil)
+		if err == nil {
+			err = l.Release()
+		}
+		done <- err
+	}()
+	<-entered
+	got := make(chan error, 1)
+	go func() {
+		l, err := AcquireLock(context.Background(), fast, "fast", nil)
+		if err == nil {
+			err = l.Release()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		close(release)
+		<-done
+		t.Fatal("the lock of another session waited for the slow one's file system calls")
+	}
+	// The same session meanwhile is refused as held, not let in twice.
+	if _, err := AcquireLock(context.Background(), slow, "slow", nil); err == nil {
+		t.Fatal("a second acquisition of a lock being taken succeeded")
+	} else {
+		var le *LockedError
+		if !errors.As(err, &le) || le.PID != os.Getpid() {
+			t.Fatalf("second acquisition: %v, want a LockedError naming this process", err)
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
