@@ -16,8 +16,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentloop/agentloop/agent"
@@ -201,6 +203,10 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		t.native = a.Binding.NativeID
 	}
 	err = t.run(ctx)
+	if lost := t.undelivered(); len(lost) > 0 && a.Warn != nil && ctx.Err() == nil {
+		a.Warn(fmt.Sprintf("pi ended its turn before it read %d steered message(s) (%q); they were not delivered: send them again",
+			len(lost), strings.Join(lost, " / ")))
+	}
 	exit := conn.Close(2 * time.Second)
 	res := t.res
 	res.Items = t.m.Items()
@@ -245,6 +251,14 @@ type turn struct {
 	args    map[string]json.RawMessage
 	ended   bool
 	last    *llm.Message
+
+	// steerMu guards what a steer from another goroutine touches: the
+	// steers sent and not yet back as user messages, and whether pi's run
+	// is over (agent_end: a steer now would wait in pi's queue for a
+	// prompt that never comes).
+	steerMu     sync.Mutex
+	steers      []string
+	steerClosed bool
 }
 
 func (t *turn) emit(ev agent.Event) {
@@ -269,7 +283,13 @@ func (t *turn) run(ctx context.Context) error {
 		// pi's rpc steer: delivered after the current tool batch, before
 		// its next model call; it comes back as a user message.
 		set(func(m llm.Message) bool {
-			return t.conn.Send(map[string]any{"type": "steer", "message": m.Text()}) == nil
+			t.steerMu.Lock()
+			defer t.steerMu.Unlock()
+			if t.steerClosed || t.conn.Send(map[string]any{"type": "steer", "message": m.Text()}) != nil {
+				return false
+			}
+			t.steers = append(t.steers, m.Text())
+			return true
 		})
 		defer set(nil)
 	}
@@ -327,6 +347,7 @@ func (t *turn) handle(ctx context.Context, ev *event) (bool, error) {
 		case user && t.prompted:
 			user = false // a steer: mirrored, not the turn's prompt
 			item = "steer-" + strconv.FormatInt(msg.Timestamp, 10)
+			t.steerDelivered(msg.Text())
 		case user && t.a.Continuation != nil:
 			t.prompted = true
 			return false, nil // the continuation's nudge is not the user's turn
@@ -356,6 +377,9 @@ func (t *turn) handle(ctx context.Context, ev *event) (bool, error) {
 	case "extension_ui_request":
 		return false, t.answer(ctx, ev)
 	case "agent_end":
+		t.steerMu.Lock()
+		t.steerClosed = true
+		t.steerMu.Unlock()
 		// Ask where pi keeps the session: that file is the binding.
 		if err := t.conn.Send(map[string]any{"id": "state", "type": "get_state"}); err != nil {
 			t.ended = true
@@ -363,6 +387,26 @@ func (t *turn) handle(ctx context.Context, ev *event) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// steerDelivered marks the steer of that text as back from pi.
+func (t *turn) steerDelivered(text string) {
+	t.steerMu.Lock()
+	defer t.steerMu.Unlock()
+	for i, s := range t.steers {
+		if s == text {
+			t.steers = slices.Delete(t.steers, i, i+1)
+			return
+		}
+	}
+}
+
+// undelivered are the steers pi took but never delivered: it ended its
+// run before its next model call.
+func (t *turn) undelivered() []string {
+	t.steerMu.Lock()
+	defer t.steerMu.Unlock()
+	return slices.Clone(t.steers)
 }
 
 // outcome reads the end of the turn from its last assistant message.
