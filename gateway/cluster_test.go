@@ -447,7 +447,9 @@ func TestClusterPendingApprovalToLateWSClient(t *testing.T) {
 // 429 queue_full; once the run has read them there is room again.
 func TestClusterInjectQueueBound(t *testing.T) {
 	first, second := make(chan struct{}), make(chan struct{})
-	steps := func() []faux.Step { return []faux.Step{held(first, "first"), held(second, "second"), faux.Say("third")} }
+	steps := func() []faux.Step {
+		return []faux.Step{held(first, "first"), held(second, "second"), faux.Say("third")}
+	}
 	nodes, admin := clusterServers(t, 2, steps, func(c *Config, _ *testServer) { c.InjectQueue = 2 })
 	sess := nodes[0].newSession()
 	st := nodes[0].events("/v1/sessions/"+sess.ID+"/events?after=0", nil)
