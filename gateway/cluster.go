@@ -460,6 +460,17 @@ func (s *Server) deliverLocked(ss *sessionState, e cluster.Event) {
 	if e.Seq <= ss.seq {
 		return
 	}
+	if ss.seq > 0 && e.Seq > ss.seq+1 {
+		// The events between were pruned (event retention) before this
+		// node read them: the ring must not replay across the hole, and
+		// the live subscribers are told to resync, never left a gap.
+		clear(ss.ring)
+		ss.ring, ss.ringHead, ss.ringBytes = nil, 0, 0
+		for sub := range ss.subs {
+			sub.offer(frame{seq: e.Seq - 1, typ: EventResync, runID: sub.runID,
+				data: gatewayEvent(EventResync, e.Seq-1, sub.runID, ss.id, map[string]any{"oldestSeq": e.Seq, "headSeq": e.Seq - 1})})
+		}
+	}
 	ss.seq = e.Seq
 	f := frame{seq: e.Seq, typ: e.Type, runID: e.RunID, data: e.Data}
 	s.ringAppend(ss, f)
