@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +68,19 @@ func clusterServersOn(t *testing.T, dsn, cwd string, k int, steps func() []faux.
 	}
 	t.Cleanup(admin.Close)
 	return out, admin
+}
+
+// notOwner is the node of the two that does not hold run id.
+func notOwner(t *testing.T, nodes []*testServer, admin *pgxpool.Pool, runID string) *testServer {
+	t.Helper()
+	var owner string
+	if err := admin.QueryRow(context.Background(), `SELECT owner FROM runs WHERE id = $1`, runID).Scan(&owner); err != nil {
+		t.Fatal(err)
+	}
+	if owner == "node-a" {
+		return nodes[1]
+	}
+	return nodes[0]
 }
 
 // contiguous fails unless the messages' seqs go up by one from first.
@@ -240,14 +252,7 @@ func TestClusterAbortFromAnotherNode(t *testing.T) {
 	st := nodes[0].events("/v1/sessions/"+sess.ID+"/events?after=0", nil)
 	info, _ := nodes[0].startRun(sess.ID, "go", "k", "")
 	st.until(t, "run_start")
-	var owner string
-	if err := admin.QueryRow(context.Background(), `SELECT owner FROM runs WHERE id = $1`, info.RunID).Scan(&owner); err != nil {
-		t.Fatal(err)
-	}
-	other := nodes[0]
-	if owner == "node-a" {
-		other = nodes[1]
-	}
+	other := notOwner(t, nodes, admin, info.RunID)
 	if code := other.do("POST", "/v1/runs/"+info.RunID+"/abort", nil, nil); code != http.StatusOK && code != http.StatusAccepted {
 		t.Fatalf("abort on the other node: %d", code)
 	}
@@ -455,31 +460,14 @@ func TestClusterInjectQueueBound(t *testing.T) {
 	st := nodes[0].events("/v1/sessions/"+sess.ID+"/events?after=0", nil)
 	info, _ := nodes[0].startRun(sess.ID, "go", "k", "")
 	st.until(t, "message_update") // the held first reply streams
-	var owner string
-	if err := admin.QueryRow(context.Background(), `SELECT owner FROM runs WHERE id = $1`, info.RunID).Scan(&owner); err != nil {
-		t.Fatal(err)
-	}
-	other := nodes[0]
-	if owner == "node-a" {
-		other = nodes[1]
-	}
+	other := notOwner(t, nodes, admin, info.RunID)
 	for i, path := range []string{"steer", "follow-up"} {
 		var inj Injected
 		if code := other.do("POST", "/v1/runs/"+info.RunID+"/"+path, Inject{Text: "m" + strconv.Itoa(i)}, &inj); code != http.StatusOK {
 			t.Fatalf("%s %d on the other node: %d %+v", path, i, code, inj)
 		}
 	}
-	for _, path := range []string{"steer", "follow-up"} {
-		var e wireError
-		resp := other.request("POST", "/v1/runs/"+info.RunID+"/"+path, Inject{Text: "one too many"}, nil)
-		code := resp.StatusCode
-		json.NewDecoder(resp.Body).Decode(&e)
-		resp.Body.Close()
-		if code != http.StatusTooManyRequests || e.Error.Code != CodeQueueFull || !e.Error.Retryable ||
-			!strings.Contains(e.Error.Message, "2 steer and follow-up messages") || resp.Header.Get("Retry-After") == "" {
-			t.Fatalf("%s beyond the bound on the other node: %d %+v (Retry-After %q)", path, code, e, resp.Header.Get("Retry-After"))
-		}
-	}
+	checkInjectFull(t, other, info.RunID, 2)
 	// Both reached the owner before its reply ends.
 	for delivered := 0; delivered < 2; time.Sleep(20 * time.Millisecond) {
 		if err := admin.QueryRow(context.Background(), `SELECT count(*) FROM run_commands WHERE run_id = $1 AND consumed_at IS NOT NULL`,
