@@ -33,6 +33,6 @@
 // caller fails over to another model. Status reports every profile for
 // `agentloop auth status`.
 //
-// The clock is injected (Config.Now). auth imports llm and the standard
-// library only.
+// The clock is injected (Config.Now). auth imports llm, internal/atomicfile
+// (the state file's replacement) and the standard library only.
 package auth

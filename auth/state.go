@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/atomicfile"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -152,30 +153,15 @@ func (s *Store) read() (*stateFile, error) {
 	return st, nil
 }
 
-// write replaces the state file atomically: a temporary file in the same
-// directory, synced, then renamed over it.
+// write replaces the state file atomically and durably (internal/atomicfile:
+// a temporary file in the same directory, synced, renamed over it, the
+// directory synced).
 func (s *Store) write(st *stateFile) error {
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("auth state: encode: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".auth-state-*.tmp")
-	if err != nil {
-		return fmt.Errorf("auth state: write %s: %w", s.path, err)
-	}
-	name := tmp.Name()
-	_, err = tmp.Write(append(data, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(name, s.path)
-	}
-	if err != nil {
-		os.Remove(name)
+	if err := atomicfile.Write(s.path, append(data, '\n'), true); err != nil {
 		return fmt.Errorf("auth state: write %s: %w", s.path, err)
 	}
 	return nil

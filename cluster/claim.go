@@ -202,6 +202,12 @@ func (n *Node) Claim(ctx context.Context) (*Claim, error) {
 			WHERE id = $1`, r.ID, r.Status, r.Attempt, n.id); err != nil {
 			return err
 		}
+		// The messages the previous owner was given and had not read
+		// went with it: they no longer hold places (SendMessage).
+		if _, err := tx.Exec(ctx, `UPDATE run_commands SET read_at = now()
+			WHERE run_id = $1 AND consumed_at IS NOT NULL AND read_at IS NULL`, r.ID); err != nil {
+			return err
+		}
 		c = &Claim{Run: r, Epoch: epoch, node: n, cmds: make(chan Command, 64)}
 		return nil
 	})

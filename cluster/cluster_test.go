@@ -775,3 +775,64 @@ func TestPruneEvents(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A session a node opens outside its claims (the gateway's compact on a
+// node that does not run it) is leased for LeaseTTL and renewed by the
+// heartbeat while it is open; when the node dies with it open, another
+// node claims the session's next run once the lease has lapsed.
+func TestOpenOutsideClaimLeaseExpires(t *testing.T) {
+	ns, admin := nodes(t, 2, fast)
+	ctx := context.Background()
+	if _, _, err := ns[1].Enqueue(ctx, EnqueueOptions{SessionID: "cmp", Cwd: "/c"}); err != nil {
+		t.Fatal(err)
+	}
+	c := waitClaim(t, ns[1], 5*time.Second)
+	first, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Append(ctx, userMsg("hello")); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	if err := ns[1].Release(ctx, c, "succeeded", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	sess, err := ns[0].SessionStore().Open(ctx, "cmp", nil) // not a claim of ns[0]
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expires *time.Time
+	if err := admin.QueryRow(ctx, `SELECT lease_expires FROM sessions WHERE id = 'cmp'`).Scan(&expires); err != nil {
+		t.Fatal(err)
+	}
+	if expires == nil {
+		t.Fatal("the lease of a session opened outside a claim has no expiry: a node dying now leaves it unclaimable")
+	}
+	// While it is open the heartbeat renews it: no takeover after 2 TTLs.
+	if _, _, err := ns[1].Enqueue(ctx, EnqueueOptions{SessionID: "cmp", Cwd: "/c"}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*fast.LeaseTTL)
+	if c2, err := ns[1].WaitClaim(wctx); err == nil {
+		cancel()
+		t.Fatalf("run %s claimed while node a still had the session open", c2.Run.ID)
+	}
+	cancel()
+	if _, err := sess.Append(ctx, userMsg("still mine")); err != nil {
+		t.Fatalf("an append by the opener after 2 TTLs: %v", err)
+	}
+	// The node dies with the session open (no Close, no release).
+	died := time.Now()
+	ns[0].Close()
+	c2 := waitClaim(t, ns[1], fast.LeaseTTL+5*time.Second)
+	t.Logf("claimed %s after the opener died (LeaseTTL %s)", time.Since(died).Round(time.Millisecond), fast.LeaseTTL)
+	if _, err := sess.Append(ctx, userMsg("late")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the dead opener's append after the takeover: %v, want ErrFenced", err)
+	}
+	sess.Close()
+	if err := ns[1].Release(ctx, c2, "succeeded", nil); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -50,6 +50,61 @@ func (n *Node) Send(ctx context.Context, runID, kind string, payload json.RawMes
 	return nil
 }
 
+// ErrQueueFull says a steer or follow-up message was refused: the run has
+// as many unread ones as the sender allows (SendMessage).
+var ErrQueueFull = errors.New("the run has too many steer and follow-up messages it has not read yet")
+
+// SendMessage sends a steer or follow-up message (kind) to a run, unless
+// the run already has limit such messages sent through the cluster that
+// it has not read yet (MarkRead): then ErrQueueFull, and nothing is sent.
+// Senders on every node are counted together; limit <= 0 is no bound.
+func (n *Node) SendMessage(ctx context.Context, runID, kind, text string, limit int) error {
+	if kind != CommandSteer && kind != CommandFollowUp {
+		return fmt.Errorf("send %s to run %s: not a message", kind, runID)
+	}
+	payload, err := json.Marshal(text)
+	if err != nil {
+		return err
+	}
+	err = pgx.BeginFunc(ctx, n.pool, func(tx pgx.Tx) error {
+		if limit > 0 {
+			// The run's row lock orders the senders: two cannot both
+			// take the last place.
+			var unread int
+			err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM run_commands c WHERE c.run_id = r.id
+					AND c.read_at IS NULL AND c.kind IN ('steer', 'follow_up'))
+				FROM runs r WHERE r.id = $1 FOR UPDATE`, runID).Scan(&unread)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return ErrRunEnded
+			}
+			if err != nil {
+				return err
+			}
+			if unread >= limit {
+				return ErrQueueFull
+			}
+		}
+		return sendTx(ctx, tx, runID, kind, payload)
+	})
+	if err != nil {
+		return fmt.Errorf("send %s to run %s: %w", kind, runID, err)
+	}
+	return nil
+}
+
+// MarkRead records that run runID read the oldest steer or follow-up
+// message delivered to it and not yet read, making room for another
+// (SendMessage); with none it does nothing.
+func (n *Node) MarkRead(ctx context.Context, runID string) error {
+	_, err := n.pool.Exec(ctx, `UPDATE run_commands SET read_at = now() WHERE id = (
+		SELECT id FROM run_commands WHERE run_id = $1 AND read_at IS NULL AND kind IN ('steer', 'follow_up')
+			AND consumed_at IS NOT NULL ORDER BY id LIMIT 1)`, runID)
+	if err != nil {
+		return fmt.Errorf("mark a message of run %s read: %w", runID, err)
+	}
+	return nil
+}
+
 func sendTx(ctx context.Context, tx pgx.Tx, runID, kind string, payload json.RawMessage) error {
 	var owner *string
 	err := tx.QueryRow(ctx, `SELECT owner FROM runs WHERE id = $1 AND status IN ('queued', 'running', 'requires_action')`,

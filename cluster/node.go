@@ -56,6 +56,12 @@ type Node struct {
 	// be reached: tests pause a node's leases this way.
 	holdRenewals atomic.Bool
 
+	// ttlStore is store with leases of LeaseTTL: the sessions the node
+	// opens outside its claims; held counts those open now, whose leases
+	// the heartbeat renews.
+	ttlStore *pgstore.Store
+	held     atomic.Int64
+
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 }
@@ -72,6 +78,7 @@ func New(ctx context.Context, store *pgstore.Store, cfg *Config) (*Node, error) 
 		claims: map[string]*Claim{}, tails: map[string][]chan struct{}{},
 		wakeRuns: make(chan struct{}, 1),
 	}
+	n.ttlStore = store.WithLeaseTTL(n.cfg.LeaseTTL)
 	if n.cfg.SelfFence >= n.cfg.LeaseTTL {
 		return nil, fmt.Errorf("cluster: SelfFence %s must be shorter than LeaseTTL %s", n.cfg.SelfFence, n.cfg.LeaseTTL)
 	}
@@ -127,7 +134,7 @@ func (n *Node) beat(ctx context.Context) {
 	// The claims to check are those made before the renewal: one made
 	// while it ran is not in its result, and is not lost.
 	claims := n.active()
-	if len(claims) == 0 {
+	if len(claims) == 0 && n.held.Load() == 0 {
 		return
 	}
 	if n.holdRenewals.Load() {

@@ -59,4 +59,9 @@ var steps = []string{
 	// Events found by type (the request of each pending action, for a
 	// client that subscribes on another node) without reading every delta.
 	`CREATE INDEX session_events_type ON session_events (session_id, type);`,
+	// read_at: when the run read a steer or follow-up message (its user
+	// message_start), so a sender on any node finds how many are unread
+	// (SendMessage's bound).
+	`ALTER TABLE run_commands ADD COLUMN read_at timestamptz;
+	CREATE INDEX run_commands_unread ON run_commands (run_id) WHERE read_at IS NULL AND kind IN ('steer', 'follow_up');`,
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,11 +36,20 @@ func (n *Node) claimOf(id string) *Claim {
 	return nil
 }
 
+// A session opened outside a claim (a compaction on a node that does not
+// run the session, a subagent delivery) takes a lease of LeaseTTL, which
+// the node's heartbeat renews while it is open: a node that dies with it
+// open leaves a lease that expires, so another node can claim the session
+// LeaseTTL later.
 func (l leasedStore) Open(ctx context.Context, id string, opts *session.LockOptions) (session.Session, error) {
 	if c := l.n.claimOf(id); c != nil {
 		return c.Session(ctx)
 	}
-	return l.Store.Open(ctx, id, opts)
+	sess, err := l.n.ttlStore.Open(ctx, id, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &heldSession{Session: sess, done: l.n.holdLease()}, nil
 }
 
 func (l leasedStore) Create(ctx context.Context, opts session.CreateOptions) (session.Session, error) {
@@ -48,7 +58,49 @@ func (l leasedStore) Create(ctx context.Context, opts session.CreateOptions) (se
 		// starts it under that lease.
 		return c.Session(ctx)
 	}
-	return l.Store.Create(ctx, opts)
+	sess, err := l.n.ttlStore.Create(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &heldSession{Session: sess, done: l.n.holdLease()}, nil
+}
+
+func (l leasedStore) Lock(ctx context.Context, id string, opts *session.LockOptions) (session.Lock, error) {
+	lk, err := l.n.ttlStore.Lock(ctx, id, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &heldLock{Lock: lk, done: l.n.holdLease()}, nil
+}
+
+// holdLease counts a lease taken outside a claim, so the heartbeat renews
+// leases while one is held; the function it returns, called once, ends it.
+func (n *Node) holdLease() func() {
+	n.held.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { n.held.Add(-1) }) }
+}
+
+// heldSession is a session opened outside a claim: closing it ends the
+// node's renewal of its lease.
+type heldSession struct {
+	session.Session
+	done func()
+}
+
+func (h *heldSession) Close() error {
+	defer h.done()
+	return h.Session.Close()
+}
+
+type heldLock struct {
+	session.Lock
+	done func()
+}
+
+func (h *heldLock) Release() error {
+	defer h.done()
+	return h.Lock.Release()
 }
 
 // Declare records session id, working in cwd, before its first run, so

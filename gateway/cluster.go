@@ -231,13 +231,19 @@ func (s *Server) runCommands(rs *runState) {
 			switch cmd.Kind {
 			case cluster.CommandAbort:
 				s.abortRun(rs)
-			case cluster.CommandSteer:
-				if h != nil && !h.Steer(text) {
-					h.FollowUp(text)
-				}
-			case cluster.CommandFollowUp:
-				if h != nil {
-					h.FollowUp(text)
+			case cluster.CommandSteer, cluster.CommandFollowUp:
+				// Counted as a local one is (Steer), before it is handed
+				// over; the cluster learns when the run reads it.
+				s.mu.Lock()
+				rs.injected++
+				rs.remote++
+				s.mu.Unlock()
+				if h == nil || !(cmd.Kind == cluster.CommandSteer && h.Steer(text) || h.FollowUp(text)) {
+					s.mu.Lock()
+					rs.injected = max(rs.injected-1, 0)
+					rs.remote = max(rs.remote-1, 0)
+					s.mu.Unlock()
+					s.markRead(rs)
 				}
 			case cluster.CommandApproval:
 				var ap cluster.ApprovalPayload
@@ -322,6 +328,34 @@ func (s *Server) enqueueRun(ctx context.Context, sessionID string, req StartRunR
 		return RunInfo{}, errorf(CodeUnavailable, "%v", err)
 	}
 	return RunInfo{RunID: id, SessionID: ss.id, Status: RunQueued}, nil
+}
+
+// sendMessage sends a steer or follow-up message to a run this node does
+// not hold, within Config.InjectQueue counted across the cluster.
+func (s *Server) sendMessage(ctx context.Context, runID, kind, text string) *Error {
+	err := s.cl.node.SendMessage(ctx, runID, kind, text, s.cfg.InjectQueue)
+	switch {
+	case errors.Is(err, cluster.ErrQueueFull):
+		return s.injectFullID(runID)
+	case errors.Is(err, cluster.ErrRunEnded):
+		return errorf(CodeRunNotActive, "run %s is not active", runID)
+	case err != nil:
+		return errorf(CodeUnavailable, "%v", err)
+	}
+	return nil
+}
+
+// markRead tells the cluster that claimed run rs read (or could not take)
+// a message another node sent it, so senders have room again.
+func (s *Server) markRead(rs *runState) {
+	if rs.claim == nil || s.cl.node == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.cl.node.MarkRead(ctx, rs.id); err != nil {
+		s.cfg.Logger.Warn("gateway: could not record that a run read a message", "run", rs.id, "err", err)
+	}
 }
 
 // sendCommand sends a command to a run this node does not hold.
@@ -425,6 +459,17 @@ func (s *Server) tail(ctx context.Context, ss *sessionState) {
 func (s *Server) deliverLocked(ss *sessionState, e cluster.Event) {
 	if e.Seq <= ss.seq {
 		return
+	}
+	if ss.seq > 0 && e.Seq > ss.seq+1 {
+		// The events between were pruned (event retention) before this
+		// node read them: the ring must not replay across the hole, and
+		// the live subscribers are told to resync, never left a gap.
+		clear(ss.ring)
+		ss.ring, ss.ringHead, ss.ringBytes = nil, 0, 0
+		for sub := range ss.subs {
+			sub.offer(frame{seq: e.Seq - 1, typ: EventResync, runID: sub.runID,
+				data: gatewayEvent(EventResync, e.Seq-1, sub.runID, ss.id, map[string]any{"oldestSeq": e.Seq, "headSeq": e.Seq - 1})})
+		}
 	}
 	ss.seq = e.Seq
 	f := frame{seq: e.Seq, typ: e.Type, runID: e.RunID, data: e.Data}

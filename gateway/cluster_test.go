@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -67,6 +68,19 @@ func clusterServersOn(t *testing.T, dsn, cwd string, k int, steps func() []faux.
 	}
 	t.Cleanup(admin.Close)
 	return out, admin
+}
+
+// notOwner is the node of the two that does not hold run id.
+func notOwner(t *testing.T, nodes []*testServer, admin *pgxpool.Pool, runID string) *testServer {
+	t.Helper()
+	var owner string
+	if err := admin.QueryRow(context.Background(), `SELECT owner FROM runs WHERE id = $1`, runID).Scan(&owner); err != nil {
+		t.Fatal(err)
+	}
+	if owner == "node-a" {
+		return nodes[1]
+	}
+	return nodes[0]
 }
 
 // contiguous fails unless the messages' seqs go up by one from first.
@@ -238,14 +252,7 @@ func TestClusterAbortFromAnotherNode(t *testing.T) {
 	st := nodes[0].events("/v1/sessions/"+sess.ID+"/events?after=0", nil)
 	info, _ := nodes[0].startRun(sess.ID, "go", "k", "")
 	st.until(t, "run_start")
-	var owner string
-	if err := admin.QueryRow(context.Background(), `SELECT owner FROM runs WHERE id = $1`, info.RunID).Scan(&owner); err != nil {
-		t.Fatal(err)
-	}
-	other := nodes[0]
-	if owner == "node-a" {
-		other = nodes[1]
-	}
+	other := notOwner(t, nodes, admin, info.RunID)
 	if code := other.do("POST", "/v1/runs/"+info.RunID+"/abort", nil, nil); code != http.StatusOK && code != http.StatusAccepted {
 		t.Fatalf("abort on the other node: %d", code)
 	}
@@ -438,4 +445,62 @@ func TestClusterPendingApprovalToLateWSClient(t *testing.T) {
 	if run := other.waitRunEnd(info.RunID); run.Status != RunSucceeded {
 		t.Fatalf("the run after the answer on the other node: %+v", run)
 	}
+}
+
+// Steer and follow-up messages sent from another node are bounded as a
+// local one is (Config.InjectQueue, counted across the nodes): beyond,
+// 429 queue_full; once the run has read them there is room again.
+func TestClusterInjectQueueBound(t *testing.T) {
+	first, second := make(chan struct{}), make(chan struct{})
+	steps := func() []faux.Step {
+		return []faux.Step{held(first, "first"), held(second, "second"), faux.Say("third")}
+	}
+	nodes, admin := clusterServers(t, 2, steps, func(c *Config, _ *testServer) { c.InjectQueue = 2 })
+	sess := nodes[0].newSession()
+	st := nodes[0].events("/v1/sessions/"+sess.ID+"/events?after=0", nil)
+	info, _ := nodes[0].startRun(sess.ID, "go", "k", "")
+	st.until(t, "message_update") // the held first reply streams
+	other := notOwner(t, nodes, admin, info.RunID)
+	for i, path := range []string{"steer", "follow-up"} {
+		var inj Injected
+		if code := other.do("POST", "/v1/runs/"+info.RunID+"/"+path, Inject{Text: "m" + strconv.Itoa(i)}, &inj); code != http.StatusOK {
+			t.Fatalf("%s %d on the other node: %d %+v", path, i, code, inj)
+		}
+	}
+	checkInjectFull(t, other, info.RunID, 2)
+	// Both reached the owner before its reply ends.
+	for delivered := 0; delivered < 2; time.Sleep(20 * time.Millisecond) {
+		if err := admin.QueryRow(context.Background(), `SELECT count(*) FROM run_commands WHERE run_id = $1 AND consumed_at IS NOT NULL`,
+			info.RunID).Scan(&delivered); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(first)
+	// The run reads the steered message at its next turn; the follow-up
+	// keeps its place until the run would stop.
+	for n := 0; n < 1; {
+		ms := st.until(t, "message_start")
+		if m := ms[len(ms)-1].fields(t); m["message"].(map[string]any)["role"] == "user" {
+			n++
+		}
+	}
+	st.until(t, "message_update") // the held second reply streams
+	var inj Injected
+	deadline := time.Now().Add(10 * time.Second)
+	code := 0
+	for code != http.StatusOK && time.Now().Before(deadline) {
+		// The read is recorded just after the message_start went out.
+		if code = other.do("POST", "/v1/runs/"+info.RunID+"/steer", Inject{Text: "again"}, &inj); code != http.StatusOK {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if code != http.StatusOK {
+		t.Fatalf("steer after the run read the first one: %d %+v", code, inj)
+	}
+	var e wireError
+	if code := other.do("POST", "/v1/runs/"+info.RunID+"/steer", Inject{Text: "full again"}, &e); code != http.StatusTooManyRequests {
+		t.Fatalf("steer beyond the bound again: %d %+v", code, e)
+	}
+	close(second)
+	st.until(t, "run_end")
 }

@@ -560,7 +560,7 @@ func (s *Server) Steer(ctx context.Context, runID, text string, follow bool) (In
 		if follow {
 			kind = cluster.CommandFollowUp
 		}
-		if e := s.sendCommand(ctx, runID, kind, text); e != nil {
+		if e := s.sendMessage(ctx, runID, kind, text); e != nil {
 			return Injected{}, e
 		}
 		if follow {
@@ -609,8 +609,10 @@ func (s *Server) Steer(ctx context.Context, runID, text string, follow bool) (In
 
 // injectFull is the answer to a steer or follow-up beyond
 // Config.InjectQueue.
-func (s *Server) injectFull(rs *runState) *Error {
-	e := errorf(CodeQueueFull, "run %s already has %d steer and follow-up messages it has not read yet; wait for the run to read them (their message_start events) or to end, then send again", rs.id, s.cfg.InjectQueue)
+func (s *Server) injectFull(rs *runState) *Error { return s.injectFullID(rs.id) }
+
+func (s *Server) injectFullID(runID string) *Error {
+	e := errorf(CodeQueueFull, "run %s already has %d steer and follow-up messages it has not read yet; wait for the run to read them (their message_start events) or to end, then send again", runID, s.cfg.InjectQueue)
 	e.RetryAfter = time.Second
 	return e
 }
@@ -619,12 +621,18 @@ func (s *Server) injectFull(rs *runState) *Error {
 // of the messages steered into it.
 func (s *Server) readInjected(rs *runState) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !rs.promptSeen && !rs.resume {
 		rs.promptSeen = true
+		s.mu.Unlock()
 		return
 	}
 	rs.injected = max(rs.injected-1, 0)
+	remote := rs.remote > 0
+	rs.remote = max(rs.remote-1, 0)
+	s.mu.Unlock()
+	if remote {
+		s.markRead(rs)
+	}
 }
 
 // AbortRun aborts a run, queued or running. Its end is the run_end event

@@ -394,6 +394,24 @@ func TestDeleteSessionOnDelete(t *testing.T) {
 	}
 }
 
+// checkInjectFull checks that a steer and a follow-up to run runID on tsv
+// get 429 queue_full naming the bound, retryable with Retry-After.
+func checkInjectFull(t *testing.T, tsv *testServer, runID string, bound int) {
+	t.Helper()
+	for _, path := range []string{"steer", "follow-up"} {
+		var e wireError
+		resp := tsv.request("POST", "/v1/runs/"+runID+"/"+path, Inject{Text: "one too many"}, nil)
+		code := resp.StatusCode
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if code != http.StatusTooManyRequests || e.Error.Code != CodeQueueFull || !e.Error.Retryable ||
+			!strings.Contains(e.Error.Message, strconv.Itoa(bound)+" steer and follow-up messages") ||
+			!strings.Contains(e.Error.Message, "wait for the run") || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("%s beyond the bound: %d %+v (Retry-After %q)", path, code, e, resp.Header.Get("Retry-After"))
+		}
+	}
+}
+
 // Steer and follow-up messages a run has not read yet are bounded
 // (Config.InjectQueue): beyond, 429 queue_full says to wait for the run;
 // once the run has read them (its next turn), there is room again.
@@ -411,18 +429,7 @@ func TestInjectQueueBound(t *testing.T) {
 			t.Fatalf("%s %d: %d %+v", path, i, code, inj)
 		}
 	}
-	for _, path := range []string{"steer", "follow-up"} {
-		var e wireError
-		resp := tsv.request("POST", "/v1/runs/"+a.RunID+"/"+path, Inject{Text: "one too many"}, nil)
-		code := resp.StatusCode
-		json.NewDecoder(resp.Body).Decode(&e)
-		resp.Body.Close()
-		if code != http.StatusTooManyRequests || e.Error.Code != CodeQueueFull || !e.Error.Retryable ||
-			!strings.Contains(e.Error.Message, "3 steer and follow-up messages") || !strings.Contains(e.Error.Message, "wait for the run") ||
-			resp.Header.Get("Retry-After") == "" {
-			t.Fatalf("%s beyond the bound: %d %+v (Retry-After %q)", path, code, e, resp.Header.Get("Retry-After"))
-		}
-	}
+	checkInjectFull(t, tsv, a.RunID, 3)
 	// The same bound holds for a run start that steers.
 	body := map[string]any{"input": "steer by start", "idempotencyKey": "s", "onBusy": "steer"}
 	var e wireError

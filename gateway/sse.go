@@ -128,6 +128,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sessionID, 
 	if bw.flush() != nil || rc.Flush() != nil {
 		return
 	}
+	ended = ended || res.runEnded // it ended while the stream began
 	if ended && res.Replayed == 0 && !res.Resync {
 		return // nothing of the run after after: its run_end was sent before
 	}

@@ -140,6 +140,9 @@ type runState struct {
 	// first user message the run reads is its own prompt.
 	injected   int
 	promptSeen bool
+	// remote: of the injected, those another node sent (a claimed
+	// run's commands), whose reading the cluster is told (MarkRead).
+	remote int
 	// finished is closed once the run has ended and its session moved on.
 	finished chan struct{}
 	finOnce  sync.Once

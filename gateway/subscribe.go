@@ -46,6 +46,9 @@ type SubscribeResult struct {
 	// the head): the client must refetch the session, its messages and its
 	// pending approvals; live events follow.
 	Resync bool `json:"resync"`
+	// runEnded: a run subscription that resyncs to a run whose run_end
+	// has gone out already; nothing of it is left to come live.
+	runEnded bool
 }
 
 // subscribe subscribes to the events of session id (runID "") or of one
@@ -81,6 +84,7 @@ func (s *Server) subscribe(sessionID, runID string, afterSeq int64) (*subscripti
 			res.Resync = true
 			sub.q = append(sub.q, frame{seq: ss.seq, typ: EventResync, runID: runID,
 				data: gatewayEvent(EventResync, ss.seq, runID, ss.id, map[string]any{"oldestSeq": oldest, "headSeq": ss.seq})})
+			res.runEnded = runID != "" && s.runEndSentLocked(ss, runID)
 		} else {
 			for _, f := range ss.ring[ss.ringHead:] {
 				if f.seq > afterSeq && (runID == "" || f.runID == runID) {
@@ -112,6 +116,21 @@ func (s *Server) subscribe(sessionID, runID string, afterSeq int64) (*subscripti
 		sub.wake <- struct{}{}
 	}
 	return sub, res, nil
+}
+
+// runEndSentLocked says run runID of ss has emitted its run_end: the run
+// has finished, or its run_end is in the ring (it ends before finish
+// runs). s.mu and ss.emu are held.
+func (s *Server) runEndSentLocked(ss *sessionState, runID string) bool {
+	if rs := s.runs[runID]; rs != nil && rs.ended {
+		return true
+	}
+	for _, f := range ss.ring[ss.ringHead:] {
+		if f.typ == "run_end" && f.runID == runID && !f.noID {
+			return true
+		}
+	}
+	return false
 }
 
 // offer queues a live frame, or cuts the subscription when its queue is

@@ -127,6 +127,12 @@ func (s *run) execute(ctx context.Context, key, lane, sessID, source string, cre
 	// run's end does (session_end hooks, closing the session), so a client
 	// may stop reading at it.
 	defer func() {
+		if res.Reason == "" && err != nil && ctx.Err() != nil {
+			// Stopped before an attempt began (Abort while the session
+			// was being opened): the run was aborted, whatever the
+			// store's error says.
+			res.Reason, res.Message = ReasonAborted, "the run was aborted"
+		}
 		end := res
 		if end.Err == nil && err != nil {
 			end.Err = err

@@ -134,6 +134,47 @@ func startAskedRun(t *testing.T) clusterRun {
 	return startClusterRun(t, nil, []string{"--approve", "ask"}, "-rounds", "1", "-text", "3", "-cmd", "echo start >> started.txt")
 }
 
+// waitApprovalRequested returns the approvalId of the first
+// approval_requested on st (a stream on the node that does not run it).
+func waitApprovalRequested(t *testing.T, st <-chan sseEvent, owner *servedCLI) string {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case ev := <-st:
+			if id, _ := ev.data["approvalId"].(string); ev.typ == "approval_requested" && id != "" {
+				return id
+			}
+		case <-timeout:
+			t.Fatalf("no approval_requested on the other node: %s", owner.stderr)
+		}
+	}
+}
+
+// sigtermHandsOff sends SIGTERM to the run's owner (its drain short), waits
+// for it to exit and for the run to succeed on the other node, and returns
+// the run's attempt and when the signal went.
+func sigtermHandsOff(t *testing.T, cr clusterRun) (attempt int, term time.Time) {
+	t.Helper()
+	if err := cr.owner.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	term = time.Now()
+	select {
+	case <-cr.owner.done:
+	case <-time.After(8 * time.Second):
+		t.Fatalf("the node did not exit within 8 s of SIGTERM (drain 1 s): %s", cr.owner.stderr)
+	}
+	exited := time.Since(term)
+	attempt = waitRunStatus(t, cr.db, cr.runID, "succeeded", 15*time.Second)
+	t.Logf("node exited %s after SIGTERM; the run ended on the other node %s after it (attempt %d)",
+		exited.Round(time.Millisecond), time.Since(term).Round(time.Millisecond), attempt)
+	if attempt != 2 {
+		t.Errorf("attempt %d, want 2 (one handoff)", attempt)
+	}
+	return attempt, term
+}
+
 // ownerOf is the node whose process holds run id (the lease owner names
 // host/pid/…).
 func ownerOf(t *testing.T, db *pgxpool.Pool, nodes []*servedCLI, runID string) (*servedCLI, int) {
@@ -422,19 +463,7 @@ func TestServeClusterApprovalOnAnotherNode(t *testing.T) {
 	owner, other, db, ws := ar.owner, ar.other, ar.db, ar.ws
 	sess := struct{ ID string }{ar.sessionID}
 	run := struct{ RunID string }{ar.runID}
-	st := other.sessionStream(t, sess.ID)
-	var apID string
-	timeout := time.After(20 * time.Second)
-	for apID == "" {
-		select {
-		case ev := <-st:
-			if ev.typ == "approval_requested" {
-				apID, _ = ev.data["approvalId"].(string)
-			}
-		case <-timeout:
-			t.Fatalf("no approval_requested on the other node: %s", owner.stderr)
-		}
-	}
+	apID := waitApprovalRequested(t, other.sessionStream(t, sess.ID), owner)
 	if _, err := os.Stat(filepath.Join(ws, "started.txt")); err == nil {
 		t.Fatal("the call ran before it was approved")
 	}

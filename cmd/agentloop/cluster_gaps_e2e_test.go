@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -232,22 +231,7 @@ func TestServeClusterSIGTERMHandsOff(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := cr.owner.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	term := time.Now()
-	select {
-	case <-cr.owner.done:
-	case <-time.After(8 * time.Second):
-		t.Fatalf("the node did not exit within 8 s of SIGTERM (drain 1 s): %s", cr.owner.stderr)
-	}
-	exited := time.Since(term)
-	attempt := waitRunStatus(t, cr.db, cr.runID, "succeeded", 15*time.Second)
-	t.Logf("node exited %s after SIGTERM; the run ended on the other node %s after it (attempt %d)",
-		exited.Round(time.Millisecond), time.Since(term).Round(time.Millisecond), attempt)
-	if attempt != 2 {
-		t.Errorf("attempt %d, want 2 (one handoff)", attempt)
-	}
+	sigtermHandsOff(t, cr)
 	if !strings.Contains(cr.owner.stderr.String(), "handed to another node") {
 		t.Errorf("the stopping node did not say it handed its run over: %s", cr.owner.stderr)
 	}

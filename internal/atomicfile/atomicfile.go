@@ -1,6 +1,6 @@
 // Package atomicfile replaces small files so that a crash leaves the old
 // content or the new one, whole: never a torn or empty file. The session
-// store's rewrites and the gateway's seq files use it.
+// store's rewrites, the gateway's seq files and auth's state file use it.
 //
 // It imports only the standard library.
 package atomicfile

@@ -65,6 +65,16 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	return s, nil
 }
 
+// WithLeaseTTL returns a store on the same pool and owner whose leases
+// last ttl unless renewed (0: until closed). Package cluster opens the
+// sessions a node works on outside its claims (a compaction) through it,
+// so a node that dies meanwhile leaves a lease that expires.
+func (s *Store) WithLeaseTTL(ttl time.Duration) *Store {
+	c := *s
+	c.ttl = ttl
+	return &c
+}
+
 // Owner returns the name this store takes leases under.
 func (s *Store) Owner() string { return s.owner }
 
