@@ -151,7 +151,16 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		return nil, &harness.PreflightError{Harness: ID, Err: fmt.Errorf("serve the run's tools: %w", err)}
 	}
 	defer ts.Close()
-	args = append(args, mcpArgs(ts)...)
+	tmp, err := os.MkdirTemp("", "agentloop-claude-")
+	if err != nil {
+		return nil, &harness.PreflightError{Harness: ID, Err: err}
+	}
+	defer os.RemoveAll(tmp)
+	mcp, err := mcpArgs(ts, tmp)
+	if err != nil {
+		return nil, &harness.PreflightError{Harness: ID, Err: err}
+	}
+	args = append(args, mcp...)
 	args = append(args, settingsArgs()...)
 	args = append(args, h.cfg.Args...)
 	dir := a.Cwd

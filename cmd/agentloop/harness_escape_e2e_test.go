@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue 25: a workspace agentloop does not trust has its .mcp.json servers
+// left unstarted, and that holds on Claude Code too: it is started with
+// only our tool server, not the workspace's servers (which it would start
+// by itself, beyond agentloop's trust, policy and approval).
+func TestE2EHarnessClaudeCodeUntrustedMCP(t *testing.T) {
+	base := mockLLM(t, "-rounds", "0", "-text", "2")
+	home, ws := t.TempDir(), t.TempDir()
+	marker := filepath.Join(t.TempDir(), "started")
+	servers := `{"mcpServers":{"files":{"type":"stdio","command":"sh","args":["-c","touch ` + marker + `; sleep 2"]}}}`
+	if err := os.WriteFile(filepath.Join(ws, ".mcp.json"), []byte(servers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := execCLI(t, claudeEnv(t, base), home, "run", "--harness", "claude-code", "--model", "anthropic/mock-claude",
+		"--cwd", ws, "hello")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	time.Sleep(300 * time.Millisecond) // a server started late still shows
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("Claude Code started the untrusted workspace's .mcp.json server")
+	}
+}
+
+// Issue 25: the bearer token of the run's tool server (which runs bash for
+// whoever holds it) is not on Claude Code's command line, where every user
+// of the machine reads it (/proc/<pid>/cmdline, ps).
+func TestE2EHarnessClaudeCodeTokenNotInArgs(t *testing.T) {
+	base := mockLLM(t, "-rounds", "0", "-text", "2")
+	home, ws := t.TempDir(), t.TempDir()
+	argv := filepath.Join(t.TempDir(), "argv")
+	env := claudeEnv(t, base)
+	wrapper := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > '" + argv + "'\nexec '" + claudeCode(t) + "' \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, envClaudeCommand+"="+wrapper)
+	code, out, errs := execCLI(t, env, home, "run", "--harness", "claude-code", "--model", "anthropic/mock-claude",
+		"--cwd", ws, "hello")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	b, err := os.ReadFile(argv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "--mcp-config") {
+		t.Fatalf("no --mcp-config in Claude Code's arguments:\n%s", b)
+	}
+	if strings.Contains(string(b), "Bearer") {
+		t.Errorf("the tool server's token is on Claude Code's command line:\n%s", b)
+	}
+}
