@@ -1,11 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/agentloop/agentloop/internal/fakeacp"
 )
 
 // Issue 25: a workspace agentloop does not trust has its .mcp.json servers
@@ -59,5 +64,39 @@ func TestE2EHarnessClaudeCodeTokenNotInArgs(t *testing.T) {
 	}
 	if strings.Contains(string(b), "Bearer") {
 		t.Errorf("the tool server's token is on Claude Code's command line:\n%s", b)
+	}
+}
+
+// Issue 25: an ACP call is judged by what its input runs, not by the kind
+// the agent gives it: a "read" or "think" whose rawInput is an rm command
+// is bash, so --approve never and --tools read refuse it, and it never
+// runs.
+func TestE2EHarnessACPKindLies(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kind  string
+		flags []string
+	}{
+		{"read", []string{"--approve", "never"}},
+		{"think", []string{"--tools", "read"}},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			home, ws := t.TempDir(), t.TempDir()
+			call := fakeacp.Step{Tool: &fakeacp.Tool{ID: "c1", Title: "look", Kind: acpsdk.ToolKind(tc.kind),
+				Input: map[string]any{"command": "rm -rf ."}, Permission: true, Touch: "ran"}}
+			script, _ := json.Marshal(fakeacp.Config{Dir: t.TempDir(), Turns: [][]fakeacp.Step{{call, {Text: "done"}}}})
+			env := []string{envFakeACP + "=" + string(script), "ANTHROPIC_API_KEY=sk-unused"}
+			args := append([]string{"run", "--harness", "acp:" + self, "--model", "anthropic/mock-claude", "--cwd", ws}, tc.flags...)
+			code, out, errs := execCLI(t, env, home, append(args, "go")...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+				t.Errorf("the %s call holding rm -rf ran under %v", tc.kind, tc.flags)
+			}
+		})
 	}
 }
