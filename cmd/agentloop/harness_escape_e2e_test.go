@@ -10,6 +10,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/internal/fakeacp"
 )
 
@@ -98,5 +99,30 @@ func TestE2EHarnessACPKindLies(t *testing.T) {
 				t.Errorf("the %s call holding rm -rf ran under %v", tc.kind, tc.flags)
 			}
 		})
+	}
+}
+
+// Issue 25: Claude Code's Monitor runs a shell command as its Bash does, so
+// a Bash deny rule refuses Monitor's command too (judged as our bash);
+// before, it was judged under its own name and no Bash rule matched it.
+func TestE2EHarnessClaudeCodeMonitorIsBash(t *testing.T) {
+	base := mockLLM(t, "-rounds", "1", "-text", "2", "-tool", "Monitor",
+		"-args", `{"description":"watch","timeout_ms":5000,"command":"touch monitored"}`)
+	home, ws := t.TempDir(), t.TempDir()
+	writeClaudeSettings(t, filepath.Join(ws, ".claude", "settings.json"), perms(nil, []string{"Bash(touch *)"}, nil))
+	if _, err := hook.Trust(home, ws); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := execCLI(t, claudeEnv(t, base), home, "run", "--harness", "claude-code", "--model", "anthropic/mock-claude",
+		"--cwd", ws, "--approve", "auto", "watch")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	time.Sleep(500 * time.Millisecond) // Monitor's command runs in the background
+	if _, err := os.Stat(filepath.Join(ws, "monitored")); err == nil {
+		t.Error("Monitor ran touch past the deny rule Bash(touch *)")
+	}
+	if m := resultOf(t, home, sessionOf(t, errs), "Monitor"); m != nil && !m.IsError {
+		t.Errorf("Monitor's result %q, want the refusal", m.Text())
 	}
 }

@@ -46,7 +46,10 @@ var (
 // WebSearch, Task, MCP tools of its own settings) are judged by their own
 // name: not read-only, so --approve never refuses them and ask asks.
 var natives = map[string]native{
-	"Bash":         {fields: map[string]string{"command": "command"}},
+	"Bash": {fields: map[string]string{"command": "command"}},
+	// Monitor runs its command in a shell as Bash does (its other source,
+	// a WebSocket, leaves no command: not read-only, matched by no rule).
+	"Monitor":      {fields: map[string]string{"command": "command"}},
 	"Read":         {fields: map[string]string{"file_path": "path", "offset": "offset", "limit": "limit"}, readOnly: true},
 	"NotebookRead": {fields: map[string]string{"notebook_path": "path"}, readOnly: true},
 	"Write":        {fields: map[string]string{"file_path": "path", "content": "content"}},
