@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,7 +92,7 @@ func newSessionsDeleteCmd(env *cliEnv) *cobra.Command {
 		Short: "Delete a session, and the external engines' sessions it was bound to",
 		Long: `Deletes the session's transcript (ID or a unique prefix of it), then the sessions of the external
 engines (--harness) it was ever bound to, where the engine has a delete: pi's session file, Claude
-Code's session. It asks nothing and prints what it deleted. A session whose run is live (its lock is
+Code's session; one that another session (a fork) is bound to as well is kept. It asks nothing and prints what it deleted. A session whose run is live (its lock is
 held) is refused and kept. An engine session that cannot be deleted is reported on stderr; the
 session itself is gone either way.`,
 		Args: cobra.ExactArgs(1),
@@ -107,6 +110,7 @@ session itself is gone either way.`,
 				return err
 			}
 			id := t.Header.ID
+			shared := boundElsewhere(c.Context(), st, t)
 			if err := st.Delete(c.Context(), id); err != nil {
 				if le := (*session.LockedError)(nil); errors.As(err, &le) {
 					return fmt.Errorf("not deleted: %w", le) // a live run
@@ -114,7 +118,20 @@ session itself is gone either way.`,
 				return err
 			}
 			fmt.Fprintf(env.stdout, "deleted session %s (%s)\n", id, path)
-			harness.ForgetEach(c.Context(), t, engineByID(env), func(b harness.Binding, err error) {
+			own, told := *t, map[string]bool{} // t without the bindings a fork shares
+			own.Entries = nil
+			for _, e := range t.Entries {
+				k := bindingKey(e.Harness, e.NativeID)
+				if other := shared[k]; e.Type == session.EntryHarnessBinding && other != "" {
+					if !told[k] {
+						told[k] = true
+						fmt.Fprintf(env.stdout, "kept its %s session %s (session %s is bound to it too)\n", e.Harness, e.NativeID, other)
+					}
+					continue
+				}
+				own.Entries = append(own.Entries, e)
+			}
+			harness.ForgetEach(c.Context(), &own, engineByID(env), func(b harness.Binding, err error) {
 				switch {
 				case err == nil:
 					fmt.Fprintf(env.stdout, "deleted its %s session %s\n", b.Harness, b.NativeID)
@@ -170,4 +187,45 @@ transcript is kept.`,
 	}
 	sf.add(cmd)
 	return cmd
+}
+
+func bindingKey(harness, native string) string { return harness + "\x00" + native }
+
+// boundElsewhere returns, for each native session t was bound to that
+// another session of st is bound to as well, that session's id. A fork
+// copies its source's bindings, so both resume the engine's one session:
+// deleting either must not take it from under the other.
+func boundElsewhere(ctx context.Context, st *session.JSONLStore, t *session.Transcript) map[string]string {
+	mine := map[string]bool{}
+	var natives [][]byte
+	for _, e := range t.Entries {
+		if k := bindingKey(e.Harness, e.NativeID); e.Type == session.EntryHarnessBinding && e.NativeID != "" && !mine[k] {
+			mine[k] = true
+			natives = append(natives, []byte(e.NativeID))
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	infos, _ := st.List(ctx, "")
+	out := map[string]string{}
+	for _, in := range infos {
+		if in.ID == t.Header.ID || in.Path == "" {
+			continue
+		}
+		data, err := os.ReadFile(in.Path)
+		if err != nil || !slices.ContainsFunc(natives, func(n []byte) bool { return bytes.Contains(data, n) }) {
+			continue // the cheap test first: most sessions name none of them
+		}
+		other, err := session.LoadFile(in.Path)
+		if err != nil {
+			continue
+		}
+		for _, e := range other.Entries {
+			if k := bindingKey(e.Harness, e.NativeID); e.Type == session.EntryHarnessBinding && mine[k] && out[k] == "" {
+				out[k] = in.ID
+			}
+		}
+	}
+	return out
 }
