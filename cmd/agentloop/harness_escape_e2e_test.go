@@ -126,3 +126,31 @@ func TestE2EHarnessClaudeCodeMonitorIsBash(t *testing.T) {
 		t.Errorf("Monitor's result %q, want the refusal", m.Text())
 	}
 }
+
+// Issue 25: pi runs the input it asked about, not a hook's rewrite of it
+// (its tool_call gate takes no new input). A PreToolUse hook that rewrites
+// pi's call must not have the approval judge the rewrite while pi runs the
+// original: under --approve never a rewrite into ls let pi's write run.
+// Such a call is refused, and says why.
+func TestE2EHarnessPiHookRewriteRefused(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	rewrite := `cat >/dev/null; echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":"ls"}}}'`
+	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash",
+		"hooks": []any{map[string]any{"type": "command", "command": rewrite}}}}}})
+	writeFile(t, filepath.Join(ws, ".agentloop", "settings.json"), string(settings))
+	if _, err := hook.Trust(home, ws); err != nil {
+		t.Fatal(err)
+	}
+	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "echo hi > original.txt")
+	code, out, errs := execCLI(t, piEnv(t, base), home, "run", "--harness", "pi", "--model", "anthropic/mock-claude",
+		"--cwd", ws, "--approve", "never", "go")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "original.txt")); err == nil {
+		t.Error("pi ran its original command, approved as the hook's rewrite")
+	}
+	if m := resultOf(t, home, sessionOf(t, errs), "bash"); m != nil && (!m.IsError || !strings.Contains(m.Text(), "rewrote")) {
+		t.Errorf("the call's result %q (error %v), want the refusal naming the rewrite", m.Text(), m.IsError)
+	}
+}

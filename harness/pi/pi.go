@@ -426,7 +426,7 @@ func (t *turn) answer(ctx context.Context, ev *event) error {
 	// and the approval (--tools keeps pi from offering it at all).
 	allow, reason := t.a.ToolAllowed(harness.PiTool(q.ToolName, t.a.Tools))
 	if allow {
-		_, allow, reason = t.a.Approve(ctx, tool.Call{ID: q.ToolCallID, Name: q.ToolName, Args: q.Input})
+		allow, reason = t.a.ApproveAsAsked(ctx, tool.Call{ID: q.ToolCallID, Name: q.ToolName, Args: q.Input})
 	}
 	value := "allow"
 	if allow {
