@@ -16,6 +16,7 @@ import (
 	"github.com/agentloop/agentloop/harness/acp"
 	"github.com/agentloop/agentloop/harness/claudecode"
 	"github.com/agentloop/agentloop/harness/pi"
+	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/session"
 )
 
@@ -49,7 +50,14 @@ func engineNamed(env *cliEnv, name string) (harness.Harness, error) {
 	case name == "" || name == harness.BuiltinID:
 		return nil, nil
 	case name == claudecode.ID:
-		return claudecode.New(&claudecode.Config{Command: env.getenv(envClaudeCommand)}), nil
+		return claudecode.New(&claudecode.Config{Command: env.getenv(envClaudeCommand), Trusted: func(cwd string) bool {
+			home, err := agentloopHome(env.getenv)
+			if err != nil {
+				return false
+			}
+			ok, _ := hook.Trusted(home, cwd)
+			return ok
+		}}), nil
 	case name == pi.ID:
 		return pi.New(&pi.Config{Command: env.getenv(envPiCommand), Model: env.getenv(envPiModel)}), nil
 	case strings.HasPrefix(name, "acp:"):

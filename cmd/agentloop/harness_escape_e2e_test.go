@@ -154,3 +154,32 @@ func TestE2EHarnessPiHookRewriteRefused(t *testing.T) {
 		t.Errorf("the call's result %q (error %v), want the refusal naming the rewrite", m.Text(), m.IsError)
 	}
 }
+
+// Issue 25: Claude Code reads the workspace's .claude/settings.json even in
+// print mode, where it asks nobody to trust the workspace, and runs the
+// commands it names (apiKeyHelper: a shell command at start). In a
+// workspace agentloop does not trust, it loads only the user's settings;
+// in a trusted one the workspace's as well.
+func TestE2EHarnessClaudeCodeUntrustedSettings(t *testing.T) {
+	base := mockLLM(t, "-rounds", "0", "-text", "2")
+	for _, trusted := range []bool{false, true} {
+		t.Run(map[bool]string{false: "untrusted", true: "trusted"}[trusted], func(t *testing.T) {
+			home, ws := t.TempDir(), t.TempDir()
+			marker := filepath.Join(t.TempDir(), "helper-ran")
+			writeFile(t, filepath.Join(ws, ".claude", "settings.json"), `{"apiKeyHelper":"touch `+marker+`; echo sk-mock"}`)
+			if trusted {
+				if _, err := hook.Trust(home, ws); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, out, errs := execCLI(t, claudeEnv(t, base), home, "run", "--harness", "claude-code", "--model", "anthropic/mock-claude",
+				"--cwd", ws, "hello")
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+			}
+			if _, err := os.Stat(marker); (err == nil) != trusted {
+				t.Errorf("the workspace's apiKeyHelper ran: %v, want %v", err == nil, trusted)
+			}
+		})
+	}
+}
