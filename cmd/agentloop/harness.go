@@ -50,16 +50,9 @@ func engineNamed(env *cliEnv, name string) (harness.Harness, error) {
 	case name == "" || name == harness.BuiltinID:
 		return nil, nil
 	case name == claudecode.ID:
-		return claudecode.New(&claudecode.Config{Command: env.getenv(envClaudeCommand), Trusted: func(cwd string) bool {
-			home, err := agentloopHome(env.getenv)
-			if err != nil {
-				return false
-			}
-			ok, _ := hook.Trusted(home, cwd)
-			return ok
-		}}), nil
+		return claudecode.New(&claudecode.Config{Command: env.getenv(envClaudeCommand), Trusted: trustedWorkspace(env)}), nil
 	case name == pi.ID:
-		return pi.New(&pi.Config{Command: env.getenv(envPiCommand), Model: env.getenv(envPiModel)}), nil
+		return pi.New(&pi.Config{Command: env.getenv(envPiCommand), Model: env.getenv(envPiModel), Trusted: trustedWorkspace(env)}), nil
 	case strings.HasPrefix(name, "acp:"):
 		cfg, err := acp.Parse(name)
 		if err != nil {
@@ -78,6 +71,19 @@ func engineNamed(env *cliEnv, name string) (harness.Harness, error) {
 		return acp.New(cfg), nil
 	}
 	return nil, fmt.Errorf("%q: want builtin, claude-code, pi or acp:<command>", name)
+}
+
+// trustedWorkspace says whether the user trusts a workspace (agentloop
+// trust): there an engine may load the workspace's own configuration.
+func trustedWorkspace(env *cliEnv) func(cwd string) bool {
+	return func(cwd string) bool {
+		home, err := agentloopHome(env.getenv)
+		if err != nil {
+			return false
+		}
+		ok, _ := hook.Trusted(home, cwd)
+		return ok
+	}
 }
 
 // engineByID returns the external engine of a binding's harness id, for

@@ -183,3 +183,42 @@ func TestE2EHarnessClaudeCodeUntrustedSettings(t *testing.T) {
 		})
 	}
 }
+
+// Issue 25: pi discovers extensions in the workspace (.pi/extensions/),
+// JavaScript it runs at start: in a workspace agentloop does not trust it
+// is started with --no-extensions (ours are given by path and still load);
+// in a trusted one the workspace's extensions load as pi would.
+func TestE2EHarnessPiUntrustedExtensions(t *testing.T) {
+	base := mockLLM(t, "-rounds", "1", "-text", "2", "-cmd", "echo hi > made.txt")
+	env := piEnv(t, base)
+	for _, trusted := range []bool{false, true} {
+		t.Run(map[bool]string{false: "untrusted", true: "trusted"}[trusted], func(t *testing.T) {
+			home, ws := t.TempDir(), t.TempDir()
+			marker := filepath.Join(t.TempDir(), "extension-ran")
+			writeFile(t, filepath.Join(ws, ".pi", "extensions", "workspace.js"),
+				`import { writeFileSync } from "node:fs";
+export default function () { writeFileSync(`+"`"+marker+"`"+`, "x"); }
+`)
+			if trusted {
+				if _, err := hook.Trust(home, ws); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, out, errs := execCLI(t, env, home, "run", "--harness", "pi", "--model", "anthropic/mock-claude",
+				"--cwd", ws, "--approve", "never", "hello")
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+			}
+			if _, err := os.Stat(marker); (err == nil) != trusted {
+				t.Errorf("the workspace's pi extension ran: %v, want %v", err == nil, trusted)
+			}
+			// Our gate is an extension too: it still refuses pi's write.
+			if _, err := os.Stat(filepath.Join(ws, "made.txt")); err == nil {
+				t.Error("pi's write ran past --approve never: our gate extension was not loaded")
+			}
+			if m := resultOf(t, home, sessionOf(t, errs), "bash"); m != nil && !m.IsError {
+				t.Errorf("pi's bash write was not refused: %s", m.Text())
+			}
+		})
+	}
+}

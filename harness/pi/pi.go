@@ -95,6 +95,11 @@ type Config struct {
 	// Args are added after ours; Env is pi's environment (nil: ours).
 	Args []string
 	Env  []string
+	// Trusted says whether the user trusts the workspace at cwd. pi
+	// discovers extensions in it (.pi/extensions), JavaScript it runs at
+	// start: outside a trusted workspace (nil trusts none) pi is started
+	// with --no-extensions, which leaves out those of ~/.pi/agent too.
+	Trusted func(cwd string) bool
 }
 
 // Harness runs attempts on pi.
@@ -175,6 +180,11 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		args = append(args, "-e", tools)
 	}
 	args = append(args, toolsArgs(a)...)
+	if h.cfg.Trusted == nil || !h.cfg.Trusted(a.Cwd) {
+		// The workspace's .pi/extensions are code pi would run at start;
+		// ours above are named with -e and load all the same.
+		args = append(args, "--no-extensions")
+	}
 	if m := orStr(h.cfg.Model, a.ModelID); m != "" {
 		args = append(args, "--model", m)
 	}
