@@ -1,9 +1,12 @@
 package harness
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
@@ -113,6 +116,27 @@ func (a *Attempt) Approve(ctx context.Context, call tool.Call) (out tool.Call, a
 	}
 	allow, reason = a.Approval.Approve(ctx, call)
 	return call, allow, reason
+}
+
+// ApproveAsAsked is Approve for an engine that runs the arguments it asked
+// about, whatever a hook makes of them (pi, an ACP agent): a call a
+// PreToolUse hook rewrote is refused, since the approval judged the
+// rewrite while the engine would run the original.
+func (a *Attempt) ApproveAsAsked(ctx context.Context, call tool.Call) (allow bool, reason string) {
+	out, allow, reason := a.Approve(ctx, call)
+	if allow && !sameJSON(out.Args, call.Args) {
+		return false, fmt.Sprintf("Denied: a PreToolUse hook rewrote this %s call's arguments, and this engine can only run them as it asked (the rewrite cannot reach it). Do not retry it as it was.", call.Name)
+	}
+	return allow, reason
+}
+
+// sameJSON says a and b are the same JSON value (or the same bytes).
+func sameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
 // ToolDone reports the end of a call Approve let through to the core's

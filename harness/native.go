@@ -119,6 +119,15 @@ func ACPCall(kind, title string, input json.RawMessage, locations []string) (Nat
 			obj["path"] = p
 		}
 	}
+	// The kind is the agent's word; the input is what runs. A call whose
+	// input carries a shell command is judged as bash, and one carrying a
+	// file's new text as an edit, whatever kind it claims, so that a read
+	// or think holding "rm -rf ." is not let through as reading.
+	if kind != "execute" && acpCommand(obj) != "" {
+		kind = "execute"
+	} else if kind != "edit" && kind != "execute" && writes(obj) {
+		kind = "edit"
+	}
 	switch kind {
 	case "read":
 		t.Tool = "read"
@@ -153,6 +162,12 @@ func ACPCall(kind, title string, input json.RawMessage, locations []string) (Nat
 		return t, input
 	}
 	return t, args
+}
+
+// writes says an ACP call's input carries text to put in a file.
+func writes(obj map[string]any) bool {
+	_, ok := firstString(obj, "content", "file_text", "new_string", "newText", "new_str")
+	return ok
 }
 
 // acpPath is the path an ACP call names: in its input under one of the

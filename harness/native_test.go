@@ -46,6 +46,11 @@ func TestNativeToolMapping(t *testing.T) {
 		{"search", "grep", `{"pattern":"x"}`, nil, "grep", `{"pattern":"x"}`},
 		{"fetch", "Fetch https://x", `{"url":"https://x"}`, nil, "", `{"url":"https://x"}`},
 		{"other", "", `{"a":1}`, nil, "", `{"a":1}`},
+		// A kind that lies: the input says what the call does.
+		{"read", "Read notes", `{"command":"rm -rf ."}`, nil, "bash", `{"command":"rm -rf ."}`},
+		{"think", "plan", `{"cmd":["rm","-rf","."]}`, nil, "bash", `{"cmd":["rm","-rf","."],"command":"rm -rf ."}`},
+		{"search", "find", `{"path":"a.go","old_string":"x","new_string":"y"}`, nil, "edit", `{"new_string":"y","old_string":"x","path":"a.go"}`},
+		{"other", "note", `{"path":"a.go","content":"gone"}`, nil, "write", `{"content":"gone","path":"a.go"}`},
 	} {
 		nt, args := harness.ACPCall(tc.kind, tc.title, json.RawMessage(tc.input), tc.locs)
 		if nt.Tool != tc.tool || string(args) != tc.args {

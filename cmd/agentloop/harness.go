@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/agentloop/agentloop/harness/acp"
 	"github.com/agentloop/agentloop/harness/claudecode"
 	"github.com/agentloop/agentloop/harness/pi"
+	"github.com/agentloop/agentloop/hook"
 	"github.com/agentloop/agentloop/session"
 )
 
@@ -46,9 +50,9 @@ func engineNamed(env *cliEnv, name string) (harness.Harness, error) {
 	case name == "" || name == harness.BuiltinID:
 		return nil, nil
 	case name == claudecode.ID:
-		return claudecode.New(&claudecode.Config{Command: env.getenv(envClaudeCommand)}), nil
+		return claudecode.New(&claudecode.Config{Command: env.getenv(envClaudeCommand), Trusted: trustedWorkspace(env)}), nil
 	case name == pi.ID:
-		return pi.New(&pi.Config{Command: env.getenv(envPiCommand), Model: env.getenv(envPiModel)}), nil
+		return pi.New(&pi.Config{Command: env.getenv(envPiCommand), Model: env.getenv(envPiModel), Trusted: trustedWorkspace(env)}), nil
 	case strings.HasPrefix(name, "acp:"):
 		cfg, err := acp.Parse(name)
 		if err != nil {
@@ -67,6 +71,19 @@ func engineNamed(env *cliEnv, name string) (harness.Harness, error) {
 		return acp.New(cfg), nil
 	}
 	return nil, fmt.Errorf("%q: want builtin, claude-code, pi or acp:<command>", name)
+}
+
+// trustedWorkspace says whether the user trusts a workspace (agentloop
+// trust): there an engine may load the workspace's own configuration.
+func trustedWorkspace(env *cliEnv) func(cwd string) bool {
+	return func(cwd string) bool {
+		home, err := agentloopHome(env.getenv)
+		if err != nil {
+			return false
+		}
+		ok, _ := hook.Trusted(home, cwd)
+		return ok
+	}
 }
 
 // engineByID returns the external engine of a binding's harness id, for
@@ -89,7 +106,7 @@ func newSessionsDeleteCmd(env *cliEnv) *cobra.Command {
 		Short: "Delete a session, and the external engines' sessions it was bound to",
 		Long: `Deletes the session's transcript (ID or a unique prefix of it), then the sessions of the external
 engines (--harness) it was ever bound to, where the engine has a delete: pi's session file, Claude
-Code's session. It asks nothing and prints what it deleted. A session whose run is live (its lock is
+Code's session; one that another session (a fork) is bound to as well is kept. It asks nothing and prints what it deleted. A session whose run is live (its lock is
 held) is refused and kept. An engine session that cannot be deleted is reported on stderr; the
 session itself is gone either way.`,
 		Args: cobra.ExactArgs(1),
@@ -107,6 +124,7 @@ session itself is gone either way.`,
 				return err
 			}
 			id := t.Header.ID
+			shared := boundElsewhere(c.Context(), st, t)
 			if err := st.Delete(c.Context(), id); err != nil {
 				if le := (*session.LockedError)(nil); errors.As(err, &le) {
 					return fmt.Errorf("not deleted: %w", le) // a live run
@@ -114,7 +132,20 @@ session itself is gone either way.`,
 				return err
 			}
 			fmt.Fprintf(env.stdout, "deleted session %s (%s)\n", id, path)
-			harness.ForgetEach(c.Context(), t, engineByID(env), func(b harness.Binding, err error) {
+			own, told := *t, map[string]bool{} // t without the bindings a fork shares
+			own.Entries = nil
+			for _, e := range t.Entries {
+				k := bindingKey(e.Harness, e.NativeID)
+				if other := shared[k]; e.Type == session.EntryHarnessBinding && other != "" {
+					if !told[k] {
+						told[k] = true
+						fmt.Fprintf(env.stdout, "kept its %s session %s (session %s is bound to it too)\n", e.Harness, e.NativeID, other)
+					}
+					continue
+				}
+				own.Entries = append(own.Entries, e)
+			}
+			harness.ForgetEach(c.Context(), &own, engineByID(env), func(b harness.Binding, err error) {
 				switch {
 				case err == nil:
 					fmt.Fprintf(env.stdout, "deleted its %s session %s\n", b.Harness, b.NativeID)
@@ -170,4 +201,45 @@ transcript is kept.`,
 	}
 	sf.add(cmd)
 	return cmd
+}
+
+func bindingKey(harness, native string) string { return harness + "\x00" + native }
+
+// boundElsewhere returns, for each native session t was bound to that
+// another session of st is bound to as well, that session's id. A fork
+// copies its source's bindings, so both resume the engine's one session:
+// deleting either must not take it from under the other.
+func boundElsewhere(ctx context.Context, st *session.JSONLStore, t *session.Transcript) map[string]string {
+	mine := map[string]bool{}
+	var natives [][]byte
+	for _, e := range t.Entries {
+		if k := bindingKey(e.Harness, e.NativeID); e.Type == session.EntryHarnessBinding && e.NativeID != "" && !mine[k] {
+			mine[k] = true
+			natives = append(natives, []byte(e.NativeID))
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	infos, _ := st.List(ctx, "")
+	out := map[string]string{}
+	for _, in := range infos {
+		if in.ID == t.Header.ID || in.Path == "" {
+			continue
+		}
+		data, err := os.ReadFile(in.Path)
+		if err != nil || !slices.ContainsFunc(natives, func(n []byte) bool { return bytes.Contains(data, n) }) {
+			continue // the cheap test first: most sessions name none of them
+		}
+		other, err := session.LoadFile(in.Path)
+		if err != nil {
+			continue
+		}
+		for _, e := range other.Entries {
+			if k := bindingKey(e.Harness, e.NativeID); e.Type == session.EntryHarnessBinding && mine[k] && out[k] == "" {
+				out[k] = in.ID
+			}
+		}
+	}
+	return out
 }

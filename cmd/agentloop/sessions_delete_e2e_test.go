@@ -121,3 +121,38 @@ func TestE2EHarnessSessionsDeletePi(t *testing.T) {
 	}
 	gone(id)
 }
+
+// Issue 25: a fork of a session bound to pi carries the binding, so both
+// resume pi's one session file: deleting the fork keeps that file (and
+// says so), and the original's next turn still resumes it.
+func TestE2EHarnessSessionsDeleteKeepsSharedNative(t *testing.T) {
+	base := mockLLM(t, "-rounds", "0", "-text", "3")
+	env := piEnv(t, base)
+	home, ws := t.TempDir(), t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		code, out, errs := execCLI(t, env, home, append([]string{"run", "--harness", "pi", "--model", "anthropic/mock-claude", "--cwd", ws}, args...)...)
+		if code != 0 {
+			t.Fatalf("run %v: exit %d\nstdout %s\nstderr %s", args, code, out, errs)
+		}
+		return sessionOf(t, errs)
+	}
+	id := run("hello")
+	_, bindings := mirrored(t, home, id)
+	if len(bindings) != 1 {
+		t.Fatalf("bindings %v", bindings)
+	}
+	piFile := bindings[0]
+	fork := run("--fork", id, "and more")
+	if _, fb := mirrored(t, home, fork); len(fb) == 0 || fb[len(fb)-1] != piFile {
+		t.Skipf("the fork is bound to %v, not to the original's pi session %s: nothing shared", fb, piFile)
+	}
+	code, out, errs := execCLI(t, env, home, "sessions", "delete", fork)
+	if code != 0 || !strings.Contains(out, "deleted session "+fork) || !strings.Contains(out, "kept its pi session "+piFile) {
+		t.Errorf("delete the fork: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	if _, err := os.Stat(piFile); err != nil {
+		t.Fatalf("deleting the fork took the original's pi session: %v", err)
+	}
+	run("--session", id, "again")
+}

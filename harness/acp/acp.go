@@ -372,7 +372,7 @@ func (c *client) gate(ctx context.Context, call tool.Call) (bool, string, func(c
 	}
 	call.ID = c.gateIDLocked(key)
 	c.mu.Unlock()
-	_, ok, reason := c.a.Approve(ctx, call)
+	ok, reason := c.a.ApproveAsAsked(ctx, call) // the MCP server runs the call as the agent made it
 	if !ok {
 		c.mu.Lock()
 		if cl := c.calls[call.ID]; cl != nil {
@@ -625,7 +625,7 @@ func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissi
 		type verdict struct{ ok bool }
 		ch := make(chan verdict, 1)
 		go func() {
-			_, ok, _ := c.a.Approve(ctx, tool.Call{ID: id, Name: orStr(native.Tool, name), Args: judged})
+			ok, _ := c.a.ApproveAsAsked(ctx, tool.Call{ID: id, Name: orStr(native.Tool, name), Args: judged})
 			ch <- verdict{ok}
 		}()
 		select {

@@ -44,6 +44,12 @@ type Config struct {
 	Args []string
 	// Env is the engine's environment; nil means this process's.
 	Env []string
+	// Trusted says whether the user trusts the workspace at cwd. Claude
+	// Code in print mode asks nobody and would load the workspace's
+	// .claude/settings.json and settings.local.json, whose apiKeyHelper,
+	// env and statusLine run or steer it: outside a trusted workspace (nil
+	// trusts none) it loads the user's settings only.
+	Trusted func(cwd string) bool
 }
 
 // Harness runs attempts on Claude Code.
@@ -142,6 +148,9 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		args = append(args, "--append-system-prompt", a.System)
 	}
 	args = append(args, toolsArgs(a)...)
+	if h.cfg.Trusted == nil || !h.cfg.Trusted(a.Cwd) {
+		args = append(args, "--setting-sources", "user")
+	}
 	if _, err := exec.LookPath(h.cfg.Command); err != nil {
 		return nil, &harness.PreflightError{Harness: ID, Err: err}
 	}
@@ -151,7 +160,16 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		return nil, &harness.PreflightError{Harness: ID, Err: fmt.Errorf("serve the run's tools: %w", err)}
 	}
 	defer ts.Close()
-	args = append(args, mcpArgs(ts)...)
+	tmp, err := os.MkdirTemp("", "agentloop-claude-")
+	if err != nil {
+		return nil, &harness.PreflightError{Harness: ID, Err: err}
+	}
+	defer os.RemoveAll(tmp)
+	mcp, err := mcpArgs(ts, tmp)
+	if err != nil {
+		return nil, &harness.PreflightError{Harness: ID, Err: err}
+	}
+	args = append(args, mcp...)
 	args = append(args, settingsArgs()...)
 	args = append(args, h.cfg.Args...)
 	dir := a.Cwd

@@ -47,6 +47,9 @@ type field struct{ theirs, ours string }
 // slice of plain values, so that it costs nothing at start-up.
 var natives = []native{
 	{name: "Bash", fields: []field{{"command", "command"}}},
+	// Monitor runs its command in a shell as Bash does (its other source,
+	// a WebSocket, leaves no command: not read-only, matched by no rule).
+	{name: "Monitor", fields: []field{{"command", "command"}}},
 	{name: "Read", fields: []field{{"file_path", "path"}, {"offset", "offset"}, {"limit", "limit"}}, readOnly: true},
 	{name: "NotebookRead", fields: []field{{"notebook_path", "path"}}, readOnly: true},
 	{name: "Write", fields: []field{{"file_path", "path"}, {"content", "content"}}},

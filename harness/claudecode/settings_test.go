@@ -22,6 +22,8 @@ func TestEquivalent(t *testing.T) {
 		{"Bash", `{"command":"ls -la","description":"list"}`, "bash", `{"command":"ls -la"}`, true, true},
 		{"Bash", `{"command":"echo hi > made.txt"}`, "bash", `{"command":"echo hi > made.txt"}`, false, true},
 		{"Bash", `{}`, "bash", `{}`, false, true},
+		{"Monitor", `{"description":"d","timeout_ms":5000,"command":"rm -rf x"}`, "bash", `{"command":"rm -rf x"}`, false, true},
+		{"Monitor", `{"description":"d","timeout_ms":5000,"command":"tail -f log"}`, "bash", `{"command":"tail -f log"}`, true, true},
 		{"Write", `{"file_path":"/w/a","content":"x"}`, "write", `{"content":"x","path":"/w/a"}`, false, true},
 		{"Edit", `{"file_path":"/w/a","old_string":"a","new_string":"b"}`, "edit", `{"path":"/w/a"}`, false, true},
 		{"Glob", `{"pattern":"**/*.go","path":"/w"}`, "find", `{"path":"/w","pattern":"**/*.go"}`, true, true},

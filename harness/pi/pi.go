@@ -97,6 +97,11 @@ type Config struct {
 	// Args are added after ours; Env is pi's environment (nil: ours).
 	Args []string
 	Env  []string
+	// Trusted says whether the user trusts the workspace at cwd. pi
+	// discovers extensions in it (.pi/extensions), JavaScript it runs at
+	// start: outside a trusted workspace (nil trusts none) pi is started
+	// with --no-extensions, which leaves out those of ~/.pi/agent too.
+	Trusted func(cwd string) bool
 }
 
 // Harness runs attempts on pi.
@@ -177,6 +182,11 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 		args = append(args, "-e", tools)
 	}
 	args = append(args, toolsArgs(a)...)
+	if h.cfg.Trusted == nil || !h.cfg.Trusted(a.Cwd) {
+		// The workspace's .pi/extensions are code pi would run at start;
+		// ours above are named with -e and load all the same.
+		args = append(args, "--no-extensions")
+	}
 	if m := orStr(h.cfg.Model, a.ModelID); m != "" {
 		args = append(args, "--model", m)
 	}
@@ -470,7 +480,7 @@ func (t *turn) answer(ctx context.Context, ev *event) error {
 	// and the approval (--tools keeps pi from offering it at all).
 	allow, reason := t.a.ToolAllowed(harness.PiTool(q.ToolName, t.a.Tools))
 	if allow {
-		_, allow, reason = t.a.Approve(ctx, tool.Call{ID: q.ToolCallID, Name: q.ToolName, Args: q.Input})
+		allow, reason = t.a.ApproveAsAsked(ctx, tool.Call{ID: q.ToolCallID, Name: q.ToolName, Args: q.Input})
 	}
 	value := "allow"
 	if allow {
