@@ -132,20 +132,10 @@ session itself is gone either way.`,
 				return err
 			}
 			fmt.Fprintf(env.stdout, "deleted session %s (%s)\n", id, path)
-			own, told := *t, map[string]bool{} // t without the bindings a fork shares
-			own.Entries = nil
-			for _, e := range t.Entries {
-				k := bindingKey(e.Harness, e.NativeID)
-				if other := shared[k]; e.Type == session.EntryHarnessBinding && other != "" {
-					if !told[k] {
-						told[k] = true
-						fmt.Fprintf(env.stdout, "kept its %s session %s (session %s is bound to it too)\n", e.Harness, e.NativeID, other)
-					}
-					continue
-				}
-				own.Entries = append(own.Entries, e)
-			}
-			harness.ForgetEach(c.Context(), &own, engineByID(env), func(b harness.Binding, err error) {
+			own := withoutShared(t, shared, func(h, native, other string) {
+				fmt.Fprintf(env.stdout, "kept its %s session %s (session %s is bound to it too)\n", h, native, other)
+			})
+			harness.ForgetEach(c.Context(), own, engineByID(env), func(b harness.Binding, err error) {
 				switch {
 				case err == nil:
 					fmt.Fprintf(env.stdout, "deleted its %s session %s\n", b.Harness, b.NativeID)
@@ -205,11 +195,31 @@ transcript is kept.`,
 
 func bindingKey(harness, native string) string { return harness + "\x00" + native }
 
+// withoutShared returns t without the binding entries of the native
+// sessions in shared (bindingKey → the other session bound to it), for
+// harness.ForgetEach; kept is told of each once.
+func withoutShared(t *session.Transcript, shared map[string]string, kept func(harness, native, other string)) *session.Transcript {
+	own, told := *t, map[string]bool{}
+	own.Entries = nil
+	for _, e := range t.Entries {
+		k := bindingKey(e.Harness, e.NativeID)
+		if other := shared[k]; e.Type == session.EntryHarnessBinding && other != "" {
+			if !told[k] && kept != nil {
+				told[k] = true
+				kept(e.Harness, e.NativeID, other)
+			}
+			continue
+		}
+		own.Entries = append(own.Entries, e)
+	}
+	return &own
+}
+
 // boundElsewhere returns, for each native session t was bound to that
 // another session of st is bound to as well, that session's id. A fork
 // copies its source's bindings, so both resume the engine's one session:
 // deleting either must not take it from under the other.
-func boundElsewhere(ctx context.Context, st *session.JSONLStore, t *session.Transcript) map[string]string {
+func boundElsewhere(ctx context.Context, st session.Store, t *session.Transcript) map[string]string {
 	mine := map[string]bool{}
 	var natives [][]byte
 	for _, e := range t.Entries {

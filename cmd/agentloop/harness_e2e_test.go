@@ -594,7 +594,22 @@ func TestE2EHarnessDeleteForgetsPiSession(t *testing.T) {
 	if _, err := os.Stat(bindings[0]); err != nil {
 		t.Fatalf("pi's session file: %v", err)
 	}
+	// A fork carries the binding: deleting it keeps the pi session the
+	// original still resumes.
+	code, out, errs = execCLI(t, env, home, "run", "--harness", "pi", "--model", "anthropic/mock-claude", "--cwd", ws, "--fork", id, "and more")
+	if code != 0 {
+		t.Fatalf("fork: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	fork := sessionOf(t, errs)
+	_, fb := mirrored(t, home, fork)
+	shared := len(fb) > 0 && fb[len(fb)-1] == bindings[0]
 	sc := startServe(t, ws, home, env, "--model", "anthropic/mock-claude")
+	if code := sc.call(t, "DELETE", "/v1/sessions/"+fork, "", nil, nil); code != http.StatusOK {
+		t.Fatalf("delete the fork: %d\n%s", code, sc.stderr)
+	}
+	if _, err := os.Stat(bindings[0]); shared && err != nil {
+		t.Fatalf("deleting the fork took the original's pi session: %v", err)
+	}
 	if code := sc.call(t, "DELETE", "/v1/sessions/"+id, "", nil, nil); code != http.StatusOK {
 		t.Fatalf("delete: %d\n%s", code, sc.stderr)
 	}

@@ -243,9 +243,10 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags) error {
 			return err
 		},
 		// A deleted session takes the engines' own sessions it was bound to
-		// with it, where the engine has a delete (pi, Claude Code).
+		// with it, where the engine has a delete (pi, Claude Code), except
+		// those another session (a fork) is bound to as well.
 		OnDelete: func(ctx context.Context, t *session.Transcript) error {
-			return harness.ForgetBindings(ctx, t, engineByID(env))
+			return harness.ForgetBindings(ctx, withoutShared(t, boundElsewhere(ctx, store, t), nil), engineByID(env))
 		},
 		Tokens: tokens, AllowOrigins: f.allowOrigins,
 		StateDir:    filepath.Join(home, "gateway"),
