@@ -135,12 +135,7 @@ func TestE2EHarnessClaudeCodeMonitorIsBash(t *testing.T) {
 func TestE2EHarnessPiHookRewriteRefused(t *testing.T) {
 	home, ws := t.TempDir(), t.TempDir()
 	rewrite := `cat >/dev/null; echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":"ls"}}}'`
-	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash",
-		"hooks": []any{map[string]any{"type": "command", "command": rewrite}}}}}})
-	writeFile(t, filepath.Join(ws, ".agentloop", "settings.json"), string(settings))
-	if _, err := hook.Trust(home, ws); err != nil {
-		t.Fatal(err)
-	}
+	trustedBashHook(t, home, ws, rewrite)
 	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "echo hi > original.txt")
 	code, out, errs := execCLI(t, piEnv(t, base), home, "run", "--harness", "pi", "--model", "anthropic/mock-claude",
 		"--cwd", ws, "--approve", "never", "go")

@@ -129,12 +129,7 @@ func testHarnessHooksFireOnce(t *testing.T, eng engine, call string) {
 func TestE2EHarnessClaudeCodeHookRewrite(t *testing.T) {
 	home, ws := t.TempDir(), t.TempDir()
 	rewrite := `cat >/dev/null; echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":"echo hi > rewritten.txt"}}}'`
-	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash",
-		"hooks": []any{map[string]any{"type": "command", "command": rewrite}}}}}})
-	writeFile(t, filepath.Join(ws, ".agentloop", "settings.json"), string(settings))
-	if _, err := hook.Trust(home, ws); err != nil {
-		t.Fatal(err)
-	}
+	trustedBashHook(t, home, ws, rewrite)
 	base := mockLLM(t, "-rounds", "1", "-text", "3", "-cmd", "echo hi > original.txt")
 	code, out, errs := execCLI(t, claudeEnv(t, base), home, "run", "--harness", "claude-code", "--model", "anthropic/mock-claude", "--cwd", ws, "go")
 	if code != 0 || !strings.Contains(out, "word word done") {
@@ -148,5 +143,17 @@ func TestE2EHarnessClaudeCodeHookRewrite(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "original.txt")); err == nil {
 		t.Error("the original command ran")
+	}
+}
+
+// trustedBashHook makes command the PreToolUse hook of Bash calls in ws's
+// .agentloop/settings.json, and trusts ws under home.
+func trustedBashHook(t *testing.T, home, ws, command string) {
+	t.Helper()
+	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash",
+		"hooks": []any{map[string]any{"type": "command", "command": command}}}}}})
+	writeFile(t, filepath.Join(ws, ".agentloop", "settings.json"), string(settings))
+	if _, err := hook.Trust(home, ws); err != nil {
+		t.Fatal(err)
 	}
 }
