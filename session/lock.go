@@ -95,8 +95,17 @@ type FileLock struct {
 
 var (
 	heldMu sync.Mutex
-	held   = map[string]lockInfo{}
+	held   = map[string]*heldLock{}
 )
+
+// heldLock is a path's entry in the process's table: reserved by an
+// acquisition, held, or being released (released is then closed when the
+// file is gone, so that an acquisition in this process waits for it
+// instead of being refused by a lock that is going away).
+type heldLock struct {
+	info     lockInfo
+	released chan struct{}
+}
 
 // AcquireLock takes the write lock of the session file sessionPath, named
 // id in messages. It fails with a *LockedError when another run holds it,
@@ -150,11 +159,20 @@ func AcquireLock(ctx context.Context, sessionPath, id string, opts *LockOptions)
 func tryLock(lockPath, id string) (*FileLock, *LockedError, error) {
 	info := lockInfo{PID: os.Getpid(), Host: hostname(), StartedAt: formatTime(time.Now())}
 	heldMu.Lock()
-	if cur, ok := held[lockPath]; ok {
+	for {
+		cur, ok := held[lockPath]
+		if !ok {
+			break
+		}
+		if cur.released == nil {
+			heldMu.Unlock()
+			return nil, lockedError(id, cur.info), nil
+		}
 		heldMu.Unlock()
-		return nil, lockedError(id, cur), nil
+		<-cur.released
+		heldMu.Lock()
 	}
-	held[lockPath] = info
+	held[lockPath] = &heldLock{info: info}
 	heldMu.Unlock()
 	l, lerr, err := lockFile(lockPath, id, info)
 	if l == nil {
@@ -165,9 +183,9 @@ func tryLock(lockPath, id string) (*FileLock, *LockedError, error) {
 	return l, lerr, err
 }
 
-// lockFileHook, when set by a test, runs before tryLock's file system
-// calls.
-var lockFileHook func(lockPath string)
+// lockFileHook and lockReleaseHook, when set by a test, run before
+// tryLock's and Release's file system calls.
+var lockFileHook, lockReleaseHook func(lockPath string)
 
 // lockFile takes the file lock at lockPath, whose path tryLock reserved.
 func lockFile(lockPath, id string, info lockInfo) (*FileLock, *LockedError, error) {
@@ -233,9 +251,18 @@ func (l *FileLock) Path() string { return l.path }
 // more than once.
 func (l *FileLock) Release() error {
 	l.once.Do(func() {
+		heldMu.Lock()
+		h := held[l.path]
+		if h != nil {
+			h.released = make(chan struct{})
+		}
+		heldMu.Unlock()
+		if lockReleaseHook != nil {
+			lockReleaseHook(l.path)
+		}
 		// Unlink while still holding the lock, so nobody can lock this
-		// file after we let go of it (see lockFile). The path stays
-		// reserved in this process until the file is closed.
+		// file after we let go of it (see lockFile). An acquisition in
+		// this process meanwhile waits for h.released.
 		if err := os.Remove(l.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			l.err = fmt.Errorf("release the lock of session %s: %w", l.session, err)
 		}
@@ -245,6 +272,9 @@ func (l *FileLock) Release() error {
 		heldMu.Lock()
 		delete(held, l.path)
 		heldMu.Unlock()
+		if h != nil {
+			close(h.released)
+		}
 	})
 	return l.err
 }

@@ -204,3 +204,41 @@ func TestLockOtherSessionNotSerialised(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A lock being released in this process is waited for, not reported as
+// held: a run's next step (the chat's /compact after a reply) takes the
+// lock its last step is letting go of.
+func TestLockWhileReleasingWaits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	l, err := AcquireLock(context.Background(), path, "s", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inRelease, proceed := make(chan struct{}), make(chan struct{})
+	lockReleaseHook = func(string) { close(inRelease); <-proceed }
+	defer func() { lockReleaseHook = nil }()
+	released := make(chan error, 1)
+	go func() { released <- l.Release() }()
+	<-inRelease
+	got := make(chan error, 1)
+	go func() {
+		l2, err := AcquireLock(context.Background(), path, "s", nil)
+		if err == nil {
+			err = l2.Release()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("the acquisition did not wait for the release: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	lockReleaseHook = nil
+	close(proceed)
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("after the release: %v", err)
+	}
+}
