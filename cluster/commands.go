@@ -161,16 +161,28 @@ func (n *Node) deliverCommands(ctx context.Context) {
 			continue // the next heartbeat or notification tries again
 		}
 		slices.SortFunc(cmds, func(a, b Command) int { return int(a.ID - b.ID) })
+		var later []int64
 		for _, cmd := range cmds {
 			select {
 			case c.cmds <- cmd:
 			default:
-				// A run that does not read its commands loses the
-				// overflow rather than stalling the node.
+				// The run has not read what it was given yet: this one
+				// waits in the table for the next delivery instead of
+				// stalling the node, or being lost (an approval's answer
+				// lost would leave the run waiting for it).
+				if cmd.Kind != CommandAbort {
+					later = append(later, cmd.ID)
+				}
 			}
 			if cmd.Kind == CommandAbort {
 				c.cancel(ErrAbortRequested)
 			}
+		}
+		if len(later) > 0 {
+			_ = n.fenced(ctx, c, func(tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, `UPDATE run_commands SET consumed_at = NULL WHERE id = ANY($1)`, later)
+				return err
+			})
 		}
 	}
 }
