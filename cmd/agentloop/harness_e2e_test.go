@@ -374,6 +374,9 @@ func TestE2EHarnessACP(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "second answer") {
 		t.Fatalf("turn 2: exit %d\n%s\n%s", code, out, errs)
 	}
+	if strings.Contains(errs, "connection closed") {
+		t.Errorf("the ACP library's own log reached the user's stderr:\n%s", errs)
+	}
 	if _, err := os.Stat(filepath.Join(ws, "notes")); err == nil {
 		t.Error("the edit refused by --approve never ran")
 	}

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -114,6 +115,9 @@ func (h *Harness) RunAttempt(ctx context.Context, a *harness.Attempt) (*harness.
 	c := &client{h: h, a: a, m: harness.NewMirror(a), tracker: &harness.Tracker{}, res: &harness.Result{},
 		calls: map[string]*call{}, approved: map[string]int{}, allowedIDs: map[string]bool{}, gated: map[string]bool{}, cancelled: make(chan struct{})}
 	conn := acpsdk.NewClientSideConnection(c, p.Stdin, p.Stdout)
+	// The library's diagnostics ("connection closed" at every attempt's
+	// end) are not the user's business; what matters reaches them as errors.
+	conn.SetLogger(slog.New(slog.DiscardHandler))
 	err = c.run(ctx, conn, dir)
 	if err != nil && c.sessionID == "" {
 		_ = p.Wait(time.Second, nil)
