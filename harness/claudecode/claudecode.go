@@ -76,9 +76,14 @@ func (h *Harness) Supports(context.Context, harness.Route) harness.Support {
 	return harness.Support{Reason: "chosen by name only"}
 }
 
-// readOnlyTools are Claude Code's tools that change nothing.
-var readOnlyTools = map[string]bool{"Read": true, "Glob": true, "Grep": true, "LS": true, "WebFetch": true,
-	"WebSearch": true, "TodoWrite": true, "NotebookRead": true, "ToolSearch": true, "ListAgents": true, "CronList": true}
+// changesNothing says a started call of Claude Code's tool name leaves
+// nothing to undo, so the attempt may still be retried: the tools natives
+// calls read-only, and the web ones (approval does not trust those, since
+// a URL carries data out, but they change nothing here).
+func changesNothing(name string) bool {
+	n, ok := nativeNamed(name)
+	return ok && n.readOnly || name == "WebFetch" || name == "WebSearch"
+}
 
 // wire shapes of stream-json.
 type (
@@ -401,7 +406,7 @@ func (t *turn) handle(ctx context.Context, l *line) (end bool, err error) {
 				return true, err
 			}
 			started := !t.refused[b.ToolUseID]
-			mutating := !readOnlyTools[name]
+			mutating := !changesNothing(name)
 			if own, ok := ownTool(name); ok {
 				mutating = t.a.Tools == nil || !t.a.Tools.ReadOnly(tool.Call{ID: b.ToolUseID, Name: own, Args: t.args[b.ToolUseID]})
 			}
